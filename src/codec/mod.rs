@@ -1,0 +1,203 @@
+//! Tuple-oriented compression (TOC paper section 3) of one mini-batch, and
+//! its validated decoding.
+//!
+//! ```text
+//! SparseBatch --Encoder::encode--> TocBatch (bytes) --decode--> SparseBatch
+//!                                      |
+//!                                      +--build_tree--> DecodeTree (C') --> kernels
+//! ```
+//!
+//! [`TocBatch::from_bytes`] is the trust boundary: it checks the structure
+//! of the blob (every length against the remaining input before anything
+//! is allocated), then every content rule while rebuilding the prefix tree.
+//! After that nothing indexes out of range. The byte format is specified in
+//! `docs/FORMAT.md`.
+
+mod encoder;
+mod layout;
+mod tree;
+mod wire;
+
+pub use encoder::{EncodeOptions, Encoder, Level, Packing};
+pub use layout::{MAGIC, VERSION};
+pub use tree::DecodeTree;
+
+use layout::{Layout, FLAG_INDEXED, FLAG_TREE};
+
+use crate::error::Result;
+use crate::sparse::SparseBatch;
+
+/// Encodes `batch` at [`Level::Full`] with the default options.
+///
+/// For many batches, keep an [`Encoder`] instead: it reuses its buffers.
+///
+/// # Errors
+/// As [`Encoder::encode`].
+pub fn encode(batch: &SparseBatch) -> Result<TocBatch> {
+    Encoder::new(EncodeOptions::default()).encode(batch)
+}
+
+/// One encoded mini-batch: a self-describing byte blob whose structure and
+/// contents have been validated.
+///
+/// `B` is the byte container: `Vec<u8>` (the default, owned) or any
+/// `AsRef<[u8]>` such as `&[u8]` for a zero-copy view into a larger buffer.
+#[derive(Debug, Clone)]
+pub struct TocBatch<B = Vec<u8>> {
+    bytes: B,
+    layout: Layout,
+    n_nodes: usize,
+    decoded_nnz: u64,
+}
+
+impl<B: AsRef<[u8]>> TocBatch<B> {
+    /// Validates `bytes` as an encoded batch.
+    ///
+    /// Checks, in order: magic, version, flags; each section's header and
+    /// that its payload lies inside the input (before any allocation);
+    /// padding bits; no trailing bytes; then pair columns `< n_cols`,
+    /// value ids inside the dictionary, no zero values, row lengths adding
+    /// up to the code count, every code naming an existing node, and
+    /// strictly ascending columns in every row. Memory used is linear in
+    /// the input size.
+    ///
+    /// # Errors
+    /// The first rule broken, as an [`Error`](crate::Error) naming the
+    /// field and its byte offset, or the row and position.
+    pub fn from_bytes(bytes: B) -> Result<Self> {
+        Self::from_bytes_with_tree(bytes, &mut DecodeTree::default())
+    }
+
+    /// As [`TocBatch::from_bytes`], leaving the rebuilt decode tree in
+    /// `tree` (reusing its allocations) so kernels can run without a second
+    /// build.
+    ///
+    /// # Errors
+    /// As [`TocBatch::from_bytes`]; on error `tree` holds no valid batch.
+    pub fn from_bytes_with_tree(bytes: B, tree: &mut DecodeTree) -> Result<Self> {
+        let blob = bytes.as_ref();
+        let layout = layout::parse(blob)?;
+        if let Err(e) = tree.build(blob, &layout) {
+            *tree = DecodeTree::default();
+            return Err(e);
+        }
+        Ok(TocBatch {
+            layout,
+            n_nodes: tree.n_nodes(),
+            decoded_nnz: tree.decoded_nnz(),
+            bytes,
+        })
+    }
+
+    /// The encoded bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.bytes.as_ref()
+    }
+
+    /// Size of the encoding in bytes.
+    pub fn encoded_len(&self) -> usize {
+        self.as_bytes().len()
+    }
+
+    /// Consumes the batch, returning its byte container.
+    pub fn into_bytes(self) -> B {
+        self.bytes
+    }
+
+    /// An owned copy.
+    pub fn to_owned_batch(&self) -> TocBatch {
+        TocBatch {
+            bytes: self.as_bytes().to_vec(),
+            layout: self.layout,
+            n_nodes: self.n_nodes,
+            decoded_nnz: self.decoded_nnz,
+        }
+    }
+
+    /// Number of rows.
+    pub fn n_rows(&self) -> usize {
+        self.layout.n_rows()
+    }
+
+    /// Number of columns.
+    pub fn n_cols(&self) -> usize {
+        self.layout.n_cols
+    }
+
+    /// Size of the first layer `I` (for [`Level::Sparse`], every entry).
+    pub fn n_first_layer(&self) -> usize {
+        self.layout.n_pairs()
+    }
+
+    /// Number of codes in the encoded table `D`.
+    pub fn n_codes(&self) -> usize {
+        match self.layout.codes {
+            Some(codes) => codes.count,
+            None => self.layout.n_pairs(),
+        }
+    }
+
+    /// Nodes of the decode tree, the root included.
+    pub fn n_nodes(&self) -> usize {
+        self.n_nodes
+    }
+
+    /// Non-zero entries of the decoded batch. It can be much larger than
+    /// the encoding (a prefix tree can grow one level per row): check it
+    /// before decoding untrusted input if memory matters.
+    pub fn decoded_nnz(&self) -> u64 {
+        self.decoded_nnz
+    }
+
+    /// Which TOC stages this batch uses.
+    pub fn level(&self) -> Level {
+        let f = self.layout.flags;
+        if f & FLAG_TREE == 0 {
+            Level::Sparse
+        } else if f & FLAG_INDEXED == 0 {
+            Level::Logical
+        } else {
+            Level::Full
+        }
+    }
+
+    /// Rebuilds the decode tree into `tree`, reusing its allocations.
+    pub fn build_tree(&self, tree: &mut DecodeTree) {
+        tree.build(self.as_bytes(), &self.layout)
+            .expect("batch was validated when it was created");
+    }
+
+    /// The decode tree of this batch, newly allocated.
+    pub fn tree(&self) -> DecodeTree {
+        let mut tree = DecodeTree::default();
+        self.build_tree(&mut tree);
+        tree
+    }
+
+    /// Decodes into a [`SparseBatch`] (see [`decoded_nnz`](Self::decoded_nnz)
+    /// for its size).
+    pub fn decode(&self) -> SparseBatch {
+        let mut out = SparseBatch::default();
+        self.tree().decode_into(&mut out);
+        out
+    }
+}
+
+impl TocBatch {
+    /// Wraps bytes the encoder just wrote; validated only in debug builds.
+    pub(crate) fn from_parts_trusted(
+        bytes: Vec<u8>,
+        layout: Layout,
+        n_nodes: usize,
+        decoded_nnz: u64,
+    ) -> Self {
+        debug_assert!(TocBatch::from_bytes(&bytes[..])
+            .is_ok_and(|b| b.n_nodes == n_nodes && b.decoded_nnz == decoded_nnz));
+        TocBatch {
+            bytes,
+            layout,
+            n_nodes,
+            decoded_nnz,
+        }
+    }
+}

@@ -1,0 +1,398 @@
+//! The decode tree `C'` (TOC paper 4.1.2, Algorithm 2, Table 4), rebuilt
+//! from the first layer `I` and the encoded table `D`.
+//!
+//! Node 0 is the root; nodes `1..=|I|` are the first layer, in the order of
+//! `I`; every further node is created while scanning `D`: between two
+//! consecutive codes `a, b` of a row, a node with parent `a` whose key is the
+//! first pair of `b`'s sequence. Per node we keep the parent, the key (as a
+//! first-layer id), the first pair of its sequence (`F` in Algorithm 2) and
+//! its depth (sequence length), which lets [`DecodeTree::decode_into`] write
+//! each sequence backwards into place without a reversal buffer.
+//!
+//! Departures from the paper:
+//! - Building the tree is also the content check of an untrusted batch:
+//!   every code must name a node that existed when its row started (the
+//!   encoder never refers to a node created in the same row, since its
+//!   sequence starts left of the current column), and consecutive codes must
+//!   continue the row's strictly ascending columns. One O(|I| + |D|) pass
+//!   serves validation and decoding, so a batch validated with
+//!   [`TocBatch::from_bytes_with_tree`](super::TocBatch::from_bytes_with_tree)
+//!   needs no second build before the kernels run.
+//! - Flat batches (level `Sparse`) have no tree: the pairs are the rows, and
+//!   the tree holds the first layer only, with the codes `1..=nnz`.
+
+use super::layout::{f64_at, Dict, Layout, Values};
+use super::wire::unpack_into;
+use crate::error::{Error, Result};
+use crate::sparse::{is_zero, SparseBatch};
+
+/// The rebuilt prefix tree of one batch, plus its unpacked codes: the
+/// structure every kernel on the encoded form runs on.
+///
+/// Reusable: [`DecodeTree::default`] allocates nothing, and each rebuild
+/// reuses the previous allocations.
+#[derive(Debug, Clone, Default)]
+pub struct DecodeTree {
+    pub(crate) n_cols: usize,
+    /// Column of each first-layer pair; index 0 is a placeholder for the root.
+    pub(crate) pair_cols: Vec<u32>,
+    /// Value of each first-layer pair; index 0 is `0.0` for the root.
+    pub(crate) pair_vals: Vec<f64>,
+    /// Parent node of each node (root: 0).
+    pub(crate) parent: Vec<u32>,
+    /// First-layer id of each node's key (root: 0).
+    pub(crate) key: Vec<u32>,
+    /// First-layer id of the first pair of each node's sequence.
+    pub(crate) first: Vec<u32>,
+    /// Sequence length of each node (root: 0).
+    pub(crate) depth: Vec<u32>,
+    /// The encoded table `D`, rows concatenated.
+    pub(crate) codes: Vec<u32>,
+    /// Row `i` is `codes[row_starts[i]..row_starts[i + 1]]`.
+    pub(crate) row_starts: Vec<u32>,
+    pub(crate) decoded_nnz: u64,
+    scratch: Vec<u32>,
+}
+
+impl DecodeTree {
+    /// Number of rows of the batch.
+    pub fn n_rows(&self) -> usize {
+        self.row_starts.len().saturating_sub(1)
+    }
+
+    /// Number of columns of the batch.
+    pub fn n_cols(&self) -> usize {
+        self.n_cols
+    }
+
+    /// Number of tree nodes, the root included.
+    pub fn n_nodes(&self) -> usize {
+        self.parent.len()
+    }
+
+    /// Size of the first layer `I`.
+    pub fn n_first_layer(&self) -> usize {
+        self.pair_cols.len().saturating_sub(1)
+    }
+
+    /// Number of codes in the encoded table `D`.
+    pub fn n_codes(&self) -> usize {
+        self.codes.len()
+    }
+
+    /// Number of non-zero entries of the decoded batch.
+    pub fn decoded_nnz(&self) -> u64 {
+        self.decoded_nnz
+    }
+
+    /// Parent of every node (Table 4's "ParentIndex"; the root's is 0).
+    pub fn parents(&self) -> &[u32] {
+        &self.parent
+    }
+
+    /// Key of every node as `(column, value)`; the root's is `(0, 0.0)`.
+    pub fn keys(&self) -> impl ExactSizeIterator<Item = (u32, f64)> + '_ {
+        self.key
+            .iter()
+            .map(|&k| (self.pair_cols[k as usize], self.pair_vals[k as usize]))
+    }
+
+    /// The codes of row `i`.
+    ///
+    /// # Panics
+    /// If `i >= n_rows()`.
+    pub fn row_codes(&self, i: usize) -> &[u32] {
+        &self.codes[self.row_starts[i] as usize..self.row_starts[i + 1] as usize]
+    }
+
+    /// Rebuilds the tree from a structurally valid blob, checking every
+    /// content rule on the way (see the module docs for the order).
+    pub(crate) fn build(&mut self, blob: &[u8], layout: &Layout) -> Result<()> {
+        self.n_cols = layout.n_cols;
+        self.load_pairs(blob, layout)?;
+        self.load_rows(blob, layout)?;
+        if layout.has_tree() {
+            self.grow()
+        } else {
+            self.flat()
+        }
+    }
+
+    /// Fills the first layer: columns checked against `n_cols`, values
+    /// resolved through the dictionary and checked non-zero.
+    fn load_pairs(&mut self, blob: &[u8], layout: &Layout) -> Result<()> {
+        let n = layout.n_pairs();
+        let cols = &layout.pair_cols;
+        unpack_into(
+            cols.payload(blob),
+            cols.width,
+            cols.count,
+            &mut self.scratch,
+        );
+        self.pair_cols.clear();
+        self.pair_cols.push(0);
+        for (i, &c) in self.scratch.iter().enumerate() {
+            if c as usize >= self.n_cols {
+                return Err(Error::PairColumnOutOfRange {
+                    index: i,
+                    col: c as u64,
+                    n_cols: self.n_cols as u64,
+                });
+            }
+        }
+        self.pair_cols.extend_from_slice(&self.scratch);
+        self.pair_vals.clear();
+        self.pair_vals.push(0.0);
+        match layout.values {
+            Values::Inline { start } => {
+                for i in 0..n {
+                    let v = f64_at(blob, start + 8 * i);
+                    if is_zero(v) {
+                        return Err(Error::ZeroValue {
+                            what: "inline value",
+                            index: i,
+                        });
+                    }
+                    self.pair_vals.push(v);
+                }
+            }
+            Values::Indexed { ids, dict } => {
+                let dict_vals = resolve_dict(blob, &dict, &mut self.scratch)?;
+                unpack_into(ids.payload(blob), ids.width, ids.count, &mut self.scratch);
+                for (i, &id) in self.scratch.iter().enumerate() {
+                    match dict_vals.get(id as usize) {
+                        Some(&v) => self.pair_vals.push(v),
+                        None => {
+                            return Err(Error::ValueIdOutOfRange {
+                                position: i,
+                                id: id as u64,
+                                dict_len: dict_vals.len() as u64,
+                            })
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Unpacks the row lengths into `row_starts` and the codes (or, for a
+    /// flat batch, the identity codes `1..=nnz`).
+    fn load_rows(&mut self, blob: &[u8], layout: &Layout) -> Result<()> {
+        let lens = &layout.row_lengths;
+        unpack_into(
+            lens.payload(blob),
+            lens.width,
+            lens.count,
+            &mut self.scratch,
+        );
+        let total: u64 = self.scratch.iter().map(|&l| l as u64).sum();
+        let (what, expected) = match layout.codes {
+            Some(codes) => ("sum of row lengths (number of codes)", codes.count),
+            None => ("sum of row lengths (number of pairs)", layout.n_pairs()),
+        };
+        if total != expected as u64 {
+            return Err(Error::LengthMismatch {
+                what,
+                expected: expected as u64,
+                found: total,
+            });
+        }
+        self.row_starts.clear();
+        self.row_starts.reserve(self.scratch.len() + 1);
+        self.row_starts.push(0);
+        let mut acc = 0u32;
+        for &l in &self.scratch {
+            acc += l; // cannot overflow: the total fits in a packed count
+            self.row_starts.push(acc);
+        }
+        match layout.codes {
+            Some(codes) => unpack_into(
+                codes.payload(blob),
+                codes.width,
+                codes.count,
+                &mut self.codes,
+            ),
+            None => {
+                self.codes.clear();
+                self.codes.extend(1..=layout.n_pairs() as u32);
+            }
+        }
+        Ok(())
+    }
+
+    fn reset_first_layer(&mut self, capacity: usize) {
+        let n_first = self.pair_cols.len();
+        for v in [
+            &mut self.parent,
+            &mut self.key,
+            &mut self.first,
+            &mut self.depth,
+        ] {
+            v.clear();
+            v.reserve(capacity);
+        }
+        self.parent.resize(n_first, 0);
+        self.key.extend(0..n_first as u32);
+        self.first.extend(0..n_first as u32);
+        self.depth.push(0);
+        self.depth.resize(n_first, 1);
+    }
+
+    /// Algorithm 2, phase II, with the content checks.
+    fn grow(&mut self) -> Result<()> {
+        let n_first = self.pair_cols.len();
+        let n_rows = self.n_rows();
+        // Nodes: root + first layer + one per code that is not first in its row.
+        let non_empty = self.row_starts.windows(2).filter(|w| w[1] > w[0]).count();
+        let n_nodes = n_first as u64 + self.codes.len() as u64 - non_empty as u64;
+        if n_nodes > u32::MAX as u64 {
+            return Err(Error::TooLarge {
+                what: "prefix tree nodes",
+                value: n_nodes,
+                max: u32::MAX as u64,
+            });
+        }
+        self.reset_first_layer(n_nodes as usize);
+        let mut nnz = 0u64;
+        for row in 0..n_rows {
+            let (s, e) = (
+                self.row_starts[row] as usize,
+                self.row_starts[row + 1] as usize,
+            );
+            let limit = self.parent.len() as u32;
+            let mut prev = 0u32;
+            for (j, &code) in self.codes[s..e].iter().enumerate() {
+                if code == 0 || code >= limit {
+                    return Err(Error::CodeOutOfRange {
+                        row,
+                        position: j,
+                        code: code as u64,
+                        limit: limit as u64,
+                    });
+                }
+                if j > 0 {
+                    let last_col = self.pair_cols[self.key[prev as usize] as usize];
+                    let key = self.first[code as usize];
+                    let next_col = self.pair_cols[key as usize];
+                    if last_col >= next_col {
+                        return Err(Error::ColumnsNotAscending {
+                            row,
+                            position: j,
+                            prev: last_col as u64,
+                            col: next_col as u64,
+                        });
+                    }
+                    self.parent.push(prev);
+                    self.key.push(key);
+                    self.first.push(self.first[prev as usize]);
+                    self.depth.push(self.depth[prev as usize] + 1);
+                }
+                nnz += self.depth[code as usize] as u64;
+                prev = code;
+            }
+        }
+        self.decoded_nnz = nnz;
+        Ok(())
+    }
+
+    /// A flat batch: no nodes beyond the first layer; rows must still have
+    /// strictly ascending columns.
+    fn flat(&mut self) -> Result<()> {
+        self.reset_first_layer(self.pair_cols.len());
+        for row in 0..self.n_rows() {
+            let (s, e) = (
+                self.row_starts[row] as usize,
+                self.row_starts[row + 1] as usize,
+            );
+            // Codes are 1..=nnz, so pair j of the batch is first-layer id j + 1.
+            let cols = &self.pair_cols[s + 1..e + 1];
+            for j in 1..cols.len() {
+                if cols[j - 1] >= cols[j] {
+                    return Err(Error::ColumnsNotAscending {
+                        row,
+                        position: j,
+                        prev: cols[j - 1] as u64,
+                        col: cols[j] as u64,
+                    });
+                }
+            }
+        }
+        self.decoded_nnz = self.codes.len() as u64;
+        Ok(())
+    }
+
+    /// Decodes the batch into `out` (Algorithm 6's decoding step), reusing
+    /// its allocations.
+    pub fn decode_into(&self, out: &mut SparseBatch) {
+        let nnz = self.decoded_nnz as usize;
+        let (_, mut offsets, mut cols, mut vals) = std::mem::take(out).into_parts();
+        offsets.clear();
+        offsets.reserve(self.n_rows() + 1);
+        offsets.push(0usize);
+        cols.clear();
+        cols.resize(nnz, 0);
+        vals.clear();
+        vals.resize(nnz, 0.0);
+        let mut pos = 0usize;
+        for row in 0..self.n_rows() {
+            for &code in self.row_codes(row) {
+                let d = self.depth[code as usize] as usize;
+                let mut node = code as usize;
+                // Walk up from the node, writing its sequence right to left.
+                for k in (pos..pos + d).rev() {
+                    let pair = self.key[node] as usize;
+                    cols[k] = self.pair_cols[pair];
+                    vals[k] = self.pair_vals[pair];
+                    node = self.parent[node] as usize;
+                }
+                pos += d;
+            }
+            offsets.push(pos);
+        }
+        *out = SparseBatch::from_parts_unchecked(self.n_cols, offsets, cols, vals);
+    }
+}
+
+/// Resolves the dictionary to `f64` values, rejecting zeros (and integer
+/// entries whose `base + offset` overflows).
+fn resolve_dict(blob: &[u8], dict: &Dict, scratch: &mut Vec<u32>) -> Result<Vec<f64>> {
+    let mut out = Vec::with_capacity(dict.len());
+    match *dict {
+        Dict::Float { start, len } => {
+            for i in 0..len {
+                let v = f64_at(blob, start + 8 * i);
+                if is_zero(v) {
+                    return Err(Error::ZeroValue {
+                        what: "dictionary value",
+                        index: i,
+                    });
+                }
+                out.push(v);
+            }
+        }
+        Dict::Int { base, offsets } => {
+            unpack_into(offsets.payload(blob), offsets.width, offsets.count, scratch);
+            for (i, &o) in scratch.iter().enumerate() {
+                match base.checked_add(o as i64) {
+                    Some(0) => {
+                        return Err(Error::ZeroValue {
+                            what: "dictionary value",
+                            index: i,
+                        })
+                    }
+                    Some(v) => out.push(v as f64),
+                    None => {
+                        return Err(Error::FieldOutOfRange {
+                            what: "dictionary base + offset",
+                            offset: offsets.start,
+                            value: o as u64,
+                            max: i64::MAX.saturating_sub(base) as u64,
+                        })
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}

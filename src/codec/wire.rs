@@ -1,0 +1,338 @@
+//! Checked reading and writing of the primitive fields of the byte format:
+//! bytes, LEB128 varints and bit-packed integer arrays (TOC paper 3.2,
+//! "bit packing", with true bit widths as well as the paper's whole bytes).
+//!
+//! Every read names the field it reads, so an error says what was wrong and
+//! at which byte. Every length is checked against the bytes that remain
+//! before anything is allocated.
+
+use crate::error::{Error, Result};
+
+/// Largest element count of one packed array (node ids are `u32`).
+pub(crate) const MAX_COUNT: u64 = u32::MAX as u64;
+
+/// A cursor over untrusted bytes.
+pub(crate) struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(buf: &'a [u8]) -> Self {
+        Reader { buf, pos: 0 }
+    }
+
+    /// Current byte offset.
+    pub(crate) fn offset(&self) -> usize {
+        self.pos
+    }
+
+    pub(crate) fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    /// Takes `n` bytes, or fails naming `what` if fewer remain.
+    pub(crate) fn bytes(&mut self, n: u64, what: &'static str) -> Result<&'a [u8]> {
+        if n > self.remaining() as u64 {
+            return Err(Error::Truncated {
+                what,
+                offset: self.pos,
+                needed: n,
+                available: self.remaining(),
+            });
+        }
+        let n = n as usize;
+        let out = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(out)
+    }
+
+    pub(crate) fn u8(&mut self, what: &'static str) -> Result<u8> {
+        Ok(self.bytes(1, what)?[0])
+    }
+
+    /// An unsigned LEB128 varint of at most 10 bytes, canonical (no
+    /// redundant trailing zero groups) and fitting in `u64`.
+    pub(crate) fn varint(&mut self, what: &'static str) -> Result<u64> {
+        let start = self.pos;
+        let mut value: u64 = 0;
+        for i in 0..10 {
+            let b = self.u8(what)?;
+            let group = (b & 0x7f) as u64;
+            if i == 9 && b > 1 {
+                return Err(Error::BadVarint {
+                    what,
+                    offset: start,
+                });
+            }
+            value |= group << (7 * i);
+            if b & 0x80 == 0 {
+                if i > 0 && b == 0 {
+                    return Err(Error::BadVarint {
+                        what,
+                        offset: start,
+                    });
+                }
+                return Ok(value);
+            }
+        }
+        Err(Error::BadVarint {
+            what,
+            offset: start,
+        })
+    }
+
+    /// A varint that must not exceed `max`.
+    pub(crate) fn varint_max(&mut self, what: &'static str, max: u64) -> Result<u64> {
+        let offset = self.pos;
+        let value = self.varint(what)?;
+        if value > max {
+            return Err(Error::FieldOutOfRange {
+                what,
+                offset,
+                value,
+                max,
+            });
+        }
+        Ok(value)
+    }
+}
+
+pub(crate) fn write_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Zigzag maps signed to unsigned so small magnitudes stay small.
+pub(crate) fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+pub(crate) fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// Bits needed to store `max` (0 for 0).
+pub(crate) fn bits_needed(max: u32) -> u8 {
+    (32 - max.leading_zeros()) as u8
+}
+
+/// Payload bytes of `count` values of `width` bits.
+pub(crate) fn payload_len(count: u64, width: u8) -> u64 {
+    (count * width as u64).div_ceil(8)
+}
+
+/// Where a packed array sits in a blob: its element count, bit width and
+/// the byte range of its payload. Produced only by [`read_packed`], which
+/// has checked that the payload is inside the blob.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Packed {
+    pub(crate) count: usize,
+    pub(crate) width: u8,
+    pub(crate) start: usize,
+    pub(crate) len: usize,
+}
+
+impl Packed {
+    pub(crate) fn payload<'b>(&self, blob: &'b [u8]) -> &'b [u8] {
+        &blob[self.start..self.start + self.len]
+    }
+}
+
+/// Reads a packed array header and skips its payload.
+///
+/// `zero_width_ok` allows width 0 with a non-zero count (an array of
+/// zeros that takes no bytes); callers allow it only where the count is
+/// bounded by another, byte-backed section, so that memory stays bounded by
+/// the input size.
+pub(crate) fn read_packed(
+    r: &mut Reader<'_>,
+    what: &'static str,
+    zero_width_ok: bool,
+) -> Result<Packed> {
+    let count = r.varint_max(what, MAX_COUNT)?;
+    let width_at = r.offset();
+    let width = r.u8(what)?;
+    if width > 32 || (width == 0 && count > 0 && !zero_width_ok) {
+        return Err(Error::BadWidth {
+            what,
+            offset: width_at,
+            width,
+        });
+    }
+    let len = payload_len(count, width);
+    let start = r.offset();
+    let payload = r.bytes(len, what)?;
+    let used_bits = (count * width as u64) % 8;
+    if used_bits != 0 {
+        let last = payload[payload.len() - 1];
+        if last >> used_bits != 0 {
+            return Err(Error::NonZeroPadding {
+                what,
+                offset: start + payload.len() - 1,
+            });
+        }
+    }
+    Ok(Packed {
+        count: count as usize,
+        width,
+        start,
+        len: len as usize,
+    })
+}
+
+/// Appends a packed array (header and payload) of `values`, each of which
+/// must fit in `width` bits.
+pub(crate) fn write_packed(out: &mut Vec<u8>, values: &[u32], width: u8) {
+    debug_assert!(width <= 32);
+    debug_assert!(values.iter().all(|&v| width == 32 || v >> width == 0));
+    write_varint(out, values.len() as u64);
+    out.push(width);
+    match width {
+        0 => {}
+        8 => out.extend(values.iter().map(|&v| v as u8)),
+        16 => values
+            .iter()
+            .for_each(|&v| out.extend_from_slice(&(v as u16).to_le_bytes())),
+        32 => values
+            .iter()
+            .for_each(|&v| out.extend_from_slice(&v.to_le_bytes())),
+        _ => {
+            let mut acc: u64 = 0;
+            let mut nbits: u32 = 0;
+            for &v in values {
+                acc |= (v as u64) << nbits;
+                nbits += width as u32;
+                while nbits >= 8 {
+                    out.push(acc as u8);
+                    acc >>= 8;
+                    nbits -= 8;
+                }
+            }
+            if nbits > 0 {
+                out.push(acc as u8);
+            }
+        }
+    }
+}
+
+/// Unpacks `count` values of `width` bits from `payload` into `out`
+/// (cleared first). `payload` must hold at least
+/// `payload_len(count, width)` bytes, as [`read_packed`] guarantees.
+pub(crate) fn unpack_into(payload: &[u8], width: u8, count: usize, out: &mut Vec<u32>) {
+    out.clear();
+    out.reserve(count);
+    match width {
+        0 => out.resize(count, 0),
+        8 => out.extend(payload[..count].iter().map(|&b| b as u32)),
+        16 => out.extend(
+            payload[..2 * count]
+                .chunks_exact(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]) as u32),
+        ),
+        32 => out.extend(
+            payload[..4 * count]
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+        ),
+        _ => unpack_bits(payload, width, count, out),
+    }
+}
+
+/// The general bit-width path: a 64-bit accumulator refilled a word at a
+/// time while eight bytes remain, a byte at a time at the tail.
+fn unpack_bits(payload: &[u8], width: u8, count: usize, out: &mut Vec<u32>) {
+    let w = width as u32;
+    let mask = (1u64 << w) - 1;
+    let mut acc: u64 = 0;
+    let mut nbits: u32 = 0;
+    let mut p = 0usize;
+    for _ in 0..count {
+        if nbits < w {
+            if p + 8 <= payload.len() {
+                let word = u64::from_le_bytes(payload[p..p + 8].try_into().expect("8 bytes"));
+                acc |= word << nbits;
+                let take = (63 - nbits) / 8;
+                p += take as usize;
+                nbits += take * 8;
+            } else {
+                while nbits <= 56 && p < payload.len() {
+                    acc |= (payload[p] as u64) << nbits;
+                    p += 1;
+                    nbits += 8;
+                }
+            }
+        }
+        out.push((acc & mask) as u32);
+        acc >>= w;
+        nbits -= w;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pack_unpack_every_width() {
+        for width in 0..=32u8 {
+            let max = if width == 0 {
+                0
+            } else {
+                u32::MAX >> (32 - width)
+            };
+            for count in [0usize, 1, 2, 7, 8, 9, 63, 64, 65, 200] {
+                let values: Vec<u32> = (0..count)
+                    .map(|i| match i % 4 {
+                        0 => max,
+                        1 => 0,
+                        2 => (i as u32).wrapping_mul(2_654_435_761) & max,
+                        _ => max / 2,
+                    })
+                    .collect();
+                let mut buf = Vec::new();
+                write_packed(&mut buf, &values, width);
+                let mut r = Reader::new(&buf);
+                let p = read_packed(&mut r, "test", true).unwrap();
+                assert_eq!(r.remaining(), 0);
+                let mut out = Vec::new();
+                unpack_into(p.payload(&buf), p.width, p.count, &mut out);
+                assert_eq!(out, values, "width {width} count {count}");
+            }
+        }
+    }
+
+    #[test]
+    fn varint_round_trip_and_rejects() {
+        for v in [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX] {
+            let mut buf = Vec::new();
+            write_varint(&mut buf, v);
+            assert_eq!(Reader::new(&buf).varint("v").unwrap(), v);
+        }
+        // Overlong: a redundant zero group.
+        assert!(matches!(
+            Reader::new(&[0x80, 0x00]).varint("v"),
+            Err(Error::BadVarint { offset: 0, .. })
+        ));
+        // Overflow past 64 bits.
+        let too_big = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02];
+        assert!(matches!(
+            Reader::new(&too_big).varint("v"),
+            Err(Error::BadVarint { .. })
+        ));
+        assert!(matches!(
+            Reader::new(&[0x80]).varint("v"),
+            Err(Error::Truncated { .. })
+        ));
+    }
+
+    #[test]
+    fn zigzag_round_trip() {
+        for v in [0i64, 1, -1, 63, -64, i64::MAX, i64::MIN] {
+            assert_eq!(unzigzag(zigzag(v)), v);
+        }
+    }
+}

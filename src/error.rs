@@ -1,0 +1,296 @@
+//! The crate's single error type.
+//!
+//! Every variant carries the numbers a user needs to find the problem: the
+//! byte offset in an encoded batch, the row and position of a bad entry, the
+//! limit that was exceeded. Bad input is always reported as an [`Error`];
+//! only violations of a documented caller contract (see the `# Panics`
+//! sections) panic.
+
+use std::fmt;
+
+/// Everything that can go wrong in tocpile.
+///
+/// The enum is `non_exhaustive`: later releases add variants (file and
+/// parse errors) without a breaking change.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    /// The input ended before a field could be read.
+    Truncated {
+        /// The field that was being read.
+        what: &'static str,
+        /// Byte offset where the field starts.
+        offset: usize,
+        /// Bytes the field needs.
+        needed: u64,
+        /// Bytes left in the input from `offset`.
+        available: usize,
+    },
+    /// The blob does not start with the expected magic number.
+    BadMagic {
+        /// The first bytes found (up to four).
+        found: Vec<u8>,
+    },
+    /// The format version is not one this build can read.
+    UnsupportedVersion {
+        /// Version byte found.
+        found: u8,
+        /// Highest version this build reads.
+        supported: u8,
+    },
+    /// A flags byte has bits set that this version does not define.
+    UnknownFlags {
+        /// Byte offset of the flags byte.
+        offset: usize,
+        /// The flags found.
+        flags: u8,
+    },
+    /// A variable-length integer is malformed (too long or overflowing).
+    BadVarint {
+        /// The field that was being read.
+        what: &'static str,
+        /// Byte offset where the varint starts.
+        offset: usize,
+    },
+    /// A header field holds a value outside its allowed range.
+    FieldOutOfRange {
+        /// The field.
+        what: &'static str,
+        /// Byte offset of the field.
+        offset: usize,
+        /// The value found.
+        value: u64,
+        /// The largest value allowed.
+        max: u64,
+    },
+    /// A packed integer array declares a bit width this format does not allow.
+    BadWidth {
+        /// The array.
+        what: &'static str,
+        /// Byte offset of the width byte.
+        offset: usize,
+        /// Width found, in bits.
+        width: u8,
+    },
+    /// The unused bits at the end of a packed array are not zero.
+    NonZeroPadding {
+        /// The array.
+        what: &'static str,
+        /// Byte offset of the last byte of the array.
+        offset: usize,
+    },
+    /// Two sections that must agree in length do not.
+    LengthMismatch {
+        /// What was compared.
+        what: &'static str,
+        /// The length implied by the other section.
+        expected: u64,
+        /// The length found.
+        found: u64,
+    },
+    /// Bytes remain after the last section.
+    TrailingBytes {
+        /// Byte offset where the unexpected bytes start.
+        offset: usize,
+        /// How many bytes remain.
+        len: usize,
+    },
+    /// A code in the encoded table points at a prefix-tree node that does not
+    /// exist when the row is decoded.
+    CodeOutOfRange {
+        /// Row of the code.
+        row: usize,
+        /// Position of the code within the row's codes.
+        position: usize,
+        /// The code found.
+        code: u64,
+        /// Codes must be in `1..limit`.
+        limit: u64,
+    },
+    /// A column id is not below the batch's column count.
+    ColumnOutOfRange {
+        /// Where: a row index for sparse input, or the first-layer entry.
+        row: usize,
+        /// Position within the row (or first-layer index).
+        position: usize,
+        /// The column found.
+        col: u64,
+        /// The batch's column count.
+        n_cols: u64,
+    },
+    /// A first-layer (or flat) pair's column id is not below the column count.
+    PairColumnOutOfRange {
+        /// Index of the pair in the pair-column section.
+        index: usize,
+        /// The column found.
+        col: u64,
+        /// The batch's column count.
+        n_cols: u64,
+    },
+    /// A value id does not point into the value dictionary.
+    ValueIdOutOfRange {
+        /// Index of the first-layer entry holding the id.
+        position: usize,
+        /// The id found.
+        id: u64,
+        /// Length of the dictionary.
+        dict_len: u64,
+    },
+    /// A stored value is zero; zeros are never stored.
+    ZeroValue {
+        /// What held it.
+        what: &'static str,
+        /// Its index.
+        index: usize,
+    },
+    /// Column ids within a row are not strictly ascending.
+    ColumnsNotAscending {
+        /// Row index.
+        row: usize,
+        /// Position of the offending entry (in pairs for sparse input, in
+        /// codes for an encoded batch).
+        position: usize,
+        /// Column before the offending entry.
+        prev: u64,
+        /// Column of the offending entry.
+        col: u64,
+    },
+    /// Row offsets of CSR input do not start at zero, decrease, or do not end
+    /// at the number of entries.
+    BadOffsets {
+        /// Index of the offending offset.
+        index: usize,
+        /// The offset found.
+        offset: u64,
+        /// What was expected.
+        expected: &'static str,
+    },
+    /// Two triplets name the same (row, column).
+    DuplicateEntry {
+        /// Row.
+        row: usize,
+        /// Column.
+        col: u64,
+    },
+    /// A count exceeds what the representation supports.
+    TooLarge {
+        /// What was counted.
+        what: &'static str,
+        /// The count.
+        value: u64,
+        /// The maximum supported.
+        max: u64,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Truncated {
+                what,
+                offset,
+                needed,
+                available,
+            } => write!(
+                f,
+                "truncated input: {what} at byte {offset} needs {needed} bytes, {available} left"
+            ),
+            Error::BadMagic { found } => {
+                write!(f, "not a TOC batch: magic bytes {found:02x?}, expected \"TOCB\"")
+            }
+            Error::UnsupportedVersion { found, supported } => write!(
+                f,
+                "unsupported TOC batch version {found} (this build reads up to {supported})"
+            ),
+            Error::UnknownFlags { offset, flags } => {
+                write!(f, "unknown flags {flags:#010b} at byte {offset}")
+            }
+            Error::BadVarint { what, offset } => {
+                write!(f, "malformed varint for {what} at byte {offset}")
+            }
+            Error::FieldOutOfRange {
+                what,
+                offset,
+                value,
+                max,
+            } => write!(f, "{what} at byte {offset} is {value}, at most {max} allowed"),
+            Error::BadWidth {
+                what,
+                offset,
+                width,
+            } => write!(
+                f,
+                "{what}: bit width {width} at byte {offset} not allowed (1..=32, or 0 where documented)"
+            ),
+            Error::NonZeroPadding { what, offset } => {
+                write!(f, "{what}: padding bits in byte {offset} are not zero")
+            }
+            Error::LengthMismatch {
+                what,
+                expected,
+                found,
+            } => write!(f, "{what}: expected {expected}, found {found}"),
+            Error::TrailingBytes { offset, len } => {
+                write!(f, "{len} unexpected bytes after the batch at byte {offset}")
+            }
+            Error::CodeOutOfRange {
+                row,
+                position,
+                code,
+                limit,
+            } => write!(
+                f,
+                "row {row}, code {position}: node {code} out of range (must be 1..{limit})"
+            ),
+            Error::ColumnOutOfRange {
+                row,
+                position,
+                col,
+                n_cols,
+            } => write!(
+                f,
+                "row {row}, entry {position}: column {col} out of range (n_cols = {n_cols})"
+            ),
+            Error::PairColumnOutOfRange { index, col, n_cols } => write!(
+                f,
+                "pair {index}: column {col} out of range (n_cols = {n_cols})"
+            ),
+            Error::ValueIdOutOfRange {
+                position,
+                id,
+                dict_len,
+            } => write!(
+                f,
+                "first-layer entry {position}: value id {id} out of range (dictionary has {dict_len})"
+            ),
+            Error::ZeroValue { what, index } => {
+                write!(f, "{what} {index} is zero; zeros are never stored")
+            }
+            Error::ColumnsNotAscending {
+                row,
+                position,
+                prev,
+                col,
+            } => write!(
+                f,
+                "row {row}, entry {position}: column {col} follows column {prev}; columns must be strictly ascending"
+            ),
+            Error::BadOffsets {
+                index,
+                offset,
+                expected,
+            } => write!(f, "row offset {index} is {offset}, expected {expected}"),
+            Error::DuplicateEntry { row, col } => {
+                write!(f, "duplicate entry at row {row}, column {col}")
+            }
+            Error::TooLarge { what, value, max } => {
+                write!(f, "{what} is {value}, at most {max} supported")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Shorthand for results in this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,53 @@
+//! # tocpile
+//!
+//! Mini-batch stochastic gradient descent on compressed data.
+//!
+//! Training sets that do not fit in memory make SGD disk-bound. tocpile
+//! stores each mini-batch with **tuple-oriented compression** (TOC: Li et
+//! al., "Tuple-oriented Compression for Large-scale Mini-batch Stochastic
+//! Gradient Descent"): sparse rows, then an LZW-like prefix tree shared by
+//! the rows of the batch, then bit packing and value indexing. Ratios rival
+//! gzip, yet the matrix products of SGD can run on the encoded form through
+//! the rebuilt decode tree.
+//!
+//! ```text
+//! rows --> SparseBatch --Encoder--> TocBatch (bytes) --from_bytes--> validated
+//!                                                      |--> DecodeTree --> decode / kernels
+//! ```
+//!
+//! Start with [`SparseBatch`] (the uncompressed batch), [`Encoder`] (or
+//! [`encode`]) and [`TocBatch`]:
+//!
+//! ```
+//! use tocpile::{Encoder, EncodeOptions, SparseBatch, TocBatch};
+//!
+//! // The running example of the TOC paper (Figure 3).
+//! let batch = SparseBatch::from_dense_rows(4, &[
+//!     [1.1, 2.0, 3.0, 1.4],
+//!     [1.1, 2.0, 3.0, 0.0],
+//!     [0.0, 1.1, 3.0, 1.4],
+//!     [1.1, 2.0, 0.0, 0.0],
+//! ])?;
+//! let mut encoder = Encoder::new(EncodeOptions::default());
+//! let encoded = encoder.encode(&batch)?;
+//! assert_eq!(encoded.n_codes(), 7); // D = [1 2 3 4] [6 3] [5 8] [6]
+//!
+//! // Bytes from disk or the network are untrusted: from_bytes validates.
+//! let bytes: Vec<u8> = encoded.as_bytes().to_vec();
+//! let loaded = TocBatch::from_bytes(bytes)?;
+//! assert_eq!(loaded.decode(), batch);
+//! # Ok::<(), tocpile::Error>(())
+//! ```
+//!
+//! Bad bytes are an [`Error`] naming what was wrong and where, never a
+//! panic. The byte format is specified in `docs/FORMAT.md`.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod codec;
+mod error;
+mod sparse;
+
+pub use codec::{encode, DecodeTree, EncodeOptions, Encoder, Level, Packing, TocBatch};
+pub use error::{Error, Result};
+pub use sparse::{SparseBatch, MAX_COLS};

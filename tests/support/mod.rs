@@ -1,0 +1,99 @@
+//! Test and bench support: a minimal reader for the gzip'd LIBSVM files in
+//! `../shared/data` (the library's streaming readers come with the dataset
+//! module; this one only has to read trusted test data).
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+
+use flate2::read::GzDecoder;
+use tocpile::SparseBatch;
+
+/// Names of the shared datasets, smallest first.
+pub const DATASETS: &[&str] = &[
+    "mushrooms",
+    "coil2000",
+    "mnist5k",
+    "census_fertility",
+    "nycflights13",
+    "flights3m",
+];
+
+/// Path of a shared dataset file.
+pub fn dataset_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/data")
+        .join(format!("{name}.libsvm.gz"))
+}
+
+/// The column count documented for a dataset (mnist5k's last pixels are
+/// all zero, so it cannot be inferred from the data).
+pub fn dataset_cols(name: &str) -> usize {
+    match name {
+        "mushrooms" => 98,
+        "coil2000" => 565,
+        "census_fertility" => 12,
+        "mnist5k" => 784,
+        "nycflights13" => 4195,
+        "flights3m" => 496,
+        other => panic!("unknown dataset {other}"),
+    }
+}
+
+/// Reads at most `max_rows` rows of a dataset: the features as one batch
+/// (1-based indices shifted to 0-based) and the labels.
+pub fn load(name: &str, max_rows: usize) -> (SparseBatch, Vec<f64>) {
+    let path = dataset_path(name);
+    let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let reader = BufReader::new(GzDecoder::new(file));
+    let mut batch = SparseBatch::with_cols(dataset_cols(name)).unwrap();
+    let mut labels = Vec::new();
+    let (mut cols, mut vals) = (Vec::new(), Vec::new());
+    for line in reader.lines().take(max_rows) {
+        let line = line.unwrap();
+        let mut parts = line.split_ascii_whitespace();
+        let Some(label) = parts.next() else { continue };
+        labels.push(label.parse::<f64>().unwrap());
+        cols.clear();
+        vals.clear();
+        for item in parts {
+            let (i, v) = item.split_once(':').unwrap();
+            cols.push(i.parse::<u32>().unwrap() - 1);
+            vals.push(v.parse::<f64>().unwrap());
+        }
+        batch.push_row(&cols, &vals).unwrap();
+    }
+    (batch, labels)
+}
+
+/// Rows of `batch` permuted by a fixed-seed shuffle (the paper shuffles
+/// once before cutting mini-batches).
+pub fn shuffled(batch: &SparseBatch, seed: u64) -> SparseBatch {
+    let mut order: Vec<usize> = (0..batch.n_rows()).collect();
+    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    for i in (1..order.len()).rev() {
+        // splitmix64 step
+        state = state.wrapping_add(0x9e3779b97f4a7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
+        z ^= z >> 31;
+        order.swap(i, (z % (i as u64 + 1)) as usize);
+    }
+    let mut out = SparseBatch::with_cols(batch.n_cols()).unwrap();
+    for &r in &order {
+        let (c, v) = batch.row(r);
+        out.push_row(c, v).unwrap();
+    }
+    out
+}
+
+/// Cuts `batch` into consecutive batches of `rows` rows (the last may be
+/// shorter).
+pub fn batches(batch: &SparseBatch, rows: usize) -> Vec<SparseBatch> {
+    (0..batch.n_rows())
+        .step_by(rows)
+        .map(|s| batch.slice_rows(s..(s + rows).min(batch.n_rows())))
+        .collect()
+}
