@@ -30,7 +30,7 @@
 //! ])?;
 //! let mut encoder = Encoder::new(EncodeOptions::default());
 //! let encoded = encoder.encode(&batch)?;
-//! assert_eq!(encoded.n_codes(), 7); // D = [1 2 3 4] [6 3] [5 8] [6]
+//! assert_eq!(encoded.n_codes(), 9); // D = [1 2 3 4] [6 3] [5 8] [6]
 //!
 //! // Bytes from disk or the network are untrusted: from_bytes validates.
 //! let bytes: Vec<u8> = encoded.as_bytes().to_vec();

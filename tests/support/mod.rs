@@ -71,7 +71,9 @@ pub fn load(name: &str, max_rows: usize) -> (SparseBatch, Vec<f64>) {
 /// once before cutting mini-batches).
 pub fn shuffled(batch: &SparseBatch, seed: u64) -> SparseBatch {
     let mut order: Vec<usize> = (0..batch.n_rows()).collect();
-    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut state = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     for i in (1..order.len()).rev() {
         // splitmix64 step
         state = state.wrapping_add(0x9e3779b97f4a7c15);

@@ -1,0 +1,5 @@
+mod datasets;
+mod errors;
+mod golden;
+mod paper_example;
+mod roundtrip;

@@ -1,0 +1,6 @@
+//! One integration test binary (links once), one module per area.
+
+mod support;
+
+mod codec;
+mod sparse;
