@@ -1,6 +1,8 @@
 //! One integration test binary (links once), one module per area.
 
+mod strategy;
 mod support;
 
 mod codec;
+mod kernels;
 mod sparse;

@@ -327,7 +327,7 @@ fn int_base(values: &[f64]) -> Option<i64> {
     let mut min = i64::MAX;
     let mut max = i64::MIN;
     for &v in values {
-        if !(v.abs() <= EXACT) || v.fract() != 0.0 {
+        if !v.is_finite() || v.abs() > EXACT || v.fract() != 0.0 {
             return None;
         }
         let i = v as i64;

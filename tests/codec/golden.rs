@@ -40,7 +40,10 @@ pub fn integers() -> SparseBatch {
     b
 }
 
-const GOLDEN: &[(&str, Level, fn() -> SparseBatch)] = &[
+/// File name, the level it was written at, and the batch it holds.
+type Golden = (&'static str, Level, fn() -> SparseBatch);
+
+const GOLDEN: &[Golden] = &[
     ("figure3_full_bits.toc", Level::Full, figure3),
     ("figure3_full_bytes.toc", Level::Full, figure3),
     ("figure3_logical.toc", Level::Logical, figure3),

@@ -2,4 +2,4 @@ mod datasets;
 mod errors;
 mod golden;
 mod paper_example;
-mod roundtrip;
+pub mod roundtrip;
