@@ -46,8 +46,10 @@
 
 pub mod codec;
 mod error;
+pub mod kernels;
 mod sparse;
 
 pub use codec::{encode, DecodeTree, EncodeOptions, Encoder, Level, Packing, TocBatch};
 pub use error::{Error, Result};
+pub use kernels::Workspace;
 pub use sparse::{SparseBatch, MAX_COLS};

@@ -51,6 +51,9 @@ pub struct DecodeTree {
     /// Row `i` is `codes[row_starts[i]..row_starts[i + 1]]`.
     pub(crate) row_starts: Vec<u32>,
     pub(crate) decoded_nnz: u64,
+    /// Set by element-wise kernels that may turn values into zeros, which
+    /// decoding must then drop.
+    pub(crate) zeros_possible: bool,
     scratch: Vec<u32>,
 }
 
@@ -109,6 +112,7 @@ impl DecodeTree {
     /// content rule on the way (see the module docs for the order).
     pub(crate) fn build(&mut self, blob: &[u8], layout: &Layout) -> Result<()> {
         self.n_cols = layout.n_cols;
+        self.zeros_possible = false;
         self.load_pairs(blob, layout)?;
         self.load_rows(blob, layout)?;
         if layout.has_tree() {
@@ -350,7 +354,12 @@ impl DecodeTree {
             }
             offsets.push(pos);
         }
-        *out = SparseBatch::from_parts_unchecked(self.n_cols, offsets, cols, vals);
+        *out = if self.zeros_possible {
+            SparseBatch::from_csr(self.n_cols, offsets, cols, vals)
+                .expect("tree rows are valid; from_csr only drops the zeros")
+        } else {
+            SparseBatch::from_parts_unchecked(self.n_cols, offsets, cols, vals)
+        };
     }
 }
 

@@ -1,0 +1,187 @@
+//! Every kernel on the encoded form against plain dense math on the
+//! decoded batch: proptest on random batches and a pass over every real
+//! dataset, at every encoder level (the Sparse level exercises the flat,
+//! tree-less path).
+
+use ndarray::{Array1, Array2, ShapeBuilder};
+use proptest::prelude::*;
+
+use crate::codec::roundtrip::all_options;
+use crate::strategy::finite_batch;
+use crate::support::{batches, load, DATASETS};
+use tocpile::{DecodeTree, Encoder, SparseBatch, Workspace};
+
+/// Deterministic pseudo-random numbers in [-1, 1).
+fn numbers(seed: u64, n: usize) -> Vec<f64> {
+    let mut s = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+        })
+        .collect()
+}
+
+/// `|a - b| <= 1e-12 * scale`, with `scale` the sum of the absolute terms
+/// (summation order differs between the kernels and the reference).
+fn assert_close(got: &[f64], want: &[f64], scale: &[f64], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, ((g, w), s)) in got.iter().zip(want).zip(scale).enumerate() {
+        let tol = 1e-12 * s.max(f64::MIN_POSITIVE) + 1e-300;
+        assert!(
+            (g - w).abs() <= tol,
+            "{what}[{i}]: got {g}, want {w}, tol {tol}"
+        );
+    }
+}
+
+/// Runs every kernel of `tree` against dense math on `batch`.
+fn check_all(batch: &SparseBatch, tree: &mut DecodeTree, ws: &mut Workspace, seed: u64) {
+    let a = batch.to_dense();
+    let abs = a.mapv(f64::abs);
+    let (n, m) = a.dim();
+    assert_eq!(tree.to_dense(), a);
+
+    let v = Array1::from(numbers(seed, m));
+    let want = a.dot(&v);
+    let scale = abs.dot(&v.mapv(f64::abs));
+    let got = tree.matvec(v.view(), ws);
+    assert_close(
+        got.as_slice().unwrap(),
+        want.as_slice().unwrap(),
+        scale.as_slice().unwrap(),
+        "A.v",
+    );
+
+    let u = Array1::from(numbers(seed + 1, n));
+    let want = u.dot(&a);
+    let scale = u.mapv(f64::abs).dot(&abs);
+    let got = tree.vecmat(u.view(), ws);
+    assert_close(
+        got.as_slice().unwrap(),
+        want.as_slice().unwrap(),
+        scale.as_slice().unwrap(),
+        "v.A",
+    );
+
+    for p in [1, 3, 20] {
+        let mm = Array2::from_shape_vec((m, p), numbers(seed + 2, m * p)).unwrap();
+        let mm_f = {
+            let mut f = Array2::zeros((m, p).f());
+            f.assign(&mm);
+            f
+        };
+        let want = a.dot(&mm);
+        let scale = abs.dot(&mm.mapv(f64::abs));
+        for layout in [mm.view(), mm_f.view()] {
+            let got = tree.matmat(layout, ws);
+            assert_close(
+                got.as_slice().unwrap(),
+                want.as_slice().unwrap(),
+                scale.as_slice().unwrap(),
+                "A.M",
+            );
+        }
+        // Output into a column-major view too.
+        let mut out = Array2::zeros((n, p).f());
+        tree.matmat_into(mm.view(), out.view_mut(), ws);
+        assert_close(
+            &out.iter().copied().collect::<Vec<_>>(),
+            &want.iter().copied().collect::<Vec<_>>(),
+            &scale.iter().copied().collect::<Vec<_>>(),
+            "A.M into F",
+        );
+
+        let ml = Array2::from_shape_vec((p, n), numbers(seed + 3, n * p)).unwrap();
+        let ml_f = {
+            let mut f = Array2::zeros((p, n).f());
+            f.assign(&ml);
+            f
+        };
+        let want = ml.dot(&a);
+        let scale = ml.mapv(f64::abs).dot(&abs);
+        for layout in [ml.view(), ml_f.view()] {
+            let got = tree.left_matmat(layout, ws);
+            assert_close(
+                got.as_slice().unwrap(),
+                want.as_slice().unwrap(),
+                scale.as_slice().unwrap(),
+                "M.A",
+            );
+        }
+    }
+
+    let total = tree.sum(ws);
+    assert_close(&[total], &[a.sum()], &[abs.sum()], "sum");
+
+    let plus = tree.add_scalar(0.5);
+    assert_eq!(plus, a.mapv(|x| x + 0.5));
+    let mm = Array2::from_shape_vec((n, m), numbers(seed + 4, n * m)).unwrap();
+    assert_eq!(tree.add_matrix(mm.view()), &a + &mm);
+
+    // Element-wise ops change the tree: keep them last.
+    let mut scaled = tree.clone();
+    scaled.scale(-2.5);
+    assert_eq!(scaled.to_dense(), a.mapv(|x| x * -2.5), "A*c is exact");
+    tree.square();
+    assert_eq!(tree.to_dense(), a.mapv(|x| x * x), "A^2 is exact");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn kernels_match_dense_math(batch in finite_batch(60), seed in any::<u64>()) {
+        let mut ws = Workspace::new();
+        for options in all_options() {
+            let mut tree = Encoder::new(options).encode(&batch).unwrap().tree();
+            check_all(&batch, &mut tree, &mut ws, seed);
+        }
+    }
+}
+
+#[test]
+fn kernels_match_dense_math_on_every_dataset() {
+    // One workspace across datasets of different shapes: reuse must not
+    // leak state between batches.
+    let mut ws = Workspace::new();
+    for (d, name) in DATASETS.iter().enumerate() {
+        let (all, _) = load(name, 1500);
+        for options in all_options() {
+            let mut encoder = Encoder::new(options);
+            for (i, b) in batches(&all, 250).iter().enumerate().take(3) {
+                let mut tree = encoder.encode(b).unwrap().tree();
+                check_all(b, &mut tree, &mut ws, (d * 100 + i) as u64);
+            }
+        }
+    }
+}
+
+#[test]
+fn scaling_by_zero_decodes_to_an_empty_batch() {
+    let b = SparseBatch::from_dense_rows(3, &[[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]]).unwrap();
+    let mut tree = tocpile::encode(&b).unwrap().tree();
+    tree.scale(0.0);
+    let mut out = SparseBatch::default();
+    tree.decode_into(&mut out);
+    assert_eq!(out.nnz(), 0);
+    assert_eq!(out.n_rows(), 2);
+}
+
+#[test]
+#[should_panic(expected = "A.v: v has 2 entries, A has 3 columns")]
+fn matvec_checks_dimensions() {
+    let b = SparseBatch::from_dense_rows(3, &[[1.0, 0.0, 2.0]]).unwrap();
+    let tree = tocpile::encode(&b).unwrap().tree();
+    tree.matvec(Array1::zeros(2).view(), &mut Workspace::new());
+}
+
+#[test]
+#[should_panic(expected = "M.A: M has 2 columns, A has 1 rows")]
+fn left_matmat_checks_dimensions() {
+    let b = SparseBatch::from_dense_rows(3, &[[1.0, 0.0, 2.0]]).unwrap();
+    let tree = tocpile::encode(&b).unwrap().tree();
+    tree.left_matmat(Array2::zeros((4, 2)).view(), &mut Workspace::new());
+}
