@@ -39,8 +39,11 @@ pub enum Level {
 /// Width policy for the packed integer arrays of [`Level::Full`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Packing {
-    /// The fewest bits that hold the largest value (the default: smaller,
-    /// and as fast to decode on the measured datasets).
+    /// The fewest bits that hold the largest value. The default: on the
+    /// shared datasets it compresses 1.2 to 1.8 times better than whole
+    /// bytes, for a decode 4 to 26% slower (still faster than snappy
+    /// decompression on every dataset); training from disk is bound by
+    /// bytes read.
     #[default]
     Bits,
     /// Whole bytes (1 to 4) per integer, as in the paper.

@@ -37,6 +37,19 @@ pub fn encode(batch: &SparseBatch) -> Result<TocBatch> {
     Encoder::new(EncodeOptions::default()).encode(batch)
 }
 
+/// Validates and decodes untrusted bytes in one step, building the decode
+/// tree once (`TocBatch::from_bytes(..)?.decode()` builds it twice).
+///
+/// # Errors
+/// As [`TocBatch::from_bytes`].
+pub fn decode_bytes(bytes: &[u8]) -> Result<SparseBatch> {
+    let mut tree = DecodeTree::default();
+    TocBatch::from_bytes_with_tree(bytes, &mut tree)?;
+    let mut out = SparseBatch::default();
+    tree.decode_into(&mut out);
+    Ok(out)
+}
+
 /// One encoded mini-batch: a self-describing byte blob whose structure and
 /// contents have been validated.
 ///
@@ -175,7 +188,9 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
     }
 
     /// Decodes into a [`SparseBatch`] (see [`decoded_nnz`](Self::decoded_nnz)
-    /// for its size).
+    /// for its size). This rebuilds the decode tree: to validate and decode
+    /// bytes with one build, use [`decode_bytes`], or
+    /// [`TocBatch::from_bytes_with_tree`] and [`DecodeTree::decode_into`].
     pub fn decode(&self) -> SparseBatch {
         let mut out = SparseBatch::default();
         self.tree().decode_into(&mut out);
