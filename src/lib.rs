@@ -46,6 +46,7 @@
 
 pub mod codec;
 mod error;
+pub mod formats;
 pub mod kernels;
 mod sparse;
 

@@ -4,5 +4,6 @@ mod strategy;
 mod support;
 
 mod codec;
+mod formats;
 mod kernels;
 mod sparse;

@@ -1,0 +1,473 @@
+//! DEN (dense row-major `f64`) and DVI (dense row-major value ids into a
+//! dictionary), plus what every non-TOC format shares: the dimension checks,
+//! the staging of operands and outputs through contiguous scratch, and the
+//! dense kernels over a row-major slice, which the general-purpose
+//! compressors also run after decompressing.
+
+use ndarray::{
+    ArrayView, ArrayView1, ArrayView2, ArrayViewMut, ArrayViewMut1, ArrayViewMut2, Dimension,
+};
+
+use super::sparse::{index_values, with_ids, Ids};
+use super::{check_dim, EncodedBatch, FormatKind};
+use crate::error::{Error, Result};
+use crate::kernels::{zeroed, Workspace};
+use crate::sparse::SparseBatch;
+
+/// Rows and columns of a batch, with the kernels' dimension checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Shape {
+    /// Number of rows.
+    pub(super) n_rows: usize,
+    /// Number of columns.
+    pub(super) n_cols: usize,
+}
+
+impl Shape {
+    /// The shape of `batch`.
+    pub(super) fn of(batch: &SparseBatch) -> Self {
+        Shape {
+            n_rows: batch.n_rows(),
+            n_cols: batch.n_cols(),
+        }
+    }
+
+    /// `n_rows * n_cols`, if cells of `cell_bytes` bytes each fit in memory.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] if the dense matrix cannot be addressed.
+    pub(super) fn cells(self, cell_bytes: usize) -> Result<usize> {
+        let cells = self.n_rows as u128 * self.n_cols as u128;
+        let max = isize::MAX as usize / cell_bytes;
+        if cells > max as u128 {
+            return Err(Error::TooLarge {
+                what: "dense cells (rows x columns)",
+                value: u64::try_from(cells).unwrap_or(u64::MAX),
+                max: max as u64,
+            });
+        }
+        Ok(cells as usize)
+    }
+
+    /// Panics unless `A.v` fits: `v` has `n_cols` entries, `out` `n_rows`.
+    #[track_caller]
+    pub(super) fn check_matvec(self, v: usize, out: usize) {
+        check_dim("A.v", "v length", v, self.n_cols);
+        check_dim("A.v", "out length", out, self.n_rows);
+    }
+
+    /// Panics unless `v.A` fits: `v` has `n_rows` entries, `out` `n_cols`.
+    #[track_caller]
+    pub(super) fn check_vecmat(self, v: usize, out: usize) {
+        check_dim("v.A", "v length", v, self.n_rows);
+        check_dim("v.A", "out length", out, self.n_cols);
+    }
+
+    /// Panics unless `A.M` fits (`M`: `n_cols x p`, `out`: `n_rows x p`);
+    /// returns `p`.
+    #[track_caller]
+    pub(super) fn check_matmat(self, m: (usize, usize), out: (usize, usize)) -> usize {
+        check_dim("A.M", "M rows", m.0, self.n_cols);
+        check_dim("A.M", "out rows", out.0, self.n_rows);
+        check_dim("A.M", "out columns", out.1, m.1);
+        m.1
+    }
+
+    /// Panics unless `M.A` fits (`M`: `q x n_rows`, `out`: `q x n_cols`);
+    /// returns `q`.
+    #[track_caller]
+    pub(super) fn check_left_matmat(self, m: (usize, usize), out: (usize, usize)) -> usize {
+        check_dim("M.A", "M columns", m.1, self.n_rows);
+        check_dim("M.A", "out rows", out.0, m.0);
+        check_dim("M.A", "out columns", out.1, self.n_cols);
+        m.0
+    }
+}
+
+/// `a` in standard (row-major) order: `a` itself when it is laid out so,
+/// else a copy in `buf`.
+pub(super) fn standard<'a, D: Dimension>(
+    a: ArrayView<'a, f64, D>,
+    buf: &'a mut Vec<f64>,
+) -> &'a [f64] {
+    match a.to_slice() {
+        Some(s) => s,
+        None => {
+            buf.clear();
+            buf.extend(a.iter());
+            buf
+        }
+    }
+}
+
+/// The columns of `m`, each contiguous (`m` transposed, row-major).
+pub(super) fn columns<'a>(m: ArrayView2<'a, f64>, buf: &'a mut Vec<f64>) -> &'a [f64] {
+    standard(m.reversed_axes(), buf)
+}
+
+/// Runs `f` on a zeroed stand-in for `out` in standard order: `out` itself
+/// when it is laid out so, else `buf`, copied to `out` afterwards.
+pub(super) fn fill<D: Dimension>(
+    mut out: ArrayViewMut<'_, f64, D>,
+    buf: &mut Vec<f64>,
+    f: impl FnOnce(&mut [f64]),
+) {
+    if let Some(s) = out.as_slice_mut() {
+        s.fill(0.0);
+        return f(s);
+    }
+    let b = zeroed(buf, out.len());
+    f(b);
+    out.iter_mut().zip(b.iter()).for_each(|(d, &s)| *d = s);
+}
+
+/// Runs `f` on a zeroed stand-in for `out` transposed (`out`'s columns,
+/// each contiguous), as [`fill`].
+pub(super) fn fill_columns(
+    out: ArrayViewMut2<'_, f64>,
+    buf: &mut Vec<f64>,
+    f: impl FnOnce(&mut [f64]),
+) {
+    fill(out.reversed_axes(), buf, f);
+}
+
+/// The batch as a dense row-major `f64` matrix.
+///
+/// # Errors
+/// [`Error::TooLarge`] if the dense matrix cannot be allocated.
+pub(super) fn dense_values(batch: &SparseBatch) -> Result<Vec<f64>> {
+    let shape = Shape::of(batch);
+    let mut out = try_zeros(shape.cells(8)?)?;
+    scatter_rows(batch, &mut out, batch.values());
+    Ok(out)
+}
+
+/// `len` zeros, or [`Error::TooLarge`] if they cannot be allocated.
+fn try_zeros<T: Copy + Default>(len: usize) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(len).map_err(|_| Error::TooLarge {
+        what: "dense matrix bytes (allocation failed)",
+        value: (len as u64).saturating_mul(std::mem::size_of::<T>() as u64),
+        max: isize::MAX as u64,
+    })?;
+    out.resize(len, T::default());
+    Ok(out)
+}
+
+/// Writes `items` (one per stored entry of `batch`) at their row-major
+/// positions in `dense`.
+fn scatter_rows<T: Copy>(batch: &SparseBatch, dense: &mut [T], items: &[T]) {
+    let n = batch.n_cols();
+    for (r, w) in batch.offsets().windows(2).enumerate() {
+        let row = &mut dense[r * n..(r + 1) * n];
+        for (&c, &x) in batch.cols()[w[0]..w[1]].iter().zip(&items[w[0]..w[1]]) {
+            row[c as usize] = x;
+        }
+    }
+}
+
+/// `A * c` on dense values; zeros stay zero (as in every sparse format).
+pub(super) fn scale_values(values: &mut [f64], c: f64) {
+    for x in values {
+        *x = if *x == 0.0 { 0.0 } else { *x * c };
+    }
+}
+
+/// The dense matrix of `shape` in `data` as a [`DenseView`].
+pub(super) fn plain(data: &[f64], shape: Shape) -> DenseView<'_, f64, impl Fn(f64) -> f64 + Copy> {
+    DenseView {
+        data,
+        shape,
+        val: |x: f64| x,
+    }
+}
+
+/// A dense row-major matrix of cells `T`, read as `f64` through `val`.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct DenseView<'a, T, F> {
+    /// `n_rows * n_cols` cells, row-major.
+    pub(super) data: &'a [T],
+    /// The dimensions.
+    pub(super) shape: Shape,
+    /// A cell's value.
+    pub(super) val: F,
+}
+
+impl<T: Copy, F: Fn(T) -> f64 + Copy> DenseView<'_, T, F> {
+    #[inline]
+    fn row(&self, r: usize) -> &[T] {
+        let n = self.shape.n_cols;
+        &self.data[r * n..(r + 1) * n]
+    }
+
+    /// The batch in sparse row form (zeros dropped).
+    pub(super) fn decode(&self) -> SparseBatch {
+        let (mut offsets, mut cols, mut values) = (vec![0], Vec::new(), Vec::new());
+        for r in 0..self.shape.n_rows {
+            for (c, &x) in self.row(r).iter().enumerate() {
+                let x = (self.val)(x);
+                if x != 0.0 {
+                    cols.push(c as u32);
+                    values.push(x);
+                }
+            }
+            offsets.push(cols.len());
+        }
+        SparseBatch::from_csr(self.shape.n_cols, offsets, cols, values)
+            .expect("a dense page holds a valid batch")
+    }
+
+    /// `A . v`: one dot product per row. `buf`: scratch for a strided `v`.
+    pub(super) fn matvec(
+        &self,
+        v: ArrayView1<'_, f64>,
+        mut out: ArrayViewMut1<'_, f64>,
+        buf: &mut Vec<f64>,
+    ) {
+        self.shape.check_matvec(v.len(), out.len());
+        let v = standard(v, buf);
+        let val = self.val;
+        for (r, o) in out.iter_mut().enumerate() {
+            *o = self
+                .row(r)
+                .iter()
+                .zip(v)
+                .fold(0.0, |acc, (&x, &y)| acc + val(x) * y);
+        }
+    }
+
+    /// `v . A`: `v[r]` times row `r`, summed. `a`, `b`: scratch.
+    pub(super) fn vecmat(
+        &self,
+        v: ArrayView1<'_, f64>,
+        out: ArrayViewMut1<'_, f64>,
+        a: &mut Vec<f64>,
+        b: &mut Vec<f64>,
+    ) {
+        self.shape.check_vecmat(v.len(), out.len());
+        let v = standard(v, a);
+        let val = self.val;
+        fill(out, b, |out| {
+            for (r, &vr) in v.iter().enumerate() {
+                for (o, &x) in out.iter_mut().zip(self.row(r)) {
+                    *o += vr * val(x);
+                }
+            }
+        });
+    }
+
+    /// `A . M`: each output row is the rows of `M` weighted by the row of
+    /// `A`, the inner loop over `p` contiguous. `a`, `b`: scratch.
+    pub(super) fn matmat(
+        &self,
+        m: ArrayView2<'_, f64>,
+        out: ArrayViewMut2<'_, f64>,
+        a: &mut Vec<f64>,
+        b: &mut Vec<f64>,
+    ) {
+        let p = self.shape.check_matmat(m.dim(), out.dim());
+        if p == 0 {
+            return;
+        }
+        let m = standard(m, a);
+        let val = self.val;
+        fill(out, b, |out| {
+            for (r, dst) in out.chunks_exact_mut(p).enumerate() {
+                for (&x, src) in self.row(r).iter().zip(m.chunks_exact(p)) {
+                    let x = val(x);
+                    dst.iter_mut().zip(src).for_each(|(d, &s)| *d += x * s);
+                }
+            }
+        });
+    }
+
+    /// `M . A`: with `M`'s columns contiguous, output column `c`
+    /// accumulates `A[r, c] * M[.., r]` over the rows, the inner loop over
+    /// `q` contiguous (one value lookup per cell, as in `A.M`). `a`, `b`:
+    /// scratch.
+    pub(super) fn left_matmat(
+        &self,
+        m: ArrayView2<'_, f64>,
+        out: ArrayViewMut2<'_, f64>,
+        a: &mut Vec<f64>,
+        b: &mut Vec<f64>,
+    ) {
+        let q = self.shape.check_left_matmat(m.dim(), out.dim());
+        if q == 0 {
+            return;
+        }
+        let mt = columns(m, a);
+        let val = self.val;
+        fill_columns(out, b, |acc| {
+            for (r, src) in mt.chunks_exact(q).enumerate() {
+                for (&x, dst) in self.row(r).iter().zip(acc.chunks_exact_mut(q)) {
+                    let x = val(x);
+                    dst.iter_mut().zip(src).for_each(|(d, &s)| *d += x * s);
+                }
+            }
+        });
+    }
+}
+
+/// DEN: the batch as a dense row-major `f64` matrix.
+#[derive(Debug, Clone)]
+pub(crate) struct Den {
+    shape: Shape,
+    values: Vec<f64>,
+}
+
+impl Den {
+    /// Encodes `batch` densely.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] if the dense matrix cannot be allocated.
+    pub(crate) fn encode(batch: &SparseBatch) -> Result<Self> {
+        Ok(Den {
+            shape: Shape::of(batch),
+            values: dense_values(batch)?,
+        })
+    }
+
+    fn view(&self) -> DenseView<'_, f64, impl Fn(f64) -> f64 + Copy> {
+        plain(&self.values, self.shape)
+    }
+}
+
+impl EncodedBatch for Den {
+    fn kind(&self) -> FormatKind {
+        FormatKind::Den
+    }
+
+    /// 8 bytes per cell plus the two `u64` dimensions.
+    fn encoded_len(&self) -> usize {
+        8 * self.values.len() + 16
+    }
+
+    fn n_rows(&self) -> usize {
+        self.shape.n_rows
+    }
+
+    fn n_cols(&self) -> usize {
+        self.shape.n_cols
+    }
+
+    fn decode(&self) -> SparseBatch {
+        self.view().decode()
+    }
+
+    fn scale(&mut self, c: f64) {
+        scale_values(&mut self.values, c);
+    }
+
+    fn matvec_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+        self.view().matvec(v, out, &mut ws.operand);
+    }
+
+    fn vecmat_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+        self.view().vecmat(v, out, &mut ws.operand, &mut ws.pair);
+    }
+
+    fn matmat_into(&self, m: ArrayView2<'_, f64>, out: ArrayViewMut2<'_, f64>, ws: &mut Workspace) {
+        self.view().matmat(m, out, &mut ws.operand, &mut ws.pair);
+    }
+
+    fn left_matmat_into(
+        &self,
+        m: ArrayView2<'_, f64>,
+        out: ArrayViewMut2<'_, f64>,
+        ws: &mut Workspace,
+    ) {
+        self.view()
+            .left_matmat(m, out, &mut ws.operand, &mut ws.pair);
+    }
+}
+
+/// DVI: a dense row-major matrix of value ids into a dictionary of the
+/// distinct non-zero values (by bits); id 0 stands for `0.0`.
+#[derive(Debug, Clone)]
+pub(crate) struct Dvi {
+    shape: Shape,
+    /// One id per cell, at the narrowest width that holds the largest id.
+    ids: Ids,
+    /// `dict[0] == 0.0` (implicit, not counted in the size), then the
+    /// distinct values in order of first appearance.
+    dict: Vec<f64>,
+}
+
+impl Dvi {
+    /// Encodes `batch` as dense value ids.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] if the dense matrix cannot be allocated or the
+    /// batch has more distinct values than `u32` ids can number.
+    pub(crate) fn encode(batch: &SparseBatch) -> Result<Self> {
+        let shape = Shape::of(batch);
+        let (nnz_ids, dict) = index_values(batch.values(), true)?;
+        let mut ids = try_zeros::<u32>(shape.cells(4)?)?;
+        scatter_rows(batch, &mut ids, &nnz_ids);
+        Ok(Dvi {
+            shape,
+            ids: Ids::narrow(ids, dict.len()),
+            dict,
+        })
+    }
+}
+
+/// Runs `$method` on the [`DenseView`] of a [`Dvi`] at its id width.
+macro_rules! dvi_view {
+    ($dvi:expr, $method:ident($($arg:expr),*)) => {{
+        let dvi: &Dvi = $dvi;
+        let shape = dvi.shape;
+        with_ids!(&dvi.ids, &dvi.dict, data, val => DenseView { data, shape, val }.$method($($arg),*))
+    }};
+}
+
+impl EncodedBatch for Dvi {
+    fn kind(&self) -> FormatKind {
+        FormatKind::Dvi
+    }
+
+    /// The ids, the dictionary (without the implicit zero) and the two
+    /// `u64` dimensions.
+    fn encoded_len(&self) -> usize {
+        self.ids.byte_len() + 8 * (self.dict.len() - 1) + 16
+    }
+
+    fn n_rows(&self) -> usize {
+        self.shape.n_rows
+    }
+
+    fn n_cols(&self) -> usize {
+        self.shape.n_cols
+    }
+
+    fn decode(&self) -> SparseBatch {
+        dvi_view!(self, decode())
+    }
+
+    /// Touches only the dictionary; the reserved zero stays zero.
+    fn scale(&mut self, c: f64) {
+        self.dict[1..].iter_mut().for_each(|x| *x *= c);
+    }
+
+    fn matvec_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+        dvi_view!(self, matvec(v, out, &mut ws.operand))
+    }
+
+    fn vecmat_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+        dvi_view!(self, vecmat(v, out, &mut ws.operand, &mut ws.pair))
+    }
+
+    fn matmat_into(&self, m: ArrayView2<'_, f64>, out: ArrayViewMut2<'_, f64>, ws: &mut Workspace) {
+        dvi_view!(self, matmat(m, out, &mut ws.operand, &mut ws.pair))
+    }
+
+    fn left_matmat_into(
+        &self,
+        m: ArrayView2<'_, f64>,
+        out: ArrayViewMut2<'_, f64>,
+        ws: &mut Workspace,
+    ) {
+        dvi_view!(self, left_matmat(m, out, &mut ws.operand, &mut ws.pair))
+    }
+}

@@ -1,0 +1,395 @@
+//! CSR (the baseline every format is compared to) and CVI (CSR with the
+//! values replaced by ids into a dictionary), plus the value indexing that
+//! CVI and DVI share.
+//!
+//! The kernels are plain sparse loops written once, generic over how a
+//! stored value is read, so CSR and CVI run the same code.
+
+use hashbrown::hash_map::Entry;
+use hashbrown::HashMap;
+use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
+
+use super::dense::{columns, fill, fill_columns, standard, Shape};
+use super::{EncodedBatch, FormatKind};
+use crate::error::{Error, Result};
+use crate::kernels::Workspace;
+use crate::sparse::SparseBatch;
+
+/// Value ids at the narrowest width that holds the largest id.
+#[derive(Debug, Clone)]
+pub(super) enum Ids {
+    /// Dictionaries of at most 256 entries.
+    U8(Vec<u8>),
+    /// Dictionaries of at most 65,536 entries.
+    U16(Vec<u16>),
+    /// Larger dictionaries.
+    U32(Vec<u32>),
+}
+
+impl Ids {
+    /// Stores `ids`, all below `dict_len`, at the narrowest width.
+    pub(super) fn narrow(ids: Vec<u32>, dict_len: usize) -> Self {
+        if dict_len <= 1 << 8 {
+            Ids::U8(ids.into_iter().map(|i| i as u8).collect())
+        } else if dict_len <= 1 << 16 {
+            Ids::U16(ids.into_iter().map(|i| i as u16).collect())
+        } else {
+            Ids::U32(ids)
+        }
+    }
+
+    /// Bytes the ids take.
+    pub(super) fn byte_len(&self) -> usize {
+        match self {
+            Ids::U8(ids) => ids.len(),
+            Ids::U16(ids) => 2 * ids.len(),
+            Ids::U32(ids) => 4 * ids.len(),
+        }
+    }
+}
+
+/// Runs `$body` with `$slice` bound to the ids (a `&Vec` of the stored
+/// width) and `$val` to a closure looking an id up in `$dict`.
+macro_rules! with_ids {
+    ($ids:expr, $dict:expr, $slice:ident, $val:ident => $body:expr) => {{
+        let dict: &[f64] = $dict;
+        match $ids {
+            $crate::formats::sparse::Ids::U8(ids) => {
+                let $slice: &[u8] = ids;
+                let $val = |i: u8| dict[usize::from(i)];
+                $body
+            }
+            $crate::formats::sparse::Ids::U16(ids) => {
+                let $slice: &[u16] = ids;
+                let $val = |i: u16| dict[usize::from(i)];
+                $body
+            }
+            $crate::formats::sparse::Ids::U32(ids) => {
+                let $slice: &[u32] = ids;
+                let $val = |i: u32| dict[i as usize];
+                $body
+            }
+        }
+    }};
+}
+pub(super) use with_ids;
+
+/// Value indexing: one id per value and the dictionary of distinct values
+/// (by bits) in order of first appearance. With `reserve_zero`, id 0 is
+/// `0.0` and the values get ids from 1.
+///
+/// # Errors
+/// [`Error::TooLarge`] if the ids do not fit in `u32`.
+pub(super) fn index_values(values: &[f64], reserve_zero: bool) -> Result<(Vec<u32>, Vec<f64>)> {
+    let mut dict = if reserve_zero { vec![0.0] } else { Vec::new() };
+    let mut map: HashMap<u64, u32> = HashMap::new();
+    let mut ids = Vec::with_capacity(values.len());
+    for &v in values {
+        let id = match map.entry(v.to_bits()) {
+            Entry::Occupied(e) => *e.get(),
+            Entry::Vacant(e) => {
+                let id = u32::try_from(dict.len()).map_err(|_| Error::TooLarge {
+                    what: "distinct values (u32 value ids)",
+                    value: dict.len() as u64 + 1,
+                    max: u32::MAX as u64 + 1 - u64::from(reserve_zero),
+                })?;
+                dict.push(v);
+                *e.insert(id)
+            }
+        };
+        ids.push(id);
+    }
+    Ok((ids, dict))
+}
+
+/// CSR arrays with values of type `T` read as `f64` through `val`.
+#[derive(Debug, Clone, Copy)]
+struct SparseView<'a, T, F> {
+    shape: Shape,
+    offsets: &'a [u32],
+    cols: &'a [u32],
+    vals: &'a [T],
+    val: F,
+}
+
+impl<'a, T: Copy, F: Fn(T) -> f64 + Copy> SparseView<'a, T, F> {
+    /// Each row's column ids and stored values.
+    #[inline]
+    fn rows(&self) -> impl Iterator<Item = (&'a [u32], &'a [T])> + 'a {
+        let (cols, vals) = (self.cols, self.vals);
+        self.offsets
+            .iter()
+            .zip(&self.offsets[1..])
+            .map(move |(&s, &e)| {
+                let (s, e) = (s as usize, e as usize);
+                (&cols[s..e], &vals[s..e])
+            })
+    }
+
+    fn decode(&self) -> SparseBatch {
+        let offsets = self.offsets.iter().map(|&o| o as usize).collect();
+        let values = self.vals.iter().map(|&x| (self.val)(x)).collect();
+        SparseBatch::from_csr(self.shape.n_cols, offsets, self.cols.to_vec(), values)
+            .expect("a CSR page holds a valid batch")
+    }
+
+    /// `A . v`: one sparse dot product per row.
+    fn matvec(&self, v: ArrayView1<'_, f64>, mut out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+        self.shape.check_matvec(v.len(), out.len());
+        let v = standard(v, &mut ws.operand);
+        let val = self.val;
+        for (o, (cols, vals)) in out.iter_mut().zip(self.rows()) {
+            let mut acc = 0.0;
+            for (&c, &x) in cols.iter().zip(vals) {
+                acc += val(x) * v[c as usize];
+            }
+            *o = acc;
+        }
+    }
+
+    /// `v . A`: each row scattered into the output with weight `v[r]`.
+    fn vecmat(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+        self.shape.check_vecmat(v.len(), out.len());
+        let v = standard(v, &mut ws.operand);
+        let val = self.val;
+        fill(out, &mut ws.pair, |out| {
+            for (&w, (cols, vals)) in v.iter().zip(self.rows()) {
+                for (&c, &x) in cols.iter().zip(vals) {
+                    out[c as usize] += val(x) * w;
+                }
+            }
+        });
+    }
+
+    /// `A . M`: output row `r` accumulates `a * M[c, ..]` for each entry
+    /// `(c, a)` of row `r`, the inner loop over `p` contiguous.
+    fn matmat(&self, m: ArrayView2<'_, f64>, out: ArrayViewMut2<'_, f64>, ws: &mut Workspace) {
+        let p = self.shape.check_matmat(m.dim(), out.dim());
+        if p == 0 {
+            return;
+        }
+        let m = standard(m, &mut ws.operand);
+        let val = self.val;
+        fill(out, &mut ws.pair, |out| {
+            for (dst, (cols, vals)) in out.chunks_exact_mut(p).zip(self.rows()) {
+                for (&c, &x) in cols.iter().zip(vals) {
+                    let x = val(x);
+                    let src = &m[c as usize * p..][..p];
+                    dst.iter_mut().zip(src).for_each(|(d, &s)| *d += x * s);
+                }
+            }
+        });
+    }
+
+    /// `M . A`: with `M`'s columns contiguous, output column `c`
+    /// accumulates `a * M[.., r]` for each entry `(c, a)` of row `r`.
+    fn left_matmat(&self, m: ArrayView2<'_, f64>, out: ArrayViewMut2<'_, f64>, ws: &mut Workspace) {
+        let q = self.shape.check_left_matmat(m.dim(), out.dim());
+        if q == 0 {
+            return;
+        }
+        let mt = columns(m, &mut ws.operand);
+        let val = self.val;
+        fill_columns(out, &mut ws.pair, |acc| {
+            for (src, (cols, vals)) in mt.chunks_exact(q).zip(self.rows()) {
+                for (&c, &x) in cols.iter().zip(vals) {
+                    let x = val(x);
+                    let dst = &mut acc[c as usize * q..][..q];
+                    dst.iter_mut().zip(src).for_each(|(d, &s)| *d += x * s);
+                }
+            }
+        });
+    }
+}
+
+/// Row offsets of `batch` as `u32`.
+///
+/// # Errors
+/// [`Error::TooLarge`] if the batch has more than `u32::MAX` entries.
+fn offsets_u32(batch: &SparseBatch) -> Result<Vec<u32>> {
+    if u32::try_from(batch.nnz()).is_err() {
+        return Err(Error::TooLarge {
+            what: "stored entries (u32 row offsets)",
+            value: batch.nnz() as u64,
+            max: u32::MAX as u64,
+        });
+    }
+    Ok(batch.offsets().iter().map(|&o| o as u32).collect())
+}
+
+/// CSR: `u32` row offsets, `u32` column ids and `f64` values.
+#[derive(Debug, Clone)]
+pub(crate) struct Csr {
+    shape: Shape,
+    offsets: Vec<u32>,
+    cols: Vec<u32>,
+    values: Vec<f64>,
+}
+
+impl Csr {
+    /// Encodes `batch` as CSR.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] if the batch has more than `u32::MAX` entries.
+    pub(crate) fn encode(batch: &SparseBatch) -> Result<Self> {
+        Ok(Csr {
+            shape: Shape::of(batch),
+            offsets: offsets_u32(batch)?,
+            cols: batch.cols().to_vec(),
+            values: batch.values().to_vec(),
+        })
+    }
+
+    fn view(&self) -> SparseView<'_, f64, impl Fn(f64) -> f64 + Copy> {
+        SparseView {
+            shape: self.shape,
+            offsets: &self.offsets,
+            cols: &self.cols,
+            vals: &self.values,
+            val: |x: f64| x,
+        }
+    }
+}
+
+impl EncodedBatch for Csr {
+    fn kind(&self) -> FormatKind {
+        FormatKind::Csr
+    }
+
+    /// `4 * (n_rows + 1) + 12 * nnz` plus the two `u64` dimensions.
+    fn encoded_len(&self) -> usize {
+        4 * self.offsets.len() + 4 * self.cols.len() + 8 * self.values.len() + 16
+    }
+
+    fn n_rows(&self) -> usize {
+        self.shape.n_rows
+    }
+
+    fn n_cols(&self) -> usize {
+        self.shape.n_cols
+    }
+
+    fn decode(&self) -> SparseBatch {
+        self.view().decode()
+    }
+
+    fn scale(&mut self, c: f64) {
+        self.values.iter_mut().for_each(|x| *x *= c);
+    }
+
+    fn matvec_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+        self.view().matvec(v, out, ws);
+    }
+
+    fn vecmat_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+        self.view().vecmat(v, out, ws);
+    }
+
+    fn matmat_into(&self, m: ArrayView2<'_, f64>, out: ArrayViewMut2<'_, f64>, ws: &mut Workspace) {
+        self.view().matmat(m, out, ws);
+    }
+
+    fn left_matmat_into(
+        &self,
+        m: ArrayView2<'_, f64>,
+        out: ArrayViewMut2<'_, f64>,
+        ws: &mut Workspace,
+    ) {
+        self.view().left_matmat(m, out, ws);
+    }
+}
+
+/// CVI (CSR-VI): CSR with each value replaced by an id into a dictionary
+/// of the distinct values (by bits).
+#[derive(Debug, Clone)]
+pub(crate) struct Cvi {
+    shape: Shape,
+    offsets: Vec<u32>,
+    cols: Vec<u32>,
+    /// One id per entry, at the narrowest width that holds the largest id.
+    ids: Ids,
+    /// The distinct values in order of first appearance.
+    dict: Vec<f64>,
+}
+
+impl Cvi {
+    /// Encodes `batch` as CSR with value indexing.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] if the batch has more than `u32::MAX` entries.
+    pub(crate) fn encode(batch: &SparseBatch) -> Result<Self> {
+        let offsets = offsets_u32(batch)?;
+        let (ids, dict) = index_values(batch.values(), false)?;
+        Ok(Cvi {
+            shape: Shape::of(batch),
+            offsets,
+            cols: batch.cols().to_vec(),
+            ids: Ids::narrow(ids, dict.len()),
+            dict,
+        })
+    }
+}
+
+/// Runs `$method` on the [`SparseView`] of a [`Cvi`] at its id width.
+macro_rules! cvi_view {
+    ($cvi:expr, $method:ident($($arg:expr),*)) => {{
+        let cvi: &Cvi = $cvi;
+        let (shape, offsets, cols) = (cvi.shape, &cvi.offsets[..], &cvi.cols[..]);
+        with_ids!(&cvi.ids, &cvi.dict, vals, val => SparseView { shape, offsets, cols, vals, val }
+            .$method($($arg),*))
+    }};
+}
+
+impl EncodedBatch for Cvi {
+    fn kind(&self) -> FormatKind {
+        FormatKind::Cvi
+    }
+
+    /// Offsets and columns as CSR, the ids, the dictionary, and the two
+    /// `u64` dimensions.
+    fn encoded_len(&self) -> usize {
+        4 * self.offsets.len()
+            + 4 * self.cols.len()
+            + self.ids.byte_len()
+            + 8 * self.dict.len()
+            + 16
+    }
+
+    fn n_rows(&self) -> usize {
+        self.shape.n_rows
+    }
+
+    fn n_cols(&self) -> usize {
+        self.shape.n_cols
+    }
+
+    fn decode(&self) -> SparseBatch {
+        cvi_view!(self, decode())
+    }
+
+    /// Touches only the dictionary.
+    fn scale(&mut self, c: f64) {
+        self.dict.iter_mut().for_each(|x| *x *= c);
+    }
+
+    fn matvec_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+        cvi_view!(self, matvec(v, out, ws))
+    }
+
+    fn vecmat_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+        cvi_view!(self, vecmat(v, out, ws))
+    }
+
+    fn matmat_into(&self, m: ArrayView2<'_, f64>, out: ArrayViewMut2<'_, f64>, ws: &mut Workspace) {
+        cvi_view!(self, matmat(m, out, ws))
+    }
+
+    fn left_matmat_into(
+        &self,
+        m: ArrayView2<'_, f64>,
+        out: ArrayViewMut2<'_, f64>,
+        ws: &mut Workspace,
+    ) {
+        cvi_view!(self, left_matmat(m, out, ws))
+    }
+}
