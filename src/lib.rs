@@ -42,15 +42,23 @@
 //! Bad bytes are an [`Error`] naming what was wrong and where, never a
 //! panic. The byte format is specified in `docs/FORMAT.md`.
 #![deny(missing_docs)]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
+pub mod bench;
 pub mod codec;
 mod error;
 pub mod formats;
 pub mod kernels;
 mod sparse;
 
-pub use codec::{encode, DecodeTree, EncodeOptions, Encoder, Level, Packing, TocBatch};
+pub use codec::{
+    decode_bytes, encode, DecodeTree, EncodeOptions, Encoder, Level, Packing, TocBatch,
+};
 pub use error::{Error, Result};
 pub use kernels::Workspace;
 pub use sparse::{SparseBatch, MAX_COLS};
+
+/// The README's code blocks, compiled and run as doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -107,7 +107,9 @@ impl FormatKind {
             FormatKind::Csr => Box::new(sparse::Csr::encode(batch)?),
             FormatKind::Cvi => Box::new(sparse::Cvi::encode(batch)?),
             FormatKind::Dvi => Box::new(dense::Dvi::encode(batch)?),
-            FormatKind::Snappy => Box::new(general::Compressed::encode(batch, general::Codec::Snappy)?),
+            FormatKind::Snappy => {
+                Box::new(general::Compressed::encode(batch, general::Codec::Snappy)?)
+            }
             FormatKind::Gzip => Box::new(general::Compressed::encode(batch, general::Codec::Gzip)?),
             FormatKind::Lz4 => Box::new(general::Compressed::encode(batch, general::Codec::Lz4)?),
             FormatKind::TocSparse => Box::new(toc(Level::Sparse)?),
@@ -148,7 +150,12 @@ pub trait EncodedBatch: Send + Sync {
     /// `A . M` into `out` (`M`: `n_cols x p`; `out`: `n_rows x p`).
     fn matmat_into(&self, m: ArrayView2<'_, f64>, out: ArrayViewMut2<'_, f64>, ws: &mut Workspace);
     /// `M . A` into `out` (`M`: `q x n_rows`; `out`: `q x n_cols`).
-    fn left_matmat_into(&self, m: ArrayView2<'_, f64>, out: ArrayViewMut2<'_, f64>, ws: &mut Workspace);
+    fn left_matmat_into(
+        &self,
+        m: ArrayView2<'_, f64>,
+        out: ArrayViewMut2<'_, f64>,
+        ws: &mut Workspace,
+    );
 }
 
 /// Panics with a uniform message when `got != want` (a caller's contract

@@ -68,7 +68,12 @@ impl EncodedBatch for TocPage {
         self.tree.matmat_into(m, out, ws);
     }
 
-    fn left_matmat_into(&self, m: ArrayView2<'_, f64>, out: ArrayViewMut2<'_, f64>, ws: &mut Workspace) {
+    fn left_matmat_into(
+        &self,
+        m: ArrayView2<'_, f64>,
+        out: ArrayViewMut2<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         self.tree.left_matmat_into(m, out, ws);
     }
 }
