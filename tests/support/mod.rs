@@ -20,11 +20,18 @@ pub const DATASETS: &[&str] = &[
     "flights3m",
 ];
 
-/// Path of a shared dataset file.
+/// Path of a dataset file: `../shared/data` beside the checkout, or the
+/// copy of mushrooms that ships in `data/`.
 pub fn dataset_path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let shared = root
         .join("../shared/data")
-        .join(format!("{name}.libsvm.gz"))
+        .join(format!("{name}.libsvm.gz"));
+    let builtin = root.join("data").join(format!("{name}.libsvm.gz"));
+    if !shared.exists() && builtin.exists() {
+        return builtin;
+    }
+    shared
 }
 
 /// The column count documented for a dataset (mnist5k's last pixels are
@@ -44,10 +51,19 @@ pub fn dataset_cols(name: &str) -> usize {
 /// Reads at most `max_rows` rows of a dataset: the features as one batch
 /// (1-based indices shifted to 0-based) and the labels.
 pub fn load(name: &str, max_rows: usize) -> (SparseBatch, Vec<f64>) {
-    let path = dataset_path(name);
-    let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    load_file(&dataset_path(name), dataset_cols(name), max_rows)
+}
+
+/// Reads at most `max_rows` rows of a gzip'd LIBSVM file with `n_cols`
+/// columns.
+pub fn load_file(
+    path: &std::path::Path,
+    n_cols: usize,
+    max_rows: usize,
+) -> (SparseBatch, Vec<f64>) {
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let reader = BufReader::new(GzDecoder::new(file));
-    let mut batch = SparseBatch::with_cols(dataset_cols(name)).unwrap();
+    let mut batch = SparseBatch::with_cols(n_cols).unwrap();
     let mut labels = Vec::new();
     let (mut cols, mut vals) = (Vec::new(), Vec::new());
     for line in reader.lines().take(max_rows) {
