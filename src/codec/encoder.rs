@@ -138,14 +138,9 @@ impl Encoder {
         let mut out = Vec::new();
         self.encode_into(batch, &mut out)?;
         let layout = layout::parse(&out)?;
-        let n_nodes = match self.options.level {
-            Level::Sparse => 1 + batch.nnz(),
-            _ => 1 + self.first_cols.len() + self.codes.len() - self.non_empty_rows(),
-        };
         Ok(TocBatch::from_parts_trusted(
             out,
             layout,
-            n_nodes,
             batch.nnz() as u64,
         ))
     }
@@ -207,10 +202,6 @@ impl Encoder {
             }
         }
         Ok(())
-    }
-
-    fn non_empty_rows(&self) -> usize {
-        self.row_lens.iter().filter(|&&l| l > 0).count()
     }
 
     /// Width for `values` under the packing policy, at least `min_bits`

@@ -59,7 +59,6 @@ pub fn decode_bytes(bytes: &[u8]) -> Result<SparseBatch> {
 pub struct TocBatch<B = Vec<u8>> {
     bytes: B,
     layout: Layout,
-    n_nodes: usize,
     decoded_nnz: u64,
 }
 
@@ -90,13 +89,12 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
     pub fn from_bytes_with_tree(bytes: B, tree: &mut DecodeTree) -> Result<Self> {
         let blob = bytes.as_ref();
         let layout = layout::parse(blob)?;
-        if let Err(e) = tree.build(blob, &layout) {
+        if let Err(e) = tree.build(blob, &layout, true) {
             *tree = DecodeTree::default();
             return Err(e);
         }
         Ok(TocBatch {
             layout,
-            n_nodes: tree.n_nodes(),
             decoded_nnz: tree.decoded_nnz(),
             bytes,
         })
@@ -122,7 +120,6 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
         TocBatch {
             bytes: self.as_bytes().to_vec(),
             layout: self.layout,
-            n_nodes: self.n_nodes,
             decoded_nnz: self.decoded_nnz,
         }
     }
@@ -150,11 +147,6 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
         }
     }
 
-    /// Nodes of the decode tree, the root included.
-    pub fn n_nodes(&self) -> usize {
-        self.n_nodes
-    }
-
     /// Non-zero entries of the decoded batch. It can be much larger than
     /// the encoding (a prefix tree can grow one level per row): check it
     /// before decoding untrusted input if memory matters.
@@ -176,8 +168,18 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
 
     /// Rebuilds the decode tree into `tree`, reusing its allocations.
     pub fn build_tree(&self, tree: &mut DecodeTree) {
-        tree.build(self.as_bytes(), &self.layout)
+        tree.build(self.as_bytes(), &self.layout, true)
             .expect("batch was validated when it was created");
+    }
+
+    /// The complete decode tree `C'` of Algorithm 2 (Table 4 of the paper),
+    /// including the nodes no code refers to, which [`TocBatch::tree`]
+    /// drops. For inspection: kernels are faster on the compact tree.
+    pub fn full_tree(&self) -> DecodeTree {
+        let mut tree = DecodeTree::default();
+        tree.build(self.as_bytes(), &self.layout, false)
+            .expect("batch was validated when it was created");
+        tree
     }
 
     /// The decode tree of this batch, newly allocated.
@@ -200,18 +202,11 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
 
 impl TocBatch {
     /// Wraps bytes the encoder just wrote; validated only in debug builds.
-    pub(crate) fn from_parts_trusted(
-        bytes: Vec<u8>,
-        layout: Layout,
-        n_nodes: usize,
-        decoded_nnz: u64,
-    ) -> Self {
-        debug_assert!(TocBatch::from_bytes(&bytes[..])
-            .is_ok_and(|b| b.n_nodes == n_nodes && b.decoded_nnz == decoded_nnz));
+    pub(crate) fn from_parts_trusted(bytes: Vec<u8>, layout: Layout, decoded_nnz: u64) -> Self {
+        debug_assert!(TocBatch::from_bytes(&bytes[..]).is_ok_and(|b| b.decoded_nnz == decoded_nnz));
         TocBatch {
             bytes,
             layout,
-            n_nodes,
             decoded_nnz,
         }
     }

@@ -1,10 +1,10 @@
 //! The kernels on a [`DecodeTree`]; see the module docs of `kernels` for
 //! the paper's algorithms and where these depart from them.
 //!
-//! Node ids are assigned in the order the codes are scanned (root, first
-//! layer, then one node per code that is not first in its row), which is
-//! what lets the right multiplications compute a node's partial product at
-//! the moment the scan creates it.
+//! Every parent and key has a smaller id than its node, so one forward
+//! pass over the nodes completes per-node results (right multiplications)
+//! and one backward pass pushes weights from nodes to parents and pairs
+//! (left multiplications).
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
@@ -29,38 +29,40 @@ impl DecodeTree {
         self.zeros_possible = true;
     }
 
-    /// The sum of all elements, in one pass over `D`.
+    /// The sum of all elements.
     pub fn sum(&self, ws: &mut Workspace) -> f64 {
         let h = zeroed(&mut ws.node, self.n_nodes());
-        h[1..]
-            .iter_mut()
-            .zip(&self.pair_vals[1..])
-            .for_each(|(h, &v)| *h = v);
-        let mut total = 0.0;
-        self.forward(h, |_, s| total += s);
-        total
+        h[1..self.pair_vals.len()].copy_from_slice(&self.pair_vals[1..]);
+        self.fill_nodes(h);
+        self.row_starts
+            .windows(2)
+            .map(|w| row_sum(h, &self.codes[w[0] as usize..w[1] as usize]))
+            .sum()
     }
 
-    /// Scans `D` once, completing `h` for every node created by the scan
-    /// (`h[node] = h[parent] + h[key]`, the first layer already filled) and
-    /// calling `row_done(row, sum of h over the row's codes)`.
+    /// Completes `h` for the nodes beyond the first layer, in node order
+    /// (parents first): a node's sequence is its parent's plus its key.
     #[inline]
-    fn forward(&self, h: &mut [f64], mut row_done: impl FnMut(usize, f64)) {
-        let mut next = self.n_first_layer() + 1;
-        let grows = self.n_nodes() > next;
-        for (r, w) in self.row_starts.windows(2).enumerate() {
-            let codes = &self.codes[w[0] as usize..w[1] as usize];
-            let mut acc = 0.0;
-            let mut prev = 0usize;
-            for (j, &code) in codes.iter().enumerate() {
-                if grows && j > 0 {
-                    h[next] = h[prev] + h[self.key[next] as usize];
-                    next += 1;
-                }
-                acc += h[code as usize];
-                prev = code as usize;
-            }
-            row_done(r, acc);
+    fn fill_nodes(&self, h: &mut [f64]) {
+        let first_created = self.pair_cols.len();
+        let links = self.parent[first_created..]
+            .iter()
+            .zip(&self.key[first_created..]);
+        for (n, (&parent, &key)) in (first_created..).zip(links) {
+            h[n] = h[parent as usize] + h[key as usize];
+        }
+    }
+
+    /// Pushes each node's weight to its parent and to its key's pair, last
+    /// node first (children before parents): afterwards `g[k]` for a pair
+    /// `k` is the total weight of that pair over all rows.
+    #[inline]
+    fn push_up(&self, g: &mut [f64]) {
+        let first_created = self.pair_cols.len();
+        for n in (first_created..self.n_nodes()).rev() {
+            let gn = g[n];
+            g[self.parent[n] as usize] += gn;
+            g[self.key[n] as usize] += gn;
         }
     }
 
@@ -92,7 +94,10 @@ impl DecodeTree {
         for k in 1..self.pair_cols.len() {
             h[k] = self.pair_vals[k] * v[self.pair_cols[k] as usize];
         }
-        self.forward(h, |r, s| out[r] = s);
+        self.fill_nodes(h);
+        for (o, w) in out.iter_mut().zip(self.row_starts.windows(2)) {
+            *o = row_sum(h, &self.codes[w[0] as usize..w[1] as usize]);
+        }
     }
 
     /// `A . v`, allocating the result.
@@ -134,17 +139,12 @@ impl DecodeTree {
             self.n_cols
         );
         let g = zeroed(&mut ws.node, self.n_nodes());
-        for (r, w) in self.row_starts.windows(2).enumerate() {
-            let vr = v[r];
+        for (&vr, w) in v.iter().zip(self.row_starts.windows(2)) {
             for &code in &self.codes[w[0] as usize..w[1] as usize] {
                 g[code as usize] += vr;
             }
         }
-        for n in (self.n_first_layer() + 1..self.n_nodes()).rev() {
-            let gn = g[n];
-            g[self.parent[n] as usize] += gn;
-            g[self.key[n] as usize] += gn;
-        }
+        self.push_up(g);
         out.fill(0.0);
         for k in 1..self.pair_cols.len() {
             out[self.pair_cols[k] as usize] += self.pair_vals[k] * g[k];
@@ -203,28 +203,23 @@ impl DecodeTree {
                     .for_each(|(d, &s)| *d = val * s),
             }
         }
+        for n in self.pair_cols.len()..self.n_nodes() {
+            // parent and key are below n: split to borrow.
+            let (done, rest) = h.split_at_mut(n * p);
+            let (parent, key) = (self.parent[n] as usize, self.key[n] as usize);
+            let (a, b) = (&done[parent * p..][..p], &done[key * p..][..p]);
+            for ((d, &x), &y) in rest[..p].iter_mut().zip(a).zip(b) {
+                *d = x + y;
+            }
+        }
         let acc = zeroed(&mut ws.pair, p);
-        let mut next = self.n_first_layer() + 1;
-        let grows = self.n_nodes() > next;
         for (r, w) in self.row_starts.windows(2).enumerate() {
             acc.fill(0.0);
-            let mut prev = 0usize;
-            for (j, &code) in self.codes[w[0] as usize..w[1] as usize].iter().enumerate() {
-                if grows && j > 0 {
-                    // prev and key are both below next: split to borrow.
-                    let (done, rest) = h.split_at_mut(next * p);
-                    let key = self.key[next] as usize;
-                    let (a, b) = (&done[prev * p..][..p], &done[key * p..][..p]);
-                    for ((d, &x), &y) in rest[..p].iter_mut().zip(a).zip(b) {
-                        *d = x + y;
-                    }
-                    next += 1;
-                }
+            for &code in &self.codes[w[0] as usize..w[1] as usize] {
                 let c = code as usize;
                 acc.iter_mut()
                     .zip(&h[c * p..(c + 1) * p])
                     .for_each(|(a, &x)| *a += x);
-                prev = c;
             }
             let mut row = out.row_mut(r);
             match row.as_slice_mut() {
@@ -369,4 +364,10 @@ impl DecodeTree {
         }
         dense
     }
+}
+
+/// Sum of `h` over the codes of one row.
+#[inline]
+fn row_sum(h: &[f64], codes: &[u32]) -> f64 {
+    codes.iter().map(|&c| h[c as usize]).sum()
 }

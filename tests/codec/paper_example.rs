@@ -34,7 +34,7 @@ fn logical_encoding_gives_d_i_and_table4() {
         let toc = Encoder::new(EncodeOptions::level(level))
             .encode(&figure3())
             .unwrap();
-        let tree = toc.tree();
+        let tree = toc.full_tree();
         // D: R1 [1 2 3 4], R2 [6 3], R3 [5 8], R4 [6].
         let d: Vec<Vec<u32>> = (0..4).map(|r| tree.row_codes(r).to_vec()).collect();
         assert_eq!(d, vec![vec![1, 2, 3, 4], vec![6, 3], vec![5, 8], vec![6]]);
@@ -55,6 +55,16 @@ fn logical_encoding_gives_d_i_and_table4() {
         assert_eq!(toc.n_codes(), 9);
         assert_eq!(toc.decoded_nnz(), 12);
         assert_eq!(toc.decode(), figure3());
+
+        // The compact tree keeps the nodes codes refer to: 6 ([1:1.1, 2:2])
+        // and 8 ([3:3, 4:1.4]), renumbered 6 and 7.
+        let compact = toc.tree();
+        assert_eq!(compact.n_nodes(), 8);
+        assert_eq!(compact.parents(), &[0, 0, 0, 0, 0, 0, 1, 3]);
+        let keys: Vec<(u32, f64)> = compact.keys().collect();
+        assert_eq!(&keys[6..], &[(1, 2.0), (3, 1.4)]);
+        let d: Vec<Vec<u32>> = (0..4).map(|r| compact.row_codes(r).to_vec()).collect();
+        assert_eq!(d, vec![vec![1, 2, 3, 4], vec![6, 3], vec![5, 7], vec![6]]);
     }
 }
 
@@ -65,7 +75,7 @@ fn sparse_level_has_no_tree() {
         .unwrap();
     assert_eq!(toc.level(), Level::Sparse);
     assert_eq!(toc.n_first_layer(), 12);
-    assert_eq!(toc.n_nodes(), 13);
+    assert_eq!(toc.tree().n_nodes(), 13);
     let again = TocBatch::from_bytes(toc.as_bytes()).unwrap();
     assert_eq!(again.decode(), figure3());
 }
