@@ -3,7 +3,7 @@
 //! 250-row batches of each shared dataset's shuffled rows.
 //!
 //! ```text
-//! cargo run --release --example kernel_table [-- --rows N] [--batches N] [--datasets a,b]
+//! cargo run --release --example kernel_table [-- --rows N] [--batches N] [--datasets a,b] [--formats CSR,TOC_FULL]
 //! ```
 
 #[path = "../tests/support/mod.rs"]
@@ -33,6 +33,12 @@ fn main() {
             .take(n_batches)
             .collect();
         let mut config = KernelBenchConfig::default();
+        if let Some(list) = flag("--formats") {
+            config.formats = list
+                .split(',')
+                .map(|n| FormatKind::from_name(n).unwrap_or_else(|| panic!("unknown format {n}")))
+                .collect();
+        }
         if all.n_cols() > 1000 {
             // Dense formats of nycflights13 take minutes: measure fewer.
             config.formats.retain(|k| {

@@ -31,7 +31,9 @@
 //! All scratch memory lives in a [`Workspace`]; after the first call on a
 //! batch of a given size the kernels allocate nothing.
 
+mod scalar;
 mod toc;
+mod wide;
 
 /// Reusable scratch memory for the kernels. One per thread.
 #[derive(Debug, Default, Clone)]

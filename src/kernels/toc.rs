@@ -8,7 +8,7 @@
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
-use super::{zeroed, Workspace};
+use super::{scalar, wide, zeroed, Workspace};
 use crate::codec::DecodeTree;
 
 impl DecodeTree {
@@ -31,39 +31,17 @@ impl DecodeTree {
 
     /// The sum of all elements.
     pub fn sum(&self, ws: &mut Workspace) -> f64 {
-        let h = zeroed(&mut ws.node, self.n_nodes());
-        h[1..self.pair_vals.len()].copy_from_slice(&self.pair_vals[1..]);
-        self.fill_nodes(h);
-        self.row_starts
-            .windows(2)
-            .map(|w| row_sum(h, &self.codes[w[0] as usize..w[1] as usize]))
-            .sum()
+        let mut total = 0.0;
+        let pair = |k: usize| self.pair_vals[k];
+        scalar::right_stored(self, &mut ws.node, pair, |_, s| total += s);
+        total
     }
 
-    /// Completes `h` for the nodes beyond the first layer, in node order
-    /// (parents first): a node's sequence is its parent's plus its key.
-    #[inline]
-    fn fill_nodes(&self, h: &mut [f64]) {
-        let first_created = self.pair_cols.len();
-        let links = self.parent[first_created..]
-            .iter()
-            .zip(&self.key[first_created..]);
-        for (n, (&parent, &key)) in (first_created..).zip(links) {
-            h[n] = h[parent as usize] + h[key as usize];
-        }
-    }
-
-    /// Pushes each node's weight to its parent and to its key's pair, last
-    /// node first (children before parents): afterwards `g[k]` for a pair
-    /// `k` is the total weight of that pair over all rows.
-    #[inline]
-    fn push_up(&self, g: &mut [f64]) {
-        let first_created = self.pair_cols.len();
-        for n in (first_created..self.n_nodes()).rev() {
-            let gn = g[n];
-            g[self.parent[n] as usize] += gn;
-            g[self.key[n] as usize] += gn;
-        }
+    /// Whether the first layer is so large compared with the codes that
+    /// storing a partial product per pair costs more than computing it at
+    /// each use (pairs barely repeat: mnist5k's pixel values).
+    pub(crate) fn lazy_first_layer(&self) -> bool {
+        2 * self.n_first_layer() > self.n_codes()
     }
 
     /// `A . v` (Algorithm 4) into `out`, one entry per row.
@@ -90,14 +68,9 @@ impl DecodeTree {
             out.len(),
             self.n_rows()
         );
-        let h = zeroed(&mut ws.node, self.n_nodes());
-        for k in 1..self.pair_cols.len() {
-            h[k] = self.pair_vals[k] * v[self.pair_cols[k] as usize];
-        }
-        self.fill_nodes(h);
-        for (o, w) in out.iter_mut().zip(self.row_starts.windows(2)) {
-            *o = row_sum(h, &self.codes[w[0] as usize..w[1] as usize]);
-        }
+        let v = contiguous(v, &mut ws.operand);
+        let pair = |k: usize| self.pair_vals[k] * v[self.pair_cols[k] as usize];
+        scalar::right_stored(self, &mut ws.node, pair, |r, x| out[r] = x);
     }
 
     /// `A . v`, allocating the result.
@@ -138,16 +111,18 @@ impl DecodeTree {
             out.len(),
             self.n_cols
         );
-        let g = zeroed(&mut ws.node, self.n_nodes());
-        for (&vr, w) in v.iter().zip(self.row_starts.windows(2)) {
-            for &code in &self.codes[w[0] as usize..w[1] as usize] {
-                g[code as usize] += vr;
+        let v = contiguous(v, &mut ws.operand);
+        let mut direct = out.as_slice_mut();
+        let acc = match direct.as_deref_mut() {
+            Some(slice) => {
+                slice.fill(0.0);
+                slice
             }
-        }
-        self.push_up(g);
-        out.fill(0.0);
-        for k in 1..self.pair_cols.len() {
-            out[self.pair_cols[k] as usize] += self.pair_vals[k] * g[k];
+            None => zeroed(&mut ws.pair, self.n_cols),
+        };
+        scalar::left_stored(self, v, &mut ws.node, acc);
+        if direct.is_none() {
+            out.iter_mut().zip(&ws.pair).for_each(|(d, &s)| *d = s);
         }
     }
 
@@ -190,42 +165,18 @@ impl DecodeTree {
         if p == 0 {
             return;
         }
-        let h = zeroed(&mut ws.node, self.n_nodes() * p);
-        for k in 1..self.pair_cols.len() {
-            let val = self.pair_vals[k];
-            let dst = &mut h[k * p..(k + 1) * p];
-            let row = m.row(self.pair_cols[k] as usize);
-            match row.as_slice() {
-                Some(src) => dst.iter_mut().zip(src).for_each(|(d, &s)| *d = val * s),
-                None => dst
-                    .iter_mut()
-                    .zip(row.iter())
-                    .for_each(|(d, &s)| *d = val * s),
-            }
-        }
-        for n in self.pair_cols.len()..self.n_nodes() {
-            // parent and key are below n: split to borrow.
-            let (done, rest) = h.split_at_mut(n * p);
-            let (parent, key) = (self.parent[n] as usize, self.key[n] as usize);
-            let (a, b) = (&done[parent * p..][..p], &done[key * p..][..p]);
-            for ((d, &x), &y) in rest[..p].iter_mut().zip(a).zip(b) {
-                *d = x + y;
-            }
-        }
-        let acc = zeroed(&mut ws.pair, p);
-        for (r, w) in self.row_starts.windows(2).enumerate() {
-            acc.fill(0.0);
-            for &code in &self.codes[w[0] as usize..w[1] as usize] {
-                let c = code as usize;
-                acc.iter_mut()
-                    .zip(&h[c * p..(c + 1) * p])
-                    .for_each(|(a, &x)| *a += x);
-            }
+        let m = rows_contiguous(m, &mut ws.operand);
+        let emit = |r: usize, acc: &[f64]| {
             let mut row = out.row_mut(r);
             match row.as_slice_mut() {
                 Some(dst) => dst.copy_from_slice(acc),
-                None => row.iter_mut().zip(acc.iter()).for_each(|(d, &s)| *d = s),
+                None => row.iter_mut().zip(acc).for_each(|(d, &s)| *d = s),
             }
+        };
+        if self.lazy_first_layer() {
+            wide::right_lazy(self, m, p, &mut ws.node, &mut ws.pair, emit);
+        } else {
+            wide::right_stored(self, m, p, &mut ws.node, &mut ws.pair, emit);
         }
     }
 
@@ -265,7 +216,6 @@ impl DecodeTree {
             out.dim(),
             (q, self.n_cols)
         );
-        out.fill(0.0);
         if q == 0 {
             return;
         }
@@ -277,34 +227,18 @@ impl DecodeTree {
                 .zip(col.iter())
                 .for_each(|(d, &s)| *d = s);
         }
-        let g = zeroed(&mut ws.node, self.n_nodes() * q);
-        for (r, w) in self.row_starts.windows(2).enumerate() {
-            let src = &mt[r * q..(r + 1) * q];
-            for &code in &self.codes[w[0] as usize..w[1] as usize] {
-                let c = code as usize;
-                g[c * q..(c + 1) * q]
-                    .iter_mut()
-                    .zip(src)
-                    .for_each(|(d, &s)| *d += s);
-            }
+        // The result accumulates column by column (`q` contiguous values
+        // per column), then is written out in whatever layout `out` has.
+        let acc = zeroed(&mut ws.pair, self.n_cols * q);
+        if self.lazy_first_layer() {
+            wide::left_lazy(self, mt, q, &mut ws.node, acc);
+        } else {
+            wide::left_stored(self, mt, q, &mut ws.node, acc);
         }
-        for n in (self.n_first_layer() + 1..self.n_nodes()).rev() {
-            // parent and key are below n: split to borrow.
-            let (lo, hi) = g.split_at_mut(n * q);
-            let gn = &hi[..q];
-            for target in [self.parent[n] as usize, self.key[n] as usize] {
-                lo[target * q..(target + 1) * q]
-                    .iter_mut()
-                    .zip(gn)
-                    .for_each(|(d, &s)| *d += s);
-            }
-        }
-        for k in 1..self.pair_cols.len() {
-            let val = self.pair_vals[k];
-            let mut col = out.column_mut(self.pair_cols[k] as usize);
-            col.iter_mut()
-                .zip(&g[k * q..(k + 1) * q])
-                .for_each(|(d, &s)| *d += val * s);
+        for (c, col) in out.columns_mut().into_iter().enumerate() {
+            col.into_iter()
+                .zip(&acc[c * q..(c + 1) * q])
+                .for_each(|(d, &s)| *d = s);
         }
     }
 
@@ -366,8 +300,26 @@ impl DecodeTree {
     }
 }
 
-/// Sum of `h` over the codes of one row.
-#[inline]
-fn row_sum(h: &[f64], codes: &[u32]) -> f64 {
-    codes.iter().map(|&c| h[c as usize]).sum()
+/// `v` as a slice, copied into `buf` if it is not contiguous.
+fn contiguous<'a>(v: ArrayView1<'a, f64>, buf: &'a mut Vec<f64>) -> &'a [f64] {
+    match v.to_slice() {
+        Some(s) => s,
+        None => {
+            buf.clear();
+            buf.extend(v.iter());
+            buf
+        }
+    }
+}
+
+/// `m` as a row-major slice, copied into `buf` if it is not one.
+fn rows_contiguous<'a>(m: ArrayView2<'a, f64>, buf: &'a mut Vec<f64>) -> &'a [f64] {
+    match m.to_slice() {
+        Some(s) => s,
+        None => {
+            buf.clear();
+            buf.extend(m.iter());
+            buf
+        }
+    }
 }

@@ -1,0 +1,180 @@
+//! `A . M` and `M . A` with `p` (or `q`) values per node, in two
+//! strategies chosen per batch by [`DecodeTree::lazy_first_layer`]:
+//!
+//! - *stored*: one `p`-vector per node, first layer included (the paper's
+//!   `H`); a pair's product `value * M[column]` is computed once however
+//!   often the batch repeats it.
+//! - *lazy*: vectors for created nodes only; a first-layer pair is
+//!   multiplied where it is used, as CSR does. Cheaper when pairs barely
+//!   repeat, since the stored table would be as large as the batch.
+//!
+//! Node vectors are contiguous, so every inner loop runs over `p`.
+
+use super::zeroed;
+use crate::codec::DecodeTree;
+
+/// `dst += x * src`.
+#[inline]
+fn axpy(dst: &mut [f64], x: f64, src: &[f64]) {
+    dst.iter_mut().zip(src).for_each(|(d, &s)| *d += x * s);
+}
+
+/// `dst += src`.
+#[inline]
+fn add(dst: &mut [f64], src: &[f64]) {
+    dst.iter_mut().zip(src).for_each(|(d, &s)| *d += s);
+}
+
+/// `A . M` with every node's row of the product stored; `m` is row-major
+/// `n_cols x p`; `emit(row, result)` receives each output row.
+pub(super) fn right_stored(
+    t: &DecodeTree,
+    m: &[f64],
+    p: usize,
+    node: &mut Vec<f64>,
+    acc: &mut Vec<f64>,
+    mut emit: impl FnMut(usize, &[f64]),
+) {
+    let h = zeroed(node, t.n_nodes() * p);
+    for k in 1..t.pair_cols.len() {
+        let src = &m[t.pair_cols[k] as usize * p..][..p];
+        let x = t.pair_vals[k];
+        h[k * p..(k + 1) * p]
+            .iter_mut()
+            .zip(src)
+            .for_each(|(d, &s)| *d = x * s);
+    }
+    for n in t.pair_cols.len()..t.n_nodes() {
+        // Parent and key are below n: split to borrow.
+        let (done, rest) = h.split_at_mut(n * p);
+        let (parent, key) = (t.parent[n] as usize, t.key[n] as usize);
+        let (a, b) = (&done[parent * p..][..p], &done[key * p..][..p]);
+        for ((d, &x), &y) in rest[..p].iter_mut().zip(a).zip(b) {
+            *d = x + y;
+        }
+    }
+    let acc = zeroed(acc, p);
+    for (r, w) in t.row_starts.windows(2).enumerate() {
+        acc.fill(0.0);
+        for &code in &t.codes[w[0] as usize..w[1] as usize] {
+            add(acc, &h[code as usize * p..][..p]);
+        }
+        emit(r, acc);
+    }
+}
+
+/// `A . M` with rows stored for created nodes only.
+pub(super) fn right_lazy(
+    t: &DecodeTree,
+    m: &[f64],
+    p: usize,
+    node: &mut Vec<f64>,
+    acc: &mut Vec<f64>,
+    mut emit: impl FnMut(usize, &[f64]),
+) {
+    let first_created = t.pair_cols.len();
+    let created = t.n_nodes() - first_created;
+    let m_row = |pair: usize| &m[t.pair_cols[pair] as usize * p..][..p];
+    let h = zeroed(node, created * p);
+    for i in 0..created {
+        let n = first_created + i;
+        let (done, rest) = h.split_at_mut(i * p);
+        let dst = &mut rest[..p];
+        let parent = t.parent[n] as usize;
+        if parent < first_created {
+            let x = t.pair_vals[parent];
+            dst.iter_mut()
+                .zip(m_row(parent))
+                .for_each(|(d, &s)| *d = x * s);
+        } else {
+            dst.copy_from_slice(&done[(parent - first_created) * p..][..p]);
+        }
+        let key = t.key[n] as usize;
+        axpy(dst, t.pair_vals[key], m_row(key));
+    }
+    let acc = zeroed(acc, p);
+    for (r, w) in t.row_starts.windows(2).enumerate() {
+        acc.fill(0.0);
+        for &code in &t.codes[w[0] as usize..w[1] as usize] {
+            let c = code as usize;
+            if c < first_created {
+                axpy(acc, t.pair_vals[c], m_row(c));
+            } else {
+                add(acc, &h[(c - first_created) * p..][..p]);
+            }
+        }
+        emit(r, acc);
+    }
+}
+
+/// `M . A` with a weight vector per node; `mt` holds `M`'s columns
+/// contiguous (`n_rows x q`); the result is added into `acc`, column-major
+/// (`n_cols x q`).
+pub(super) fn left_stored(
+    t: &DecodeTree,
+    mt: &[f64],
+    q: usize,
+    node: &mut Vec<f64>,
+    acc: &mut [f64],
+) {
+    let g = zeroed(node, t.n_nodes() * q);
+    for (r, w) in t.row_starts.windows(2).enumerate() {
+        let src = &mt[r * q..(r + 1) * q];
+        for &code in &t.codes[w[0] as usize..w[1] as usize] {
+            add(&mut g[code as usize * q..][..q], src);
+        }
+    }
+    for n in (t.pair_cols.len()..t.n_nodes()).rev() {
+        // Parent and key are below n: split to borrow.
+        let (lo, hi) = g.split_at_mut(n * q);
+        let gn = &hi[..q];
+        add(&mut lo[t.parent[n] as usize * q..][..q], gn);
+        add(&mut lo[t.key[n] as usize * q..][..q], gn);
+    }
+    for k in 1..t.pair_cols.len() {
+        let dst = &mut acc[t.pair_cols[k] as usize * q..][..q];
+        axpy(dst, t.pair_vals[k], &g[k * q..][..q]);
+    }
+}
+
+/// `M . A` with weights for created nodes only; first-layer codes go
+/// straight into their column.
+pub(super) fn left_lazy(
+    t: &DecodeTree,
+    mt: &[f64],
+    q: usize,
+    node: &mut Vec<f64>,
+    acc: &mut [f64],
+) {
+    let first_created = t.pair_cols.len();
+    let created = t.n_nodes() - first_created;
+    let into_column = |acc: &mut [f64], pair: usize, src: &[f64]| {
+        let dst = &mut acc[t.pair_cols[pair] as usize * q..][..q];
+        axpy(dst, t.pair_vals[pair], src);
+    };
+    let g = zeroed(node, created * q);
+    for (r, w) in t.row_starts.windows(2).enumerate() {
+        let src = &mt[r * q..(r + 1) * q];
+        for &code in &t.codes[w[0] as usize..w[1] as usize] {
+            let c = code as usize;
+            if c < first_created {
+                into_column(acc, c, src);
+            } else {
+                add(&mut g[(c - first_created) * q..][..q], src);
+            }
+        }
+    }
+    for i in (0..created).rev() {
+        let n = first_created + i;
+        // The parent is below n: split to borrow.
+        let (lo, hi) = g.split_at_mut(i * q);
+        let gn = &hi[..q];
+        let parent = t.parent[n] as usize;
+        if parent < first_created {
+            into_column(acc, parent, gn);
+        } else {
+            add(&mut lo[(parent - first_created) * q..][..q], gn);
+        }
+        into_column(acc, t.key[n] as usize, gn);
+    }
+}
