@@ -185,3 +185,42 @@ fn left_matmat_checks_dimensions() {
     let tree = tocpile::encode(&b).unwrap().tree();
     tree.left_matmat(Array2::zeros((4, 2)).view(), &mut Workspace::new());
 }
+
+#[test]
+fn pages_in_parallel_match_one_batch() {
+    use tocpile::kernels::pages::{par_matvec, par_vecmat, total_rows};
+    let (all, _) = load("coil2000", 600);
+    let whole = all.slice_rows(0..500);
+    let pages: Vec<DecodeTree> = batches(&whole, 50)
+        .iter()
+        .map(|b| tocpile::encode(b).unwrap().tree())
+        .collect();
+    assert_eq!(total_rows(&pages), 500);
+    let a = whole.to_dense();
+    let v = Array1::from(numbers(5, a.ncols()));
+    let mut out = Array1::zeros(500);
+    par_matvec(&pages, v.view(), out.view_mut());
+    let want = a.dot(&v);
+    let scale = a.mapv(f64::abs).dot(&v.mapv(f64::abs));
+    assert_close(
+        out.as_slice().unwrap(),
+        want.as_slice().unwrap(),
+        scale.as_slice().unwrap(),
+        "pages A.v",
+    );
+    let u = Array1::from(numbers(6, 500));
+    let mut out = Array1::from_elem(a.ncols(), f64::NAN);
+    par_vecmat(&pages, u.view(), out.view_mut());
+    let want = u.dot(&a);
+    let scale = u.mapv(f64::abs).dot(&a.mapv(f64::abs));
+    assert_close(
+        out.as_slice().unwrap(),
+        want.as_slice().unwrap(),
+        scale.as_slice().unwrap(),
+        "pages v.A",
+    );
+    // No pages: an empty mini-batch.
+    let mut empty = Array1::from_elem(3, 1.0);
+    par_vecmat(&[], Array1::zeros(0).view(), empty.view_mut());
+    assert_eq!(empty.to_vec(), vec![0.0; 3]);
+}
