@@ -11,7 +11,9 @@
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use tocpile::{Encoder, TocBatch};
-use tocpile_fuzz::{arbitrary_batch, arbitrary_options, check_validated, decode_budget};
+use tocpile_fuzz::{
+    arbitrary_batch, arbitrary_options, assert_tree_matches, check_validated, decode_budget,
+};
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 2 {
@@ -36,8 +38,7 @@ fuzz_target!(|data: &[u8]| {
     let mut tree = encoded.tree();
     match TocBatch::from_bytes_with_tree(&bytes[..], &mut tree) {
         Ok(batch) => {
-            assert_eq!(tree.n_nodes(), batch.n_nodes(), "reused tree n_nodes");
-            assert_eq!(tree.decoded_nnz(), batch.decoded_nnz(), "reused tree nnz");
+            assert_tree_matches(&tree, &batch);
             let budget = decode_budget(data.len()).max(original.nnz() as u64);
             if let Some(decoded) = check_validated(&batch, budget) {
                 if bytes == encoded.as_bytes() {

@@ -229,7 +229,11 @@ pub fn assert_round_trip(batch: &SparseBatch, options: EncodeOptions) -> TocBatc
     assert_eq!(loaded.n_cols(), batch.n_cols(), "{options:?}");
     assert_eq!(loaded.decoded_nnz(), batch.nnz() as u64, "{options:?}");
     assert_eq!(loaded.decoded_nnz(), encoded.decoded_nnz(), "{options:?}");
-    assert_eq!(loaded.n_nodes(), encoded.n_nodes(), "{options:?}");
+    assert_eq!(
+        loaded.n_first_layer(),
+        encoded.n_first_layer(),
+        "{options:?}"
+    );
     assert_eq!(loaded.n_codes(), encoded.n_codes(), "{options:?}");
     assert_eq!(loaded.level(), options.level, "{options:?}");
     let decoded = loaded.decode();
@@ -250,7 +254,6 @@ pub fn check_validated<B: AsRef<[u8]>>(batch: &TocBatch<B>, budget: u64) -> Opti
         batch.n_cols(),
         batch.n_codes(),
         batch.n_first_layer(),
-        batch.n_nodes(),
         batch.level(),
         batch.encoded_len(),
     );
@@ -263,16 +266,33 @@ pub fn check_validated<B: AsRef<[u8]>>(batch: &TocBatch<B>, budget: u64) -> Opti
     assert_eq!(decoded.n_cols(), batch.n_cols(), "n_cols");
     assert_valid_batch(&decoded);
 
-    // The tree rebuilt into a used tree, decoded into a used batch, agrees.
-    let mut tree = DecodeTree::default();
+    // The tree rebuilt into a used tree, decoded into a used batch, agrees;
+    // so do the full (uncompacted) tree and the one-step decode_bytes.
+    let mut tree = batch.full_tree();
     batch.build_tree(&mut tree);
-    assert_eq!(tree.n_nodes(), batch.n_nodes(), "n_nodes");
-    assert_eq!(tree.decoded_nnz(), batch.decoded_nnz(), "tree decoded_nnz");
+    assert_tree_matches(&tree, batch);
     let mut again = decoded.clone();
     again.push_row(&[], &[]).expect("empty row");
     tree.decode_into(&mut again);
     assert!(again == decoded, "decode_into a used batch differs");
+    let full = batch.full_tree();
+    assert_tree_matches(&full, batch);
+    assert!(full.n_nodes() >= tree.n_nodes(), "compact tree is larger");
+    full.decode_into(&mut again);
+    assert!(again == decoded, "full tree decodes differently");
+    let one_step = tocpile::decode_bytes(batch.as_bytes()).expect("decode_bytes");
+    assert!(one_step == decoded, "decode_bytes differs from decode");
 
     assert_round_trip(&decoded, EncodeOptions::level(Level::Full));
     Some(decoded)
+}
+
+/// Asserts that `tree` has the shape `batch` announces.
+pub fn assert_tree_matches<B: AsRef<[u8]>>(tree: &DecodeTree, batch: &TocBatch<B>) {
+    assert_eq!(tree.n_rows(), batch.n_rows(), "tree n_rows");
+    assert_eq!(tree.n_cols(), batch.n_cols(), "tree n_cols");
+    assert_eq!(tree.n_codes(), batch.n_codes(), "tree n_codes");
+    assert_eq!(tree.decoded_nnz(), batch.decoded_nnz(), "tree decoded_nnz");
+    assert_eq!(tree.parents().len(), tree.n_nodes(), "tree parents");
+    assert_eq!(tree.keys().len(), tree.n_nodes(), "tree keys");
 }
