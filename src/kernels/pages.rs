@@ -10,11 +10,13 @@
 //! and so on.
 //!
 //! Measured on this project's 2-core machines (`cargo run --release
-//! --example pages`, parallel time / sequential time): 0.57 on mnist5k
-//! (10 pages of 100 rows), 0.77 on coil2000 (10 x 100), but 1.4 to 6.6 on
-//! mini-batches of small pages, where the tasks cost more than the work.
+//! --example pages`, parallel time / sequential time, with the other core
+//! partly busy): 0.4 to 0.75 on mini-batches of 5 to 10 pages of coil2000
+//! and mnist5k, but 1.2 to 2.3 on mushrooms' small pages (a few hundred
+//! codes each), where handing pages to threads costs more than the work.
 //! Below [`PARALLEL_MIN_CODES`] codes in all pages together the pages are
-//! therefore processed one after another on the calling thread.
+//! therefore processed one after another on the calling thread. Each
+//! thread keeps its [`Workspace`] between calls.
 
 use ndarray::{ArrayView1, ArrayViewMut1, Axis};
 use rayon::prelude::*;
@@ -65,12 +67,14 @@ pub fn par_matvec(pages: &[DecodeTree], v: ArrayView1<'_, f64>, mut out: ArrayVi
         chunks.push(head);
         rest = tail;
     }
-    pages
-        .par_iter()
-        .zip(chunks)
-        .for_each_init(Workspace::new, |ws, (page, chunk)| {
-            page.matvec_into(v, chunk, ws)
-        });
+    let run = |(page, chunk): (&DecodeTree, ArrayViewMut1<'_, f64>)| {
+        with_workspace(|ws| page.matvec_into(v, chunk, ws));
+    };
+    if parallel(pages) {
+        pages.par_iter().zip(chunks).for_each(run);
+    } else {
+        pages.iter().zip(chunks).for_each(run);
+    }
 }
 
 /// `v . A` for the mini-batch made of `pages`, pages in parallel; each
