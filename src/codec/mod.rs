@@ -88,11 +88,18 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
     /// As [`TocBatch::from_bytes`]; on error `tree` holds no valid batch.
     pub fn from_bytes_with_tree(bytes: B, tree: &mut DecodeTree) -> Result<Self> {
         let blob = bytes.as_ref();
-        let layout = layout::parse(blob)?;
-        if let Err(e) = tree.build(blob, &layout, true) {
-            *tree = DecodeTree::default();
-            return Err(e);
-        }
+        let checked = layout::parse(blob).and_then(|layout| {
+            tree.build(blob, &layout, true)?;
+            Ok(layout)
+        });
+        let layout = match checked {
+            Ok(layout) => layout,
+            Err(e) => {
+                // Never leave the previous batch's tree looking valid.
+                *tree = DecodeTree::default();
+                return Err(e);
+            }
+        };
         Ok(TocBatch {
             layout,
             decoded_nnz: tree.decoded_nnz(),

@@ -4,132 +4,14 @@
 //! dense kernels over a row-major slice, which the general-purpose
 //! compressors also run after decompressing.
 
-use ndarray::{
-    ArrayView, ArrayView1, ArrayView2, ArrayViewMut, ArrayViewMut1, ArrayViewMut2, Dimension,
-};
+use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
 use super::sparse::{index_values, with_ids, Ids};
-use super::{check_dim, EncodedBatch, FormatKind};
+use super::{EncodedBatch, FormatKind};
 use crate::error::{Error, Result};
-use crate::kernels::{zeroed, Workspace};
+use crate::kernels::layout::{columns, fill, fill_columns, standard, Shape};
+use crate::kernels::Workspace;
 use crate::sparse::SparseBatch;
-
-/// Rows and columns of a batch, with the kernels' dimension checks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Shape {
-    /// Number of rows.
-    pub(super) n_rows: usize,
-    /// Number of columns.
-    pub(super) n_cols: usize,
-}
-
-impl Shape {
-    /// The shape of `batch`.
-    pub(super) fn of(batch: &SparseBatch) -> Self {
-        Shape {
-            n_rows: batch.n_rows(),
-            n_cols: batch.n_cols(),
-        }
-    }
-
-    /// `n_rows * n_cols`, if cells of `cell_bytes` bytes each fit in memory.
-    ///
-    /// # Errors
-    /// [`Error::TooLarge`] if the dense matrix cannot be addressed.
-    pub(super) fn cells(self, cell_bytes: usize) -> Result<usize> {
-        let cells = self.n_rows as u128 * self.n_cols as u128;
-        let max = isize::MAX as usize / cell_bytes;
-        if cells > max as u128 {
-            return Err(Error::TooLarge {
-                what: "dense cells (rows x columns)",
-                value: u64::try_from(cells).unwrap_or(u64::MAX),
-                max: max as u64,
-            });
-        }
-        Ok(cells as usize)
-    }
-
-    /// Panics unless `A.v` fits: `v` has `n_cols` entries, `out` `n_rows`.
-    #[track_caller]
-    pub(super) fn check_matvec(self, v: usize, out: usize) {
-        check_dim("A.v", "v length", v, self.n_cols);
-        check_dim("A.v", "out length", out, self.n_rows);
-    }
-
-    /// Panics unless `v.A` fits: `v` has `n_rows` entries, `out` `n_cols`.
-    #[track_caller]
-    pub(super) fn check_vecmat(self, v: usize, out: usize) {
-        check_dim("v.A", "v length", v, self.n_rows);
-        check_dim("v.A", "out length", out, self.n_cols);
-    }
-
-    /// Panics unless `A.M` fits (`M`: `n_cols x p`, `out`: `n_rows x p`);
-    /// returns `p`.
-    #[track_caller]
-    pub(super) fn check_matmat(self, m: (usize, usize), out: (usize, usize)) -> usize {
-        check_dim("A.M", "M rows", m.0, self.n_cols);
-        check_dim("A.M", "out rows", out.0, self.n_rows);
-        check_dim("A.M", "out columns", out.1, m.1);
-        m.1
-    }
-
-    /// Panics unless `M.A` fits (`M`: `q x n_rows`, `out`: `q x n_cols`);
-    /// returns `q`.
-    #[track_caller]
-    pub(super) fn check_left_matmat(self, m: (usize, usize), out: (usize, usize)) -> usize {
-        check_dim("M.A", "M columns", m.1, self.n_rows);
-        check_dim("M.A", "out rows", out.0, m.0);
-        check_dim("M.A", "out columns", out.1, self.n_cols);
-        m.0
-    }
-}
-
-/// `a` in standard (row-major) order: `a` itself when it is laid out so,
-/// else a copy in `buf`.
-pub(super) fn standard<'a, D: Dimension>(
-    a: ArrayView<'a, f64, D>,
-    buf: &'a mut Vec<f64>,
-) -> &'a [f64] {
-    match a.to_slice() {
-        Some(s) => s,
-        None => {
-            buf.clear();
-            buf.extend(a.iter());
-            buf
-        }
-    }
-}
-
-/// The columns of `m`, each contiguous (`m` transposed, row-major).
-pub(super) fn columns<'a>(m: ArrayView2<'a, f64>, buf: &'a mut Vec<f64>) -> &'a [f64] {
-    standard(m.reversed_axes(), buf)
-}
-
-/// Runs `f` on a zeroed stand-in for `out` in standard order: `out` itself
-/// when it is laid out so, else `buf`, copied to `out` afterwards.
-pub(super) fn fill<D: Dimension>(
-    mut out: ArrayViewMut<'_, f64, D>,
-    buf: &mut Vec<f64>,
-    f: impl FnOnce(&mut [f64]),
-) {
-    if let Some(s) = out.as_slice_mut() {
-        s.fill(0.0);
-        return f(s);
-    }
-    let b = zeroed(buf, out.len());
-    f(b);
-    out.iter_mut().zip(b.iter()).for_each(|(d, &s)| *d = s);
-}
-
-/// Runs `f` on a zeroed stand-in for `out` transposed (`out`'s columns,
-/// each contiguous), as [`fill`].
-pub(super) fn fill_columns(
-    out: ArrayViewMut2<'_, f64>,
-    buf: &mut Vec<f64>,
-    f: impl FnOnce(&mut [f64]),
-) {
-    fill(out.reversed_axes(), buf, f);
-}
 
 /// The batch as a dense row-major `f64` matrix.
 ///

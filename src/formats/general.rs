@@ -16,9 +16,10 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
-use super::dense::{dense_values, plain, scale_values, Shape};
+use super::dense::{dense_values, plain, scale_values};
 use super::{EncodedBatch, FormatKind};
 use crate::error::{Error, Result};
+use crate::kernels::layout::Shape;
 use crate::kernels::Workspace;
 use crate::sparse::SparseBatch;
 

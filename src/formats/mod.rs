@@ -157,10 +157,3 @@ pub trait EncodedBatch: Send + Sync {
         ws: &mut Workspace,
     );
 }
-
-/// Panics with a uniform message when `got != want` (a caller's contract
-/// violation, documented under `# Panics`).
-#[track_caller]
-pub(crate) fn check_dim(op: &str, what: &str, got: usize, want: usize) {
-    assert_eq!(got, want, "{op}: {what} is {got}, expected {want}");
-}

@@ -9,9 +9,9 @@ use hashbrown::hash_map::Entry;
 use hashbrown::HashMap;
 use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
-use super::dense::{columns, fill, fill_columns, standard, Shape};
 use super::{EncodedBatch, FormatKind};
 use crate::error::{Error, Result};
+use crate::kernels::layout::{columns, fill, fill_columns, standard, Shape};
 use crate::kernels::Workspace;
 use crate::sparse::SparseBatch;
 

@@ -39,6 +39,7 @@
 //! All scratch memory lives in a [`Workspace`]; after the first call on a
 //! batch of a given size the kernels allocate nothing.
 
+pub(crate) mod layout;
 pub mod pages;
 mod scalar;
 mod toc;

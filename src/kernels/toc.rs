@@ -8,10 +8,18 @@
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
-use super::{scalar, wide, zeroed, Workspace};
+use super::layout::{columns, fill, fill_columns, standard, Shape};
+use super::{scalar, wide, Workspace};
 use crate::codec::DecodeTree;
 
 impl DecodeTree {
+    fn shape(&self) -> Shape {
+        Shape {
+            n_rows: self.n_rows(),
+            n_cols: self.n_cols,
+        }
+    }
+
     /// `A * c` in place (Algorithm 3): touches only the first-layer values,
     /// so it costs `O(|I|)` whatever the batch size.
     pub fn scale(&mut self, c: f64) {
@@ -54,21 +62,8 @@ impl DecodeTree {
         mut out: ArrayViewMut1<'_, f64>,
         ws: &mut Workspace,
     ) {
-        assert_eq!(
-            v.len(),
-            self.n_cols,
-            "A.v: v has {} entries, A has {} columns",
-            v.len(),
-            self.n_cols
-        );
-        assert_eq!(
-            out.len(),
-            self.n_rows(),
-            "A.v: out has {} entries, A has {} rows",
-            out.len(),
-            self.n_rows()
-        );
-        let v = contiguous(v, &mut ws.operand);
+        self.shape().check_matvec(v.len(), out.len());
+        let v = standard(v, &mut ws.operand);
         let pair = |k: usize| self.pair_vals[k] * v[self.pair_cols[k] as usize];
         scalar::right_stored(self, &mut ws.node, pair, |r, x| out[r] = x);
     }
@@ -94,36 +89,14 @@ impl DecodeTree {
     pub fn vecmat_into(
         &self,
         v: ArrayView1<'_, f64>,
-        mut out: ArrayViewMut1<'_, f64>,
+        out: ArrayViewMut1<'_, f64>,
         ws: &mut Workspace,
     ) {
-        assert_eq!(
-            v.len(),
-            self.n_rows(),
-            "v.A: v has {} entries, A has {} rows",
-            v.len(),
-            self.n_rows()
-        );
-        assert_eq!(
-            out.len(),
-            self.n_cols,
-            "v.A: out has {} entries, A has {} columns",
-            out.len(),
-            self.n_cols
-        );
-        let v = contiguous(v, &mut ws.operand);
-        let mut direct = out.as_slice_mut();
-        let acc = match direct.as_deref_mut() {
-            Some(slice) => {
-                slice.fill(0.0);
-                slice
-            }
-            None => zeroed(&mut ws.pair, self.n_cols),
-        };
-        scalar::left_stored(self, v, &mut ws.node, acc);
-        if direct.is_none() {
-            out.iter_mut().zip(&ws.pair).for_each(|(d, &s)| *d = s);
-        }
+        self.shape().check_vecmat(v.len(), out.len());
+        let v = standard(v, &mut ws.operand);
+        fill(out, &mut ws.pair, |acc| {
+            scalar::left_stored(self, v, &mut ws.node, acc)
+        });
     }
 
     /// `v . A`, allocating the result.
@@ -147,25 +120,11 @@ impl DecodeTree {
         mut out: ArrayViewMut2<'_, f64>,
         ws: &mut Workspace,
     ) {
-        let p = m.ncols();
-        assert_eq!(
-            m.nrows(),
-            self.n_cols,
-            "A.M: M has {} rows, A has {} columns",
-            m.nrows(),
-            self.n_cols
-        );
-        assert_eq!(
-            out.dim(),
-            (self.n_rows(), p),
-            "A.M: out is {:?}, expected {:?}",
-            out.dim(),
-            (self.n_rows(), p)
-        );
+        let p = self.shape().check_matmat(m.dim(), out.dim());
         if p == 0 {
             return;
         }
-        let m = rows_contiguous(m, &mut ws.operand);
+        let m = standard(m, &mut ws.operand);
         let emit = |r: usize, acc: &[f64]| {
             let mut row = out.row_mut(r);
             match row.as_slice_mut() {
@@ -198,48 +157,23 @@ impl DecodeTree {
     pub fn left_matmat_into(
         &self,
         m: ArrayView2<'_, f64>,
-        mut out: ArrayViewMut2<'_, f64>,
+        out: ArrayViewMut2<'_, f64>,
         ws: &mut Workspace,
     ) {
-        let q = m.nrows();
-        assert_eq!(
-            m.ncols(),
-            self.n_rows(),
-            "M.A: M has {} columns, A has {} rows",
-            m.ncols(),
-            self.n_rows()
-        );
-        assert_eq!(
-            out.dim(),
-            (q, self.n_cols),
-            "M.A: out is {:?}, expected {:?}",
-            out.dim(),
-            (q, self.n_cols)
-        );
+        let q = self.shape().check_left_matmat(m.dim(), out.dim());
         if q == 0 {
             return;
         }
-        // Columns of M (one per row of A) made contiguous.
-        let mt = zeroed(&mut ws.operand, self.n_rows() * q);
-        for (r, col) in m.columns().into_iter().enumerate() {
-            mt[r * q..(r + 1) * q]
-                .iter_mut()
-                .zip(col.iter())
-                .for_each(|(d, &s)| *d = s);
-        }
+        let mt = columns(m, &mut ws.operand);
         // The result accumulates column by column (`q` contiguous values
-        // per column), then is written out in whatever layout `out` has.
-        let acc = zeroed(&mut ws.pair, self.n_cols * q);
-        if self.lazy_first_layer() {
-            wide::left_lazy(self, mt, q, &mut ws.node, acc);
-        } else {
-            wide::left_stored(self, mt, q, &mut ws.node, acc);
-        }
-        for (c, col) in out.columns_mut().into_iter().enumerate() {
-            col.into_iter()
-                .zip(&acc[c * q..(c + 1) * q])
-                .for_each(|(d, &s)| *d = s);
-        }
+        // per column), in `out` itself when its columns are contiguous.
+        fill_columns(out, &mut ws.pair, |acc| {
+            if self.lazy_first_layer() {
+                wide::left_lazy(self, mt, q, &mut ws.node, acc);
+            } else {
+                wide::left_stored(self, mt, q, &mut ws.node, acc);
+            }
+        });
     }
 
     /// `M . A`, allocating the result.
@@ -297,29 +231,5 @@ impl DecodeTree {
             }
         }
         dense
-    }
-}
-
-/// `v` as a slice, copied into `buf` if it is not contiguous.
-fn contiguous<'a>(v: ArrayView1<'a, f64>, buf: &'a mut Vec<f64>) -> &'a [f64] {
-    match v.to_slice() {
-        Some(s) => s,
-        None => {
-            buf.clear();
-            buf.extend(v.iter());
-            buf
-        }
-    }
-}
-
-/// `m` as a row-major slice, copied into `buf` if it is not one.
-fn rows_contiguous<'a>(m: ArrayView2<'a, f64>, buf: &'a mut Vec<f64>) -> &'a [f64] {
-    match m.to_slice() {
-        Some(s) => s,
-        None => {
-            buf.clear();
-            buf.extend(m.iter());
-            buf
-        }
     }
 }

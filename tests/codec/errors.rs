@@ -442,3 +442,24 @@ fn errors_display_where() {
     let msg = err(&figure3(LENS, COLS, IDS, DICT, &[1, 2, 3, 4, 0, 3, 5, 8, 6]).0).to_string();
     assert_eq!(msg, "row 1, code 0: node 0 out of range (must be 1..9)");
 }
+
+#[test]
+fn a_rejected_blob_leaves_no_stale_tree() {
+    let good = tocpile::encode(&crate::support::figure3()).unwrap();
+    let mut tree = tocpile::DecodeTree::default();
+    TocBatch::from_bytes_with_tree(good.as_bytes(), &mut tree).unwrap();
+    assert_eq!(tree.n_rows(), 4);
+    // A structural error (bad magic) and a content error (code out of range)
+    // both reset the tree.
+    for bad in [
+        &b"XXXX"[..],
+        &figure3(LENS, COLS, IDS, DICT, &[1, 2, 3, 4, 0, 3, 5, 8, 6]).0,
+    ] {
+        TocBatch::from_bytes_with_tree(good.as_bytes(), &mut tree).unwrap();
+        assert!(TocBatch::from_bytes_with_tree(bad, &mut tree).is_err());
+        assert_eq!(
+            (tree.n_rows(), tree.n_nodes(), tree.decoded_nnz()),
+            (0, 0, 0)
+        );
+    }
+}

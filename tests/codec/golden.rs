@@ -2,20 +2,8 @@
 //! whatever the encoder writes today, these bytes must keep decoding to
 //! the same batches.
 
+use crate::support::figure3;
 use tocpile::{Level, SparseBatch, TocBatch};
-
-pub fn figure3() -> SparseBatch {
-    SparseBatch::from_dense_rows(
-        4,
-        &[
-            [1.1, 2.0, 3.0, 1.4],
-            [1.1, 2.0, 3.0, 0.0],
-            [0.0, 1.1, 3.0, 1.4],
-            [1.1, 2.0, 0.0, 0.0],
-        ],
-    )
-    .unwrap()
-}
 
 /// Edge values and a huge column id, one row repeated to grow the tree.
 pub fn edges() -> SparseBatch {

@@ -2,20 +2,8 @@
 //! Table 4 (the decode tree C'). Column ids are 0-based here, 1-based in
 //! the paper.
 
-use tocpile::{EncodeOptions, Encoder, Level, SparseBatch, TocBatch};
-
-fn figure3() -> SparseBatch {
-    SparseBatch::from_dense_rows(
-        4,
-        &[
-            [1.1, 2.0, 3.0, 1.4],
-            [1.1, 2.0, 3.0, 0.0],
-            [0.0, 1.1, 3.0, 1.4],
-            [1.1, 2.0, 0.0, 0.0],
-        ],
-    )
-    .unwrap()
-}
+use crate::support::figure3;
+use tocpile::{EncodeOptions, Encoder, Level, TocBatch};
 
 #[test]
 fn sparse_encoding_is_table_b() {

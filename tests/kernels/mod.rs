@@ -8,34 +8,8 @@ use proptest::prelude::*;
 
 use crate::codec::roundtrip::all_options;
 use crate::strategy::finite_batch;
-use crate::support::{batches, load, DATASETS};
+use crate::support::{assert_close, batches, load, numbers, DATASETS};
 use tocpile::{DecodeTree, Encoder, SparseBatch, Workspace};
-
-/// Deterministic pseudo-random numbers in [-1, 1).
-fn numbers(seed: u64, n: usize) -> Vec<f64> {
-    let mut s = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 11) as f64 / (1u64 << 52) as f64 - 1.0
-        })
-        .collect()
-}
-
-/// `|a - b| <= 1e-12 * scale`, with `scale` the sum of the absolute terms
-/// (summation order differs between the kernels and the reference).
-fn assert_close(got: &[f64], want: &[f64], scale: &[f64], what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (i, ((g, w), s)) in got.iter().zip(want).zip(scale).enumerate() {
-        let tol = 1e-12 * s.max(f64::MIN_POSITIVE) + 1e-300;
-        assert!(
-            (g - w).abs() <= tol,
-            "{what}[{i}]: got {g}, want {w}, tol {tol}"
-        );
-    }
-}
 
 /// Runs every kernel of `tree` against dense math on `batch`.
 fn check_all(batch: &SparseBatch, tree: &mut DecodeTree, ws: &mut Workspace, seed: u64) {
@@ -171,7 +145,7 @@ fn scaling_by_zero_decodes_to_an_empty_batch() {
 }
 
 #[test]
-#[should_panic(expected = "A.v: v has 2 entries, A has 3 columns")]
+#[should_panic(expected = "A.v: v length is 2, expected 3")]
 fn matvec_checks_dimensions() {
     let b = SparseBatch::from_dense_rows(3, &[[1.0, 0.0, 2.0]]).unwrap();
     let tree = tocpile::encode(&b).unwrap().tree();
@@ -179,7 +153,7 @@ fn matvec_checks_dimensions() {
 }
 
 #[test]
-#[should_panic(expected = "M.A: M has 2 columns, A has 1 rows")]
+#[should_panic(expected = "M.A: M columns is 2, expected 1")]
 fn left_matmat_checks_dimensions() {
     let b = SparseBatch::from_dense_rows(3, &[[1.0, 0.0, 2.0]]).unwrap();
     let tree = tocpile::encode(&b).unwrap().tree();

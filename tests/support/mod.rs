@@ -115,3 +115,52 @@ pub fn batches(batch: &SparseBatch, rows: usize) -> Vec<SparseBatch> {
         .map(|s| batch.slice_rows(s..(s + rows).min(batch.n_rows())))
         .collect()
 }
+
+/// Deterministic pseudo-random numbers in [-1, 1).
+pub fn numbers(seed: u64, n: usize) -> Vec<f64> {
+    let mut s = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+        })
+        .collect()
+}
+
+/// `|got - want| <= 1e-12 * scale` element-wise (logical order), with
+/// `scale` the sum of the absolute terms.
+pub fn assert_close<'a>(
+    got: impl IntoIterator<Item = &'a f64>,
+    want: impl IntoIterator<Item = &'a f64>,
+    scale: impl IntoIterator<Item = &'a f64>,
+    what: &str,
+) {
+    let (got, want): (Vec<f64>, Vec<f64>) = (
+        got.into_iter().copied().collect(),
+        want.into_iter().copied().collect(),
+    );
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, ((g, w), s)) in got.iter().zip(&want).zip(scale).enumerate() {
+        let tol = 1e-12 * s + 1e-300;
+        assert!(
+            (g - w).abs() <= tol,
+            "{what}[{i}]: got {g}, want {w}, tol {tol}"
+        );
+    }
+}
+
+/// Table A of the TOC paper's running example (Figure 3).
+pub fn figure3() -> SparseBatch {
+    SparseBatch::from_dense_rows(
+        4,
+        &[
+            [1.1, 2.0, 3.0, 1.4],
+            [1.1, 2.0, 3.0, 0.0],
+            [0.0, 1.1, 3.0, 1.4],
+            [1.1, 2.0, 0.0, 0.0],
+        ],
+    )
+    .unwrap()
+}
