@@ -26,15 +26,13 @@
 mod support;
 
 use std::hint::black_box;
-use std::io::Write;
 use std::time::Duration;
 
 use criterion::measurement::WallTime;
 use criterion::{
     criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode, Throughput,
 };
-use flate2::write::{GzDecoder, GzEncoder};
-use flate2::Compression;
+use support::{dense_bytes, gunzip, gzip};
 use tocpile::{DecodeTree, EncodeOptions, Encoder, SparseBatch, TocBatch};
 
 const SEED: u64 = 42;
@@ -57,31 +55,6 @@ struct Input {
 }
 
 /// The dense row-major little-endian `f64` bytes of `batch`.
-fn dense_bytes(batch: &SparseBatch) -> Vec<u8> {
-    let n = batch.n_cols();
-    let mut out = vec![0u8; batch.n_rows() * n * 8];
-    for (i, (cols, vals)) in batch.rows().enumerate() {
-        for (&c, &v) in cols.iter().zip(vals) {
-            let at = (i * n + c as usize) * 8;
-            out[at..at + 8].copy_from_slice(&v.to_le_bytes());
-        }
-    }
-    out
-}
-
-fn gzip(input: &[u8], out: Vec<u8>) -> Vec<u8> {
-    let mut enc = GzEncoder::new(out, Compression::new(6));
-    enc.write_all(input).unwrap();
-    enc.finish().unwrap()
-}
-
-fn gunzip(input: &[u8], mut out: Vec<u8>) -> Vec<u8> {
-    out.clear();
-    let mut dec = GzDecoder::new(out);
-    dec.write_all(input).unwrap();
-    dec.finish().unwrap()
-}
-
 fn load(name: &'static str) -> Input {
     let cap = match name {
         "flights3m" | "nycflights13" => FLIGHT_ROWS,
@@ -95,7 +68,14 @@ fn load(name: &'static str) -> Input {
         .into_iter()
         .take(take)
         .collect();
-    let dense: Vec<Vec<u8>> = batches.iter().map(dense_bytes).collect();
+    let dense: Vec<Vec<u8>> = batches
+        .iter()
+        .map(|b| {
+            let mut d = Vec::new();
+            dense_bytes(b, &mut d);
+            d
+        })
+        .collect();
     let mut encoder = Encoder::new(EncodeOptions::default());
     let toc: Vec<Vec<u8>> = batches
         .iter()

@@ -13,7 +13,7 @@ mod support;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use tocpile::bench::{kernel_table, KernelBenchConfig, Op};
+use tocpile::bench::{kernel_table, KernelBenchConfig};
 use tocpile::formats::FormatKind;
 
 fn main() {
@@ -68,18 +68,6 @@ fn main() {
         report.p
     );
     println!("{}", report.to_markdown());
-    let us = |op| {
-        report
-            .get(FormatKind::Csr, op)
-            .map_or(f64::NAN, |t| t.seconds_per_batch * 1e6)
-    };
-    println!(
-        "CSR itself, µs per batch: A*c {:.2}, A.v {:.2}, v.A {:.2}, A.M {:.2}, M.A {:.2}",
-        us(Op::Scale),
-        us(Op::MatVec),
-        us(Op::VecMat),
-        us(Op::MatMat),
-        us(Op::LeftMatMat)
-    );
+    println!("{}", report.csr_micros());
     println!("\ndone in {:.1} s", start.elapsed().as_secs_f64());
 }

@@ -54,18 +54,6 @@ fn main() {
             report.n_batches, report.batch_rows, report.p
         );
         println!("{}", report.to_markdown());
-        let csr = |op| {
-            report
-                .get(FormatKind::Csr, op)
-                .map_or(f64::NAN, |t| t.seconds_per_batch * 1e6)
-        };
-        println!(
-            "CSR µs per batch: A*c {:.2}, A.v {:.2}, v.A {:.2}, A.M {:.2}, M.A {:.2}",
-            csr(tocpile::bench::Op::Scale),
-            csr(tocpile::bench::Op::MatVec),
-            csr(tocpile::bench::Op::VecMat),
-            csr(tocpile::bench::Op::MatMat),
-            csr(tocpile::bench::Op::LeftMatMat)
-        );
+        println!("{}", report.csr_micros());
     }
 }

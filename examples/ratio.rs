@@ -41,11 +41,9 @@ mod support;
 
 use std::fmt::Write as _;
 use std::hint::black_box;
-use std::io::Write as _;
 use std::time::{Duration, Instant};
 
-use flate2::write::{GzDecoder, GzEncoder};
-use flate2::Compression;
+use support::{dense_bytes, gunzip, gzip};
 use tocpile::{DecodeTree, EncodeOptions, Encoder, Level, Packing, SparseBatch, TocBatch};
 
 const SEED: u64 = 42;
@@ -187,33 +185,6 @@ struct Report {
     /// entry of `TIME_RATIOS`.
     time_ratios: [f64; 4],
     elapsed: f64,
-}
-
-/// Writes the dense row-major little-endian `f64` bytes of `batch`.
-fn dense_bytes(batch: &SparseBatch, out: &mut Vec<u8>) {
-    let n = batch.n_cols();
-    out.clear();
-    out.resize(batch.n_rows() * n * 8, 0);
-    for (i, (cols, vals)) in batch.rows().enumerate() {
-        for (&c, &v) in cols.iter().zip(vals) {
-            let at = (i * n + c as usize) * 8;
-            out[at..at + 8].copy_from_slice(&v.to_le_bytes());
-        }
-    }
-}
-
-fn gzip(input: &[u8], mut out: Vec<u8>) -> Vec<u8> {
-    out.clear();
-    let mut enc = GzEncoder::new(out, Compression::new(6));
-    enc.write_all(input).unwrap();
-    enc.finish().unwrap()
-}
-
-fn gunzip(input: &[u8], mut out: Vec<u8>) -> Vec<u8> {
-    out.clear();
-    let mut dec = GzDecoder::new(out);
-    dec.write_all(input).unwrap();
-    dec.finish().unwrap()
 }
 
 /// A timed operation: one pass over the timed batches.

@@ -117,6 +117,21 @@ impl KernelReport {
             .find(|t| t.format == format && t.op == op)
     }
 
+    /// The baseline's own times, one line: microseconds per batch for
+    /// each op on CSR.
+    pub fn csr_micros(&self) -> String {
+        let cells: Vec<String> = Op::ALL
+            .iter()
+            .map(|&op| {
+                let us = self
+                    .get(FormatKind::Csr, op)
+                    .map_or(f64::NAN, |t| t.seconds_per_batch * 1e6);
+                format!("{} {us:.2}", op.name())
+            })
+            .collect();
+        format!("CSR, microseconds per batch: {}", cells.join(", "))
+    }
+
     /// The table as markdown: one row per format, `ratio to CSR` per op.
     pub fn to_markdown(&self) -> String {
         let mut s = String::from("| format | bytes |");

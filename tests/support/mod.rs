@@ -164,3 +164,35 @@ pub fn figure3() -> SparseBatch {
     )
     .unwrap()
 }
+
+/// Writes the dense row-major little-endian `f64` bytes of `batch` (what
+/// the general-purpose compressors of the paper's comparison compress).
+pub fn dense_bytes(batch: &SparseBatch, out: &mut Vec<u8>) {
+    let n = batch.n_cols();
+    out.clear();
+    out.resize(batch.n_rows() * n * 8, 0);
+    for (i, (cols, vals)) in batch.rows().enumerate() {
+        for (&c, &v) in cols.iter().zip(vals) {
+            let at = (i * n + c as usize) * 8;
+            out[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        }
+    }
+}
+
+/// gzip (level 6) of `input`, reusing `out`'s allocation.
+pub fn gzip(input: &[u8], mut out: Vec<u8>) -> Vec<u8> {
+    use std::io::Write;
+    out.clear();
+    let mut enc = flate2::write::GzEncoder::new(out, flate2::Compression::new(6));
+    enc.write_all(input).unwrap();
+    enc.finish().unwrap()
+}
+
+/// Inflates gzip `input`, reusing `out`'s allocation.
+pub fn gunzip(input: &[u8], mut out: Vec<u8>) -> Vec<u8> {
+    use std::io::Write;
+    out.clear();
+    let mut dec = flate2::write::GzDecoder::new(out);
+    dec.write_all(input).unwrap();
+    dec.finish().unwrap()
+}
