@@ -10,7 +10,7 @@ use super::sparse::{index_values, with_ids, Ids};
 use super::{EncodedBatch, FormatKind};
 use crate::error::{Error, Result};
 use crate::kernels::layout::{columns, fill, fill_columns, standard, Shape};
-use crate::kernels::Workspace;
+use crate::kernels::{sum4, Workspace};
 use crate::sparse::SparseBatch;
 
 /// The batch as a dense row-major `f64` matrix.
@@ -110,11 +110,8 @@ impl<T: Copy, F: Fn(T) -> f64 + Copy> DenseView<'_, T, F> {
         let v = standard(v, buf);
         let val = self.val;
         for (r, o) in out.iter_mut().enumerate() {
-            *o = self
-                .row(r)
-                .iter()
-                .zip(v)
-                .fold(0.0, |acc, (&x, &y)| acc + val(x) * y);
+            let row = self.row(r);
+            *o = sum4(row.len(), |i| val(row[i]) * v[i]);
         }
     }
 

@@ -12,7 +12,7 @@ use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 use super::{EncodedBatch, FormatKind};
 use crate::error::{Error, Result};
 use crate::kernels::layout::{columns, fill, fill_columns, standard, Shape};
-use crate::kernels::Workspace;
+use crate::kernels::{sum4, Workspace};
 use crate::sparse::SparseBatch;
 
 /// Value ids at the narrowest width that holds the largest id.
@@ -139,11 +139,7 @@ impl<'a, T: Copy, F: Fn(T) -> f64 + Copy> SparseView<'a, T, F> {
         let v = standard(v, &mut ws.operand);
         let val = self.val;
         for (o, (cols, vals)) in out.iter_mut().zip(self.rows()) {
-            let mut acc = 0.0;
-            for (&c, &x) in cols.iter().zip(vals) {
-                acc += val(x) * v[c as usize];
-            }
-            *o = acc;
+            *o = sum4(cols.len(), |i| val(vals[i]) * v[cols[i] as usize]);
         }
     }
 

@@ -7,6 +7,7 @@
 //! `pair(k)` gives the contribution of first-layer pair `k` (for `A.v`:
 //! `value * v[column]`; for the sum of all elements: `value`).
 
+use super::sum4;
 use crate::codec::DecodeTree;
 
 /// Right multiplication with a value stored per node; `emit(row, sum)`.
@@ -29,7 +30,7 @@ pub(super) fn right_stored(
     }
     for (r, w) in t.row_starts.windows(2).enumerate() {
         let codes = &t.codes[w[0] as usize..w[1] as usize];
-        emit(r, codes.iter().map(|&c| h[c as usize]).sum());
+        emit(r, sum4(codes.len(), |i| h[codes[i] as usize]));
     }
 }
 
