@@ -181,6 +181,66 @@ pub enum Error {
         /// The maximum supported.
         max: u64,
     },
+    /// Reading or decompressing an input file failed (the file is missing,
+    /// unreadable, or a compressed stream is corrupt or truncated).
+    Io {
+        /// The file (or the name given to an in-memory reader).
+        path: String,
+        /// The kind of the underlying I/O error.
+        kind: std::io::ErrorKind,
+        /// The underlying error's message, with the line being read where
+        /// known.
+        message: String,
+    },
+    /// A text input (LIBSVM, CSV, schema text) holds something that does not
+    /// fit its format.
+    Parse {
+        /// The file (or the name given to an in-memory reader).
+        path: String,
+        /// 1-based line of the offending token.
+        line: u64,
+        /// 1-based byte column of the offending token within its line.
+        column: usize,
+        /// What the format needs at that point.
+        expected: &'static str,
+        /// What was there (at most about 40 characters).
+        found: String,
+    },
+    /// A CSV header lacks a column that the options or the schema name.
+    MissingColumn {
+        /// The file.
+        path: String,
+        /// The column looked for.
+        name: String,
+        /// The header's column names, comma-separated (shortened if long).
+        header: String,
+    },
+    /// A categorical CSV column has more distinct values than supported.
+    TooManyLevels {
+        /// The file.
+        path: String,
+        /// The column.
+        column: String,
+        /// The most levels a column may have.
+        max: usize,
+        /// Line of the first value that made the column categorical.
+        line: u64,
+        /// That value (at most about 40 characters).
+        found: String,
+    },
+    /// A schema is inconsistent (duplicate column or level, too many
+    /// output columns).
+    InvalidSchema {
+        /// What is wrong.
+        message: String,
+    },
+    /// An argument or option cannot be used as given.
+    BadArgument {
+        /// The argument or option.
+        what: &'static str,
+        /// What it must be.
+        expected: &'static str,
+    },
 }
 
 impl fmt::Display for Error {
@@ -285,6 +345,40 @@ impl fmt::Display for Error {
             }
             Error::TooLarge { what, value, max } => {
                 write!(f, "{what} is {value}, at most {max} supported")
+            }
+            Error::Io {
+                path,
+                kind: _,
+                message,
+            } => write!(f, "{path}: {message}"),
+            Error::Parse {
+                path,
+                line,
+                column,
+                expected,
+                found,
+            } => write!(
+                f,
+                "{path}:{line}:{column}: expected {expected}, found {found:?}"
+            ),
+            Error::MissingColumn { path, name, header } => write!(
+                f,
+                "{path}: the header has no column named {name:?} (columns: {header})"
+            ),
+            Error::TooManyLevels {
+                path,
+                column,
+                max,
+                line,
+                found,
+            } => write!(
+                f,
+                "{path}: column {column:?} is categorical (line {line} holds {found:?}, not a number) \
+                 and has more than {max} distinct values"
+            ),
+            Error::InvalidSchema { message } => write!(f, "invalid schema: {message}"),
+            Error::BadArgument { what, expected } => {
+                write!(f, "bad argument {what}: must be {expected}")
             }
         }
     }
