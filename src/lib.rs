@@ -48,6 +48,7 @@ pub mod bench;
 pub mod codec;
 mod error;
 pub mod formats;
+pub mod ingest;
 pub mod kernels;
 mod sparse;
 
