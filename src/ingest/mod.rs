@@ -1,8 +1,11 @@
-//! Streaming readers that turn LIBSVM text files, plain or gzip,
+//! Streaming readers that turn LIBSVM and CSV text files, plain or gzip,
 //! into [`Chunk`]s: a [`SparseBatch`] of at most `max_rows` rows plus the
 //! rows' labels, ready for the encoder and the dataset writer.
 //!
 //! - [`libsvm::LibsvmReader`]: `label idx:val idx:val ... # comment` lines.
+//! - [`csv::CsvReader`]: a header line, a label column named in
+//!   [`csv::CsvOptions`], and numeric or categorical (one-hot) feature
+//!   columns described by a [`csv::Schema`].
 //!
 //! # Input
 //!
@@ -42,8 +45,8 @@
 //!
 //! Where something must be known before the first row is returned and the
 //! options do not give it, the reader opening a file reads it twice: once
-//! to infer (LIBSVM: the column count, when `n_cols` is `None`), then
-//! again to return the rows.
+//! to infer (LIBSVM: the column count, when `n_cols` is `None`; CSV: the
+//! [`csv::Schema`], when none is given), then again to return the rows.
 //! For a gzip file that means decompressing twice.
 
 use std::fs::File;
@@ -53,8 +56,11 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::sparse::SparseBatch;
 
+pub mod csv;
 pub mod libsvm;
 mod lines;
+mod schema;
+mod table;
 
 /// The longest line (LIBSVM) a reader accepts, in bytes: 1 GiB. A longer
 /// line (or a binary file with no line breaks) is a [`Error::Parse`]

@@ -1,0 +1,307 @@
+//! The CSV record source shared by schema inference and [`CsvReader`]:
+//! the `csv` crate does the quoting; this module keeps the raw text of the
+//! current chunk so that an error can name the exact line and byte column
+//! of the offending field.
+//!
+//! [`CsvReader`]: super::csv::CsvReader
+
+use std::io::{BufRead, Read};
+
+use ::csv::{ByteRecord, Reader, ReaderBuilder};
+
+use super::{io_error, shorten};
+use crate::error::{Error, Result};
+
+/// The header's column names joined for [`Error::MissingColumn`], cut to
+/// about this many characters.
+const HEADER_CHARS: usize = 200;
+
+/// Copies every byte the `csv` reader pulls, from `base` on.
+struct Recorder {
+    inner: Box<dyn BufRead + Send>,
+    buf: Vec<u8>,
+    /// Stream offset of `buf[0]`.
+    base: u64,
+}
+
+impl Read for Recorder {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(out)?;
+        self.buf.extend_from_slice(&out[..n]);
+        Ok(n)
+    }
+}
+
+/// Which field of a record an error is about.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum At {
+    /// The field with this index.
+    Field(usize),
+    /// Just past the record's last field.
+    End,
+}
+
+/// A CSV stream with its header read, giving records a chunk at a time.
+pub(crate) struct Table {
+    pub(crate) name: String,
+    reader: Reader<Recorder>,
+    delimiter: u8,
+    /// The header's column names.
+    pub(crate) header: Vec<String>,
+    header_record: ByteRecord,
+    header_end: u64,
+    /// The current chunk's records (only the first `len` are current).
+    records: Vec<ByteRecord>,
+    /// Stream offset just past each current record.
+    ends: Vec<u64>,
+    len: usize,
+}
+
+impl Table {
+    /// Reads the header. The header needs unique UTF-8 names.
+    pub(crate) fn new(
+        input: Box<dyn BufRead + Send>,
+        name: String,
+        delimiter: u8,
+    ) -> Result<Table> {
+        if matches!(delimiter, b'"' | b'\n' | b'\r') {
+            return Err(Error::BadArgument {
+                what: "CsvOptions::delimiter",
+                expected: "a byte other than a quote or a line end",
+            });
+        }
+        let recorder = Recorder {
+            inner: input,
+            buf: Vec::new(),
+            base: 0,
+        };
+        let reader = ReaderBuilder::new()
+            .delimiter(delimiter)
+            .has_headers(false)
+            .flexible(true)
+            .buffer_capacity(1 << 16)
+            .from_reader(recorder);
+        let mut table = Table {
+            name,
+            reader,
+            delimiter,
+            header: Vec::new(),
+            header_record: ByteRecord::new(),
+            header_end: 0,
+            records: Vec::new(),
+            ends: Vec::new(),
+            len: 0,
+        };
+        let mut header = ByteRecord::new();
+        let got = table
+            .reader
+            .read_byte_record(&mut header)
+            .map_err(|e| table.csv_error(e, 1))?;
+        if !got {
+            return Err(Error::Parse {
+                path: table.name.clone(),
+                line: 1,
+                column: 1,
+                expected: "a header line naming the columns",
+                found: "end of file".to_string(),
+            });
+        }
+        table.header_end = table.reader.position().byte();
+        table.header_record = header;
+        for (i, field) in table.header_record.iter().enumerate() {
+            let name = match std::str::from_utf8(field) {
+                Ok(name) => name.to_string(),
+                Err(_) => return Err(table.header_error(i, "a column name in UTF-8")),
+            };
+            if table.header.contains(&name) {
+                return Err(table.header_error(i, "a column name not used before in the header"));
+            }
+            table.header.push(name);
+        }
+        Ok(table)
+    }
+
+    /// Index of the header column `name`.
+    pub(crate) fn column(&self, name: &str) -> Result<usize> {
+        self.header
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| Error::MissingColumn {
+                path: self.name.clone(),
+                name: name.to_string(),
+                header: header_list(&self.header),
+            })
+    }
+
+    /// A [`Error::Parse`] about field `field` of the header.
+    pub(crate) fn header_error(&self, field: usize, expected: &'static str) -> Error {
+        let (line, column) = self.locate(&self.header_record, self.header_end, At::Field(field));
+        Error::Parse {
+            path: self.name.clone(),
+            line,
+            column,
+            expected,
+            found: shorten(&self.header_record[field]),
+        }
+    }
+
+    /// Replaces the chunk with the next (at most) `max_rows` records. A
+    /// record whose field count differs from the header's ends the chunk
+    /// before it and is the returned error, as is an I/O error; the records
+    /// before it stay in the chunk.
+    pub(crate) fn fill(&mut self, max_rows: usize) -> Result<()> {
+        let start = self.reader.position().byte();
+        let recorder = self.reader.get_mut();
+        recorder.buf.drain(..(start - recorder.base) as usize);
+        recorder.base = start;
+        self.len = 0;
+        self.ends.clear();
+        while self.len < max_rows {
+            if self.records.len() == self.len {
+                self.records.push(ByteRecord::new());
+            }
+            let line = self.reader.position().line();
+            let got = self.reader.read_byte_record(&mut self.records[self.len]);
+            match got {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => return Err(self.csv_error(e, line)),
+            }
+            self.ends.push(self.reader.position().byte());
+            let fields = self.records[self.len].len();
+            if fields != self.header.len() {
+                let at = if fields > self.header.len() {
+                    At::Field(self.header.len())
+                } else {
+                    At::End
+                };
+                let (line, column) = self.locate_current(self.len, at);
+                return Err(Error::Parse {
+                    path: self.name.clone(),
+                    line,
+                    column,
+                    expected: "as many fields as the header has",
+                    found: format!("{fields} fields (the header has {})", self.header.len()),
+                });
+            }
+            self.len += 1;
+        }
+        Ok(())
+    }
+
+    /// The current chunk's records.
+    pub(crate) fn records(&self) -> &[ByteRecord] {
+        &self.records[..self.len]
+    }
+
+    /// 1-based line where current record `i` starts.
+    pub(crate) fn line_of(&self, i: usize) -> u64 {
+        self.locate_current(i, At::Field(0)).0
+    }
+
+    /// A [`Error::Parse`] about field `field` of current record `i`.
+    pub(crate) fn field_error(&self, i: usize, field: usize, expected: &'static str) -> Error {
+        let (line, column) = self.locate_current(i, At::Field(field));
+        Error::Parse {
+            path: self.name.clone(),
+            line,
+            column,
+            expected,
+            found: shorten(&self.records[i][field]),
+        }
+    }
+
+    fn locate_current(&self, i: usize, at: At) -> (u64, usize) {
+        self.locate(&self.records[i], self.ends[i], at)
+    }
+
+    /// Line and byte column of `at` in `record`, which ends at stream
+    /// offset `end`, by re-scanning its raw text with the `csv` crate's
+    /// default quoting rules.
+    fn locate(&self, record: &ByteRecord, end: u64, at: At) -> (u64, usize) {
+        let pos = record
+            .position()
+            .expect("records read from a reader have a position");
+        let recorder = self.reader.get_ref();
+        let raw =
+            &recorder.buf[(pos.byte() - recorder.base) as usize..(end - recorder.base) as usize];
+        // The csv crate's position of a record is a line start, or the line
+        // end of the previous record and blank lines it skipped; `scan`
+        // skips those, so counting `\n` before the field gives its line.
+        let offset = scan(raw, self.delimiter, at);
+        let before = &raw[..offset];
+        let newlines = before.iter().filter(|&&b| b == b'\n').count() as u64;
+        let line_start = before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |p| p + 1);
+        (pos.line() + newlines, offset - line_start + 1)
+    }
+
+    fn csv_error(&self, e: ::csv::Error, line: u64) -> Error {
+        match e.into_kind() {
+            ::csv::ErrorKind::Io(e) => io_error(&self.name, &e, Some(line)),
+            other => Error::Io {
+                path: self.name.clone(),
+                kind: std::io::ErrorKind::InvalidData,
+                message: format!("{other:?} (while reading line {line})"),
+            },
+        }
+    }
+}
+
+/// Byte offset within `raw` (one record's text, possibly preceded by line
+/// ends) where `at` starts.
+fn scan(raw: &[u8], delimiter: u8, at: At) -> usize {
+    let mut i = 0;
+    while i < raw.len() && (raw[i] == b'\n' || raw[i] == b'\r') {
+        i += 1;
+    }
+    let mut field = 0;
+    loop {
+        if let At::Field(f) = at {
+            if f == field {
+                return i;
+            }
+        }
+        // One field from `i`.
+        if raw.get(i) == Some(&b'"') {
+            i += 1;
+            while i < raw.len() {
+                if raw[i] == b'"' {
+                    if raw.get(i + 1) == Some(&b'"') {
+                        i += 2;
+                        continue;
+                    }
+                    i += 1;
+                    break;
+                }
+                i += 1;
+            }
+        }
+        while i < raw.len() && raw[i] != delimiter && raw[i] != b'\n' && raw[i] != b'\r' {
+            i += 1;
+        }
+        if i < raw.len() && raw[i] == delimiter {
+            i += 1;
+            field += 1;
+        } else {
+            return i;
+        }
+    }
+}
+
+fn header_list(header: &[String]) -> String {
+    let mut out = String::new();
+    for (i, name) in header.iter().enumerate() {
+        if out.chars().count() > HEADER_CHARS {
+            out.push_str(&format!(", ... ({} more)", header.len() - i));
+            break;
+        }
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(&format!("{name:?}"));
+    }
+    out
+}
