@@ -5,5 +5,6 @@ mod support;
 
 mod codec;
 mod formats;
+mod ingest;
 mod kernels;
 mod sparse;

@@ -1,0 +1,253 @@
+//! CSV round trips: random numeric and categorical columns (values with
+//! delimiters, quotes, line breaks and spaces, quoted when needed or at
+//! random), plain or gzip, read back in random chunk sizes; schema
+//! inference, the schema text form, and reading with a given schema.
+
+use std::io::Cursor;
+
+use proptest::prelude::*;
+
+use super::{bits, read_all, TempFile};
+use tocpile::ingest::csv::{Column, CsvOptions, CsvReader, Schema};
+use tocpile::SparseBatch;
+
+/// Category values: none looks like a number.
+const LEVELS: &[&str] = &[
+    "JFK",
+    "a,b",
+    "say \"hi\"",
+    " padded ",
+    "two\nlines",
+    "",
+    "x;y",
+    "\u{e9}t\u{e9}",
+    "1a",
+];
+
+/// Header names (the first is the label).
+const NAMES: &[&str] = &[
+    "label",
+    "dep delay",
+    "origin, city",
+    "\"q\"",
+    "n2",
+    "c2",
+    "n3",
+    "c3",
+];
+
+fn number() -> impl Strategy<Value = Option<f64>> {
+    prop_oneof![
+        1 => Just(None), // empty field
+        3 => (-5i64..6).prop_map(|i| Some(i as f64)),
+        1 => Just(Some(-0.0)),
+        3 => any::<u64>()
+            .prop_map(f64::from_bits)
+            .prop_filter("finite", |v| v.is_finite())
+            .prop_map(Some),
+    ]
+}
+
+#[derive(Debug, Clone)]
+enum Field {
+    Num(Option<f64>),
+    Cat(usize),
+}
+
+/// A table: per source column (label first) whether it is categorical,
+/// then rows of (label, fields).
+fn table() -> impl Strategy<Value = (Vec<bool>, Vec<(f64, Vec<Field>)>)> {
+    prop::collection::vec(any::<bool>(), 0..NAMES.len()).prop_flat_map(|kinds| {
+        let fields: Vec<BoxedStrategy<Field>> = kinds
+            .iter()
+            .map(|&cat| {
+                if cat {
+                    (0..LEVELS.len()).prop_map(Field::Cat).boxed()
+                } else {
+                    number().prop_map(Field::Num).boxed()
+                }
+            })
+            .collect();
+        let label = (-3i64..3).prop_map(|i| i as f64 / 2.0);
+        (Just(kinds), prop::collection::vec((label, fields), 0..40))
+    })
+}
+
+fn quote(field: &str, always: bool) -> String {
+    if always || field.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", field.replace('"', "\"\""))
+    } else {
+        field.to_string()
+    }
+}
+
+/// The CSV text: the label goes to column `label_at` of the file.
+fn write_csv(kinds: &[bool], rows: &[(f64, Vec<Field>)], label_at: usize, crlf: bool) -> String {
+    let end = if crlf { "\r\n" } else { "\n" };
+    let mut names: Vec<String> = NAMES[1..=kinds.len()]
+        .iter()
+        .map(|n| quote(n, false))
+        .collect();
+    names.insert(label_at, "label".to_string());
+    let mut text = names.join(",") + end;
+    for (i, (label, fields)) in rows.iter().enumerate() {
+        let mut cells: Vec<String> = fields
+            .iter()
+            .map(|f| match f {
+                Field::Num(None) => String::new(),
+                Field::Num(Some(v)) if i % 3 == 0 => format!(" {v:?}"),
+                Field::Num(Some(v)) => quote(&format!("{v:?}"), i % 5 == 1),
+                Field::Cat(l) => quote(LEVELS[*l], i % 4 == 2),
+            })
+            .collect();
+        cells.insert(label_at, format!("{label:?}"));
+        text += &(cells.join(",") + end);
+        if i % 7 == 3 {
+            text += end; // blank line
+        }
+    }
+    text
+}
+
+/// The schema inference must find, and the rows it must give.
+fn expected(kinds: &[bool], rows: &[(f64, Vec<Field>)]) -> (Schema, SparseBatch, Vec<f64>) {
+    let mut columns = Vec::new();
+    for (k, &cat) in kinds.iter().enumerate() {
+        let name = NAMES[k + 1].to_string();
+        if !cat {
+            columns.push(Column::Numeric { name });
+            continue;
+        }
+        let mut levels: Vec<String> = rows
+            .iter()
+            .map(|(_, f)| match f[k] {
+                Field::Cat(l) => LEVELS[l].to_string(),
+                Field::Num(_) => unreachable!(),
+            })
+            .collect();
+        levels.sort();
+        levels.dedup();
+        // A categorical column whose fields are all empty looks numeric.
+        if levels.iter().all(|l| l.is_empty()) {
+            columns.push(Column::Numeric { name });
+        } else {
+            columns.push(Column::Categorical { name, levels });
+        }
+    }
+    let schema = Schema::new(columns).unwrap();
+    let mut batch = SparseBatch::with_cols(schema.n_cols()).unwrap();
+    for (_, fields) in rows {
+        let (mut cols, mut vals) = (Vec::new(), Vec::new());
+        let mut base = 0u32;
+        for (field, column) in fields.iter().zip(schema.columns()) {
+            match (field, column) {
+                (Field::Num(v), _) => {
+                    cols.push(base);
+                    vals.push(v.unwrap_or(0.0));
+                }
+                (Field::Cat(l), Column::Categorical { levels, .. }) => {
+                    let i = levels.iter().position(|x| x == LEVELS[*l]).unwrap();
+                    cols.push(base + i as u32);
+                    vals.push(1.0);
+                }
+                (Field::Cat(_), _) => {} // all-empty column read as numeric 0
+            }
+            base += column.width() as u32;
+        }
+        batch.push_row(&cols, &vals).unwrap();
+    }
+    (schema, batch, rows.iter().map(|r| r.0).collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_csv_reads_back_exactly(
+        (kinds, rows) in table(),
+        label_pick in any::<prop::sample::Index>(),
+        gzip in any::<bool>(),
+        crlf in any::<bool>(),
+        sizes in prop::collection::vec(1usize..15, 1..4),
+    ) {
+        let label_at = label_pick.index(kinds.len() + 1);
+        let text = write_csv(&kinds, &rows, label_at, crlf);
+        let file = TempFile::new("round.csv", text.as_bytes(), gzip);
+        let (schema, want, want_labels) = expected(&kinds, &rows);
+
+        let mut reader = CsvReader::open(file.path(), CsvOptions::default()).unwrap();
+        prop_assert_eq!(reader.schema(), &schema);
+        let (batch, labels, _) =
+            read_all(schema.n_cols(), &sizes, |m| reader.next_chunk(m)).unwrap();
+        prop_assert_eq!(&batch, &want);
+        prop_assert_eq!(bits(&labels), bits(&want_labels));
+        prop_assert_eq!(reader.unseen_levels(), 0);
+
+        // The schema's text form reads back, and a stream read with it
+        // gives the same rows.
+        let again = Schema::from_text(&schema.to_text()).unwrap();
+        prop_assert_eq!(&again, &schema);
+        let options = CsvOptions { schema: Some(again), ..CsvOptions::default() };
+        let mut reader = CsvReader::from_reader(Cursor::new(text), "stream", options).unwrap();
+        let (batch, labels, _) =
+            read_all(schema.n_cols(), &[5], |m| reader.next_chunk(m)).unwrap();
+        prop_assert_eq!(&batch, &want);
+        prop_assert_eq!(bits(&labels), bits(&want_labels));
+    }
+}
+
+#[test]
+fn first_lines_count_header_blank_and_multiline_records() {
+    let text = "label,c\n1,a\n\n2,\"b\nb\"\n3,c\n";
+    let file = TempFile::new("lines.csv", text.as_bytes(), false);
+    let mut reader = CsvReader::open(file.path(), CsvOptions::default()).unwrap();
+    let lines: Vec<u64> = std::iter::from_fn(|| reader.next_chunk(1).unwrap())
+        .map(|c| c.first_line)
+        .collect();
+    assert_eq!(lines, [2, 4, 6]);
+}
+
+#[test]
+fn schema_names_and_text_form() {
+    let schema = Schema::new(vec![
+        Column::Numeric {
+            name: "dep\\delay".into(),
+        },
+        Column::Categorical {
+            name: "origin".into(),
+            levels: vec!["LGA".into(), "EWR".into(), "a\nb".into()],
+        },
+    ])
+    .unwrap();
+    assert_eq!(schema.n_cols(), 4);
+    assert_eq!(
+        schema.column_names(),
+        ["dep\\delay", "origin=EWR", "origin=LGA", "origin=a\nb"]
+    );
+    let text = schema.to_text();
+    assert_eq!(
+        text,
+        "tocpile-schema 1\nnumeric dep\\\\delay\ncategorical 3 origin\n\
+         level EWR\nlevel LGA\nlevel a\\nb\n"
+    );
+    assert_eq!(Schema::from_text(&text).unwrap(), schema);
+}
+
+/// A column that looks numeric for more than 256 distinct values before
+/// its first text has its levels read in a second pass.
+#[test]
+fn late_text_in_a_numeric_looking_column() {
+    let mut text = String::from("label,code\n");
+    for i in 0..600 {
+        text += &format!("0,{}\n", i % 300);
+    }
+    text += "1,NA\n";
+    let file = TempFile::new("late.csv", text.as_bytes(), true);
+    let schema = Schema::infer(file.path(), &CsvOptions::default()).unwrap();
+    let Column::Categorical { levels, .. } = &schema.columns()[0] else {
+        panic!("categorical expected: {schema:?}");
+    };
+    assert_eq!(levels.len(), 301);
+    assert_eq!(levels[0], "0");
+    assert_eq!(levels[300], "NA");
+}
