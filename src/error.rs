@@ -10,8 +10,8 @@ use std::fmt;
 
 /// Everything that can go wrong in tocpile.
 ///
-/// The enum is `non_exhaustive`: later releases add variants (file and
-/// parse errors) without a breaking change.
+/// The enum is `non_exhaustive`: later releases can add variants without
+/// a breaking change.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Error {

@@ -1,8 +1,10 @@
 //! `A . v` and `v . A` (one value per node, Algorithms 4 and 5), with a
 //! value stored for every node, first layer included. The lazy strategy of
 //! `wide.rs` (first-layer pairs evaluated where used) was measured here
-//! too and lost everywhere, by 1.6x on mnist5k: with one value per node, a
-//! stored value is one load where a lazy pair is three dependent ones.
+//! too: for `A.v` it lost everywhere, by 1.6x on mnist5k (with one value
+//! per node, a stored value is one load where a lazy pair is three
+//! dependent ones); for `v.A` it made no difference beyond the noise
+//! (three runs on six datasets), so one strategy serves both.
 //!
 //! `pair(k)` gives the contribution of first-layer pair `k` (for `A.v`:
 //! `value * v[column]`; for the sum of all elements: `value`).

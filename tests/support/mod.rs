@@ -1,6 +1,7 @@
 //! Test and bench support: a minimal reader for the gzip'd LIBSVM files in
-//! `../shared/data` (the library's streaming readers come with the dataset
-//! module; this one only has to read trusted test data).
+//! `../shared/data`, independent of the library's `ingest` readers so that
+//! they can be tested against it (it only has to read trusted test data),
+//! and helpers shared by tests, benches and examples.
 
 #![allow(dead_code)]
 
