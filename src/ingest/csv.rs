@@ -51,7 +51,10 @@ use rayon::prelude::*;
 
 pub use super::schema::{Column, Schema, MAX_LEVELS};
 use super::table::Table;
-use super::{detect_gzip, join_parts, open_path, parse_finite, sub_chunk_rows, Chunk, Part};
+use super::{
+    check_chunk_call, detect_gzip, join_parts, open_path, parse_finite, remember_failure,
+    sub_chunk_rows, Chunk, Part,
+};
 use crate::error::{Error, Result};
 
 /// How to read a CSV file.
@@ -218,19 +221,9 @@ impl CsvReader {
     /// chunk's records; [`Error::BadArgument`] if `max_rows` is 0. After an
     /// error every call returns it again.
     pub fn next_chunk(&mut self, max_rows: usize) -> Result<Option<Chunk>> {
-        if let Some(e) = &self.failed {
-            return Err(e.clone());
-        }
-        if max_rows == 0 {
-            return Err(Error::BadArgument {
-                what: "max_rows",
-                expected: "at least 1",
-            });
-        }
+        check_chunk_call(&self.failed, max_rows)?;
         let result = self.read_chunk(max_rows);
-        if let Err(e) = &result {
-            self.failed = Some(e.clone());
-        }
+        remember_failure(&mut self.failed, &result);
         result
     }
 

@@ -52,7 +52,8 @@ use rayon::prelude::*;
 
 use super::lines::{Lines, Tokens};
 use super::{
-    detect_gzip, join_parts, open_path, parse_finite, shorten, sub_chunk_rows, Chunk, Part,
+    check_chunk_call, detect_gzip, join_parts, open_path, parse_finite, remember_failure, shorten,
+    sub_chunk_rows, Chunk, Part,
 };
 use crate::error::{Error, Result};
 use crate::sparse::MAX_COLS;
@@ -162,19 +163,9 @@ impl LibsvmReader {
     /// chunk's lines; [`Error::BadArgument`] if `max_rows` is 0. After an
     /// error every call returns it again.
     pub fn next_chunk(&mut self, max_rows: usize) -> Result<Option<Chunk>> {
-        if let Some(e) = &self.failed {
-            return Err(e.clone());
-        }
-        if max_rows == 0 {
-            return Err(Error::BadArgument {
-                what: "max_rows",
-                expected: "at least 1",
-            });
-        }
+        check_chunk_call(&self.failed, max_rows)?;
         let result = self.read_chunk(max_rows);
-        if let Err(e) = &result {
-            self.failed = Some(e.clone());
-        }
+        remember_failure(&mut self.failed, &result);
         result
     }
 

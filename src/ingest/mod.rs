@@ -198,6 +198,28 @@ pub(crate) fn join_parts(n_cols: usize, parts: Vec<Part>, first_line: u64) -> Re
     })
 }
 
+/// The checks both readers make before reading a chunk: a reader that
+/// failed keeps returning its error, and `max_rows` must be positive.
+pub(crate) fn check_chunk_call(failed: &Option<Error>, max_rows: usize) -> Result<()> {
+    if let Some(e) = failed {
+        return Err(e.clone());
+    }
+    if max_rows == 0 {
+        return Err(Error::BadArgument {
+            what: "max_rows",
+            expected: "at least 1",
+        });
+    }
+    Ok(())
+}
+
+/// Keeps the first error a reader returns, so it is spent afterwards.
+pub(crate) fn remember_failure<T>(failed: &mut Option<Error>, result: &Result<T>) {
+    if let Err(e) = result {
+        *failed = Some(e.clone());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
