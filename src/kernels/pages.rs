@@ -9,14 +9,16 @@
 //! independent. Rows of the mini-batch are the rows of page 0, then page 1,
 //! and so on.
 //!
-//! Measured on this project's 2-core machines (`cargo run --release
-//! --example pages`, parallel time / sequential time, with the other core
-//! partly busy): 0.4 to 0.75 on mini-batches of 5 to 10 pages of coil2000
-//! and mnist5k, but 1.2 to 2.3 on mushrooms' small pages (a few hundred
-//! codes each), where handing pages to threads costs more than the work.
-//! Below [`PARALLEL_MIN_CODES`] codes in all pages together the pages are
-//! therefore processed one after another on the calling thread. Each
-//! thread keeps its [`Workspace`] between calls.
+//! Measured on this project's 2-core machines, quiet
+//! (`cargo run --release --example pages`, parallel time / one page after
+//! another): 0.76 for `A.v` and 0.82 for `v.A` on mnist5k (5 or 10 pages,
+//! 6,000 to 13,000 codes per page); no gain on coil2000's 10 pages of 100
+//! rows (1.03, 0.98); and with the other core busy, small pages of a few
+//! hundred codes ran 1.2 to 2.3 times slower in parallel, as handing pages
+//! to threads cost more than the work. Below [`PARALLEL_MIN_CODES`] codes in
+//! all pages together the pages are therefore processed one after another
+//! on the calling thread. Each thread keeps its [`Workspace`] between
+//! calls.
 
 use ndarray::{ArrayView1, ArrayViewMut1, Axis};
 use rayon::prelude::*;
