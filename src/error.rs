@@ -241,6 +241,32 @@ pub enum Error {
         /// What it must be.
         expected: &'static str,
     },
+    /// A section of a dataset file does not match its checksum: the file
+    /// was damaged after it was written.
+    ChecksumMismatch {
+        /// The file.
+        path: String,
+        /// The section ("block 3", "footer").
+        section: String,
+        /// Byte offset of the section in the file.
+        offset: u64,
+        /// The checksum the index records.
+        expected: u32,
+        /// The checksum of the bytes read.
+        found: u32,
+    },
+    /// An error inside a section of a file: `error`'s offsets are relative
+    /// to the section, which starts at byte `offset` of the file.
+    InFile {
+        /// The file.
+        path: String,
+        /// The section ("header", "footer", "block 3, page 2").
+        section: String,
+        /// Byte offset of the section in the file.
+        offset: u64,
+        /// What was wrong.
+        error: Box<Error>,
+    },
 }
 
 impl fmt::Display for Error {
@@ -380,6 +406,22 @@ impl fmt::Display for Error {
             Error::BadArgument { what, expected } => {
                 write!(f, "bad argument {what}: must be {expected}")
             }
+            Error::ChecksumMismatch {
+                path,
+                section,
+                offset,
+                expected,
+                found,
+            } => write!(
+                f,
+                "{path}: {section} at byte {offset} is damaged: checksum {found:08x}, expected {expected:08x}"
+            ),
+            Error::InFile {
+                path,
+                section,
+                offset,
+                error,
+            } => write!(f, "{path}: {section} (at byte {offset}): {error}"),
         }
     }
 }

@@ -46,6 +46,7 @@
 
 pub mod bench;
 pub mod codec;
+pub mod dataset;
 mod error;
 pub mod formats;
 pub mod ingest;

@@ -4,6 +4,7 @@ mod strategy;
 mod support;
 
 mod codec;
+mod dataset;
 mod formats;
 mod ingest;
 mod kernels;

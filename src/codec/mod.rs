@@ -16,7 +16,7 @@
 mod encoder;
 mod layout;
 mod tree;
-mod wire;
+pub(crate) mod wire;
 
 pub use encoder::{EncodeOptions, Encoder, Level, Packing};
 pub use layout::{MAGIC, VERSION};

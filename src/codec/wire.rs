@@ -22,6 +22,11 @@ impl<'a> Reader<'a> {
         Reader { buf, pos: 0 }
     }
 
+    /// The whole input this reader walks.
+    pub(crate) fn blob(&self) -> &'a [u8] {
+        self.buf
+    }
+
     /// Current byte offset.
     pub(crate) fn offset(&self) -> usize {
         self.pos

@@ -1,0 +1,111 @@
+//! The on-disk dataset file: rows encoded in pages, pages grouped into
+//! blocks (the unit of random I/O for the CorgiPile loader), a checksum per
+//! block and a footer index. The grammar is in `docs/FORMAT.md`.
+//!
+//! ```text
+//! file    = header block* footer trailer
+//! header  = "TOCD" version(1) 0 0 0
+//! block   = page*                      checksummed as a whole (CRC-32)
+//! page    = rows labels payload        payload: one encoded batch
+//! footer  = index of blocks, column count, page format, schema
+//! trailer = footer offset, footer CRC-32, "TOCD"
+//! ```
+//!
+//! [`DatasetWriter`] streams rows in and writes the file atomically: to a
+//! temporary file beside the target, fsynced, then renamed, so a crash or
+//! kill never leaves a file that opens as valid. [`Dataset::open`] reads the
+//! trailer and footer only; [`Dataset::read_block`] reads one block with a
+//! positional read and verifies its checksum before anything is parsed.
+
+mod labels;
+mod reader;
+mod writer;
+
+pub use reader::{Block, Dataset, Page};
+pub use writer::{DatasetWriter, WriterOptions};
+
+use crate::formats::FormatKind;
+
+/// First bytes of a dataset file (and its last four).
+pub const FILE_MAGIC: [u8; 4] = *b"TOCD";
+/// The file format version this build writes and reads.
+pub const FILE_VERSION: u8 = 1;
+/// Header bytes before the first block.
+pub(crate) const HEADER_LEN: u64 = 8;
+/// Trailer bytes after the footer: footer offset (u64), footer CRC (u32),
+/// magic.
+pub(crate) const TRAILER_LEN: u64 = 16;
+
+/// What the footer says about a dataset file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DatasetInfo {
+    /// Rows in the file.
+    pub n_rows: u64,
+    /// Columns of every row.
+    pub n_cols: usize,
+    /// Non-zero entries in all rows.
+    pub nnz: u64,
+    /// Format of every page.
+    pub format: FormatKind,
+    /// Rows per page (the last page of the file may hold fewer).
+    pub page_rows: usize,
+    /// Target block size in bytes the file was written with.
+    pub block_bytes: usize,
+    /// Number of blocks.
+    pub n_blocks: usize,
+    /// Number of pages.
+    pub n_pages: u64,
+    /// Bytes of the whole file.
+    pub file_bytes: u64,
+    /// Bytes of the pages' payloads (encoded batches, labels excluded).
+    pub payload_bytes: u64,
+    /// The column schema saved with the data (empty when none was given).
+    pub schema: String,
+}
+
+impl DatasetInfo {
+    /// Size of the rows as a dense `f64` matrix.
+    pub fn dense_bytes(&self) -> f64 {
+        self.n_rows as f64 * self.n_cols as f64 * 8.0
+    }
+
+    /// Size of the rows as CSR pages of `page_rows` rows (`u32` offsets
+    /// and columns, `f64` values).
+    pub fn csr_bytes(&self) -> f64 {
+        12.0 * self.nnz as f64 + 4.0 * (self.n_rows + self.n_pages) as f64
+    }
+
+    /// A human-readable summary: rows, columns, blocks, pages, bytes and
+    /// the compression ratio against dense and CSR.
+    pub fn summary(&self) -> String {
+        let payload = self.payload_bytes.max(1) as f64;
+        format!(
+            "rows {}, columns {}, non-zeros {}\n\
+             pages {} of {} rows ({}), blocks {} (target {} bytes)\n\
+             file {} bytes, payload {} bytes\n\
+             ratio vs dense f64 {:.1}, vs CSR {:.2}",
+            self.n_rows,
+            self.n_cols,
+            self.nnz,
+            self.n_pages,
+            self.page_rows,
+            self.format,
+            self.n_blocks,
+            self.block_bytes,
+            self.file_bytes,
+            self.payload_bytes,
+            self.dense_bytes() / payload,
+            self.csr_bytes() / payload,
+        )
+    }
+}
+
+/// One block's entry in the footer index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BlockEntry {
+    pub(crate) offset: u64,
+    pub(crate) len: u64,
+    pub(crate) rows: u64,
+    pub(crate) pages: u64,
+    pub(crate) crc: u32,
+}

@@ -1,0 +1,445 @@
+//! [`Dataset`]: opens a dataset file by its trailer and footer, reads
+//! blocks by positional reads and verifies each block's checksum before
+//! parsing it.
+
+use std::fs::File;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use super::labels::read_labels;
+use super::writer::{io_error, toc_level};
+use super::{BlockEntry, DatasetInfo, FILE_MAGIC, FILE_VERSION, HEADER_LEN, TRAILER_LEN};
+use crate::codec::wire::{write_varint, Reader};
+use crate::codec::{DecodeTree, TocBatch};
+use crate::error::{Error, Result};
+use crate::formats::FormatKind;
+use crate::sparse::MAX_COLS;
+
+const FOOTER_MAGIC: [u8; 4] = *b"TOCF";
+
+/// An open dataset file.
+#[derive(Debug)]
+pub struct Dataset {
+    path: PathBuf,
+    file: File,
+    info: DatasetInfo,
+    index: Vec<BlockEntry>,
+}
+
+/// One block, read and verified: its bytes, and where each page sits.
+#[derive(Debug, Clone)]
+pub struct Block {
+    number: usize,
+    offset: u64,
+    bytes: Vec<u8>,
+    labels: Vec<f64>,
+    pages: Vec<PageSpan>,
+}
+
+#[derive(Debug, Clone)]
+struct PageSpan {
+    rows: usize,
+    labels: Range<usize>,
+    payload: Range<usize>,
+}
+
+/// One page of a block: its labels and its encoded batch (validated, and
+/// borrowing the block's bytes: no copy).
+#[derive(Debug)]
+pub struct Page<'a> {
+    /// One label per row.
+    pub labels: &'a [f64],
+    /// The rows.
+    pub batch: TocBatch<&'a [u8]>,
+}
+
+impl Dataset {
+    /// Opens a dataset file, reading the header, trailer and footer only.
+    ///
+    /// # Errors
+    /// [`Error::Io`]; [`Error::InFile`] naming the header, trailer or
+    /// footer and what is wrong there; [`Error::ChecksumMismatch`] for a
+    /// damaged footer.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let file = File::open(&path).map_err(|e| io_error(&path, &e))?;
+        let len = file.metadata().map_err(|e| io_error(&path, &e))?.len();
+        let name = path.display().to_string();
+        let wrap = |section: &str, offset: u64| {
+            let name = name.clone();
+            let section = section.to_string();
+            move |error: Error| Error::InFile {
+                path: name,
+                section,
+                offset,
+                error: Box::new(error),
+            }
+        };
+        if len < HEADER_LEN + TRAILER_LEN {
+            return Err(wrap("file", 0)(Error::Truncated {
+                what: "header and trailer",
+                offset: 0,
+                needed: HEADER_LEN + TRAILER_LEN,
+                available: len as usize,
+            }));
+        }
+        let header = read_at(&file, &path, 0, HEADER_LEN)?;
+        check_header(&header).map_err(wrap("header", 0))?;
+        let trailer_at = len - TRAILER_LEN;
+        let trailer = read_at(&file, &path, trailer_at, TRAILER_LEN)?;
+        let (footer_at, crc) =
+            check_trailer(&trailer, trailer_at).map_err(wrap("trailer", trailer_at))?;
+        let footer = read_at(&file, &path, footer_at, trailer_at - footer_at)?;
+        let found = crc32fast::hash(&footer);
+        if found != crc {
+            return Err(Error::ChecksumMismatch {
+                path: name,
+                section: "footer".into(),
+                offset: footer_at,
+                expected: crc,
+                found,
+            });
+        }
+        let (mut info, index) =
+            parse_footer(&footer, footer_at).map_err(wrap("footer", footer_at))?;
+        info.file_bytes = len;
+        Ok(Dataset {
+            path,
+            file,
+            info,
+            index,
+        })
+    }
+
+    /// What the footer says.
+    pub fn info(&self) -> &DatasetInfo {
+        &self.info
+    }
+
+    /// Number of blocks.
+    pub fn n_blocks(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Rows of block `i`.
+    ///
+    /// # Panics
+    /// If `i >= n_blocks()`.
+    pub fn block_rows(&self, i: usize) -> u64 {
+        self.index[i].rows
+    }
+
+    /// Reads block `i` with one positional read and verifies its checksum
+    /// and page structure. Page contents are validated when a page is
+    /// taken ([`Block::page`]).
+    ///
+    /// # Errors
+    /// [`Error::Io`], [`Error::ChecksumMismatch`] naming the block, or
+    /// [`Error::InFile`] for a malformed page list.
+    ///
+    /// # Panics
+    /// If `i >= n_blocks()`.
+    pub fn read_block(&self, i: usize) -> Result<Block> {
+        let entry = self.index[i];
+        let bytes = read_at(&self.file, &self.path, entry.offset, entry.len)?;
+        let found = crc32fast::hash(&bytes);
+        if found != entry.crc {
+            return Err(Error::ChecksumMismatch {
+                path: self.path.display().to_string(),
+                section: format!("block {i}"),
+                offset: entry.offset,
+                expected: entry.crc,
+                found,
+            });
+        }
+        let mut block = Block {
+            number: i,
+            offset: entry.offset,
+            bytes,
+            labels: Vec::new(),
+            pages: Vec::new(),
+        };
+        block.index_pages(&entry).map_err(|error| Error::InFile {
+            path: self.path.display().to_string(),
+            section: format!("block {i}"),
+            offset: entry.offset,
+            error: Box::new(error),
+        })?;
+        Ok(block)
+    }
+}
+
+impl Block {
+    fn index_pages(&mut self, entry: &BlockEntry) -> Result<()> {
+        let mut r = Reader::new(&self.bytes);
+        let mut scratch = Vec::new();
+        let mut labels = Vec::new();
+        let mut rows_seen = 0u64;
+        for _ in 0..entry.pages {
+            let rows = r.varint_max("page rows", entry.rows - rows_seen)? as usize;
+            read_labels(&mut r, rows, &mut labels, &mut scratch)?;
+            let start = self.labels.len();
+            self.labels.extend_from_slice(&labels);
+            let len = r.varint("page payload length")?;
+            let at = r.offset();
+            r.bytes(len, "page payload")?;
+            self.pages.push(PageSpan {
+                rows,
+                labels: start..self.labels.len(),
+                payload: at..at + len as usize,
+            });
+            rows_seen += rows as u64;
+        }
+        if rows_seen != entry.rows {
+            return Err(Error::LengthMismatch {
+                what: "rows of the block's pages (the index's count)",
+                expected: entry.rows,
+                found: rows_seen,
+            });
+        }
+        if r.remaining() > 0 {
+            return Err(Error::TrailingBytes {
+                offset: r.offset(),
+                len: r.remaining(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Number of pages.
+    pub fn n_pages(&self) -> usize {
+        self.pages.len()
+    }
+
+    /// Rows in the block.
+    pub fn n_rows(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// Page `j`, validated (see [`TocBatch::from_bytes`]).
+    ///
+    /// # Errors
+    /// [`Error::InFile`] naming the block and page.
+    ///
+    /// # Panics
+    /// If `j >= n_pages()`.
+    pub fn page(&self, j: usize) -> Result<Page<'_>> {
+        self.page_with_tree(j, &mut DecodeTree::default())
+    }
+
+    /// Page `j`, validated into `tree` so kernels can run on it at once.
+    ///
+    /// # Errors
+    /// As [`Block::page`].
+    ///
+    /// # Panics
+    /// If `j >= n_pages()`.
+    pub fn page_with_tree(&self, j: usize, tree: &mut DecodeTree) -> Result<Page<'_>> {
+        let span = &self.pages[j];
+        let payload = &self.bytes[span.payload.clone()];
+        let checked = TocBatch::from_bytes_with_tree(payload, tree).and_then(|batch| {
+            if batch.n_rows() != span.rows {
+                return Err(Error::LengthMismatch {
+                    what: "page rows (labels against the encoded batch)",
+                    expected: span.rows as u64,
+                    found: batch.n_rows() as u64,
+                });
+            }
+            Ok(batch)
+        });
+        match checked {
+            Ok(batch) => Ok(Page {
+                labels: &self.labels[span.labels.clone()],
+                batch,
+            }),
+            Err(error) => Err(Error::InFile {
+                path: String::new(),
+                section: format!("block {}, page {j}", self.number),
+                offset: self.offset + span.payload.start as u64,
+                error: Box::new(error),
+            }),
+        }
+    }
+}
+
+fn read_at(file: &File, path: &Path, offset: u64, len: u64) -> Result<Vec<u8>> {
+    let mut buf = vec![0u8; len as usize];
+    read_exact_at(file, &mut buf, offset).map_err(|e| io_error(path, &e))?;
+    Ok(buf)
+}
+
+#[cfg(unix)]
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+#[cfg(not(unix))]
+fn read_exact_at(mut file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    file.seek(SeekFrom::Start(offset))?;
+    file.read_exact(buf)
+}
+
+fn check_header(header: &[u8]) -> Result<()> {
+    if header[..4] != FILE_MAGIC {
+        return Err(Error::BadMagic {
+            found: header[..4].to_vec(),
+        });
+    }
+    if header[4] != FILE_VERSION {
+        return Err(Error::UnsupportedVersion {
+            found: header[4],
+            supported: FILE_VERSION,
+        });
+    }
+    if header[5..] != [0, 0, 0] {
+        return Err(Error::UnknownFlags {
+            offset: 5,
+            flags: header[5] | header[6] | header[7],
+        });
+    }
+    Ok(())
+}
+
+/// The footer's offset and checksum, checked to lie between the header and
+/// the trailer.
+fn check_trailer(trailer: &[u8], trailer_at: u64) -> Result<(u64, u32)> {
+    if trailer[12..] != FILE_MAGIC {
+        return Err(Error::BadMagic {
+            found: trailer[12..].to_vec(),
+        });
+    }
+    let footer_at = u64::from_le_bytes(trailer[..8].try_into().expect("8 bytes"));
+    if footer_at < HEADER_LEN || footer_at > trailer_at {
+        return Err(Error::FieldOutOfRange {
+            what: "footer offset",
+            offset: 0,
+            value: footer_at,
+            max: trailer_at,
+        });
+    }
+    Ok((
+        footer_at,
+        u32::from_le_bytes(trailer[8..12].try_into().expect("4 bytes")),
+    ))
+}
+
+/// The footer grammar (see `docs/FORMAT.md`).
+pub(crate) fn write_footer(info: &DatasetInfo, index: &[BlockEntry]) -> Vec<u8> {
+    let mut out = FOOTER_MAGIC.to_vec();
+    for v in [info.n_cols as u64, info.n_rows, info.nnz] {
+        write_varint(&mut out, v);
+    }
+    let format = FormatKind::ALL
+        .iter()
+        .position(|&k| k == info.format)
+        .expect("known format");
+    out.push(format as u8);
+    for v in [
+        info.page_rows as u64,
+        info.block_bytes as u64,
+        info.n_pages,
+        info.payload_bytes,
+    ] {
+        write_varint(&mut out, v);
+    }
+    write_varint(&mut out, info.schema.len() as u64);
+    out.extend_from_slice(info.schema.as_bytes());
+    write_varint(&mut out, index.len() as u64);
+    for e in index {
+        for v in [e.len, e.rows, e.pages] {
+            write_varint(&mut out, v);
+        }
+        out.extend_from_slice(&e.crc.to_le_bytes());
+    }
+    out
+}
+
+fn parse_footer(footer: &[u8], footer_at: u64) -> Result<(DatasetInfo, Vec<BlockEntry>)> {
+    let mut r = Reader::new(footer);
+    if r.bytes(4, "footer magic")? != FOOTER_MAGIC {
+        return Err(Error::BadMagic {
+            found: footer[..4].to_vec(),
+        });
+    }
+    let n_cols = r.varint_max("n_cols", MAX_COLS as u64)? as usize;
+    let n_rows = r.varint("n_rows")?;
+    let nnz = r.varint("nnz")?;
+    let format_at = r.offset();
+    let format = *FormatKind::ALL
+        .get(r.u8("page format")? as usize)
+        .filter(|&&k| toc_level(k).is_some())
+        .ok_or(Error::FieldOutOfRange {
+            what: "page format",
+            offset: format_at,
+            value: footer[format_at] as u64,
+            max: FormatKind::ALL.len() as u64 - 1,
+        })?;
+    let page_rows = r.varint_max("page_rows", u32::MAX as u64)? as usize;
+    let block_bytes = r.varint_max("block_bytes", u32::MAX as u64)? as usize;
+    let n_pages = r.varint("n_pages")?;
+    let payload_bytes = r.varint("payload bytes")?;
+    let schema_len = r.varint("schema length")?;
+    let schema_at = r.offset();
+    let schema = String::from_utf8(r.bytes(schema_len, "schema")?.to_vec()).map_err(|_| {
+        Error::FieldOutOfRange {
+            what: "schema (not UTF-8)",
+            offset: schema_at,
+            value: schema_len,
+            max: schema_len,
+        }
+    })?;
+    // Every entry takes at least 7 bytes: bound the count before allocating.
+    let n_blocks = r.varint_max("block count", r.remaining() as u64 / 7)? as usize;
+    let mut index = Vec::with_capacity(n_blocks);
+    let (mut offset, mut rows, mut pages) = (HEADER_LEN, 0u64, 0u64);
+    for _ in 0..n_blocks {
+        let len = r.varint_max("block length", footer_at - offset)?;
+        let block_rows = r.varint("block rows")?;
+        let block_pages = r.varint_max("block pages", len)?;
+        let crc = u32::from_le_bytes(r.bytes(4, "block checksum")?.try_into().expect("4 bytes"));
+        index.push(BlockEntry {
+            offset,
+            len,
+            rows: block_rows,
+            pages: block_pages,
+            crc,
+        });
+        offset += len;
+        rows = rows.saturating_add(block_rows);
+        pages += block_pages;
+    }
+    if r.remaining() > 0 {
+        return Err(Error::TrailingBytes {
+            offset: r.offset(),
+            len: r.remaining(),
+        });
+    }
+    for (what, expected, found) in [
+        ("bytes of all blocks (up to the footer)", footer_at, offset),
+        ("rows of all blocks", n_rows, rows),
+        ("pages of all blocks", n_pages, pages),
+    ] {
+        if expected != found {
+            return Err(Error::LengthMismatch {
+                what,
+                expected,
+                found,
+            });
+        }
+    }
+    let info = DatasetInfo {
+        n_rows,
+        n_cols,
+        nnz,
+        format,
+        page_rows,
+        block_bytes,
+        n_blocks,
+        n_pages,
+        file_bytes: 0,
+        payload_bytes,
+        schema,
+    };
+    Ok((info, index))
+}

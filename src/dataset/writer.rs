@@ -1,0 +1,314 @@
+//! [`DatasetWriter`]: streams rows into pages and blocks, encoding pages in
+//! parallel, and publishes the file atomically.
+
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use super::labels::write_labels;
+use super::{BlockEntry, DatasetInfo, FILE_MAGIC, FILE_VERSION, HEADER_LEN};
+use crate::codec::wire::write_varint;
+use crate::codec::{EncodeOptions, Encoder, Level};
+use crate::error::{Error, Result};
+use crate::formats::FormatKind;
+use crate::sparse::SparseBatch;
+
+/// Pages encoded per parallel round: enough to keep every core busy,
+/// few enough that the rows held in memory stay a small multiple of a
+/// block.
+const PAGES_PER_ROUND: usize = 32;
+
+/// How a dataset file is laid out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriterOptions {
+    /// Rows per page: one encoded mini-batch (default 250).
+    pub page_rows: usize,
+    /// Target bytes per block, the unit of random I/O (default 4 MiB): a
+    /// block closes with the first page that reaches it.
+    pub block_bytes: usize,
+    /// Format of every page (default TOC_FULL).
+    pub format: FormatKind,
+    /// The column schema to store with the data (e.g. a CSV schema's text
+    /// form); empty for none.
+    pub schema: String,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            page_rows: 250,
+            block_bytes: 4 << 20,
+            format: FormatKind::TocFull,
+            schema: String::new(),
+        }
+    }
+}
+
+/// Writes a dataset file. Rows go in with [`DatasetWriter::push`]; nothing
+/// is visible at the target path until [`DatasetWriter::finish`] renames
+/// the complete, fsynced temporary file into place. Dropping an unfinished
+/// writer deletes the temporary file.
+#[derive(Debug)]
+pub struct DatasetWriter {
+    path: PathBuf,
+    tmp: PathBuf,
+    file: Option<BufWriter<File>>,
+    options: WriterOptions,
+    pending: SparseBatch,
+    pending_labels: Vec<f64>,
+    block: Vec<u8>,
+    block_rows: u64,
+    block_pages: u64,
+    index: Vec<BlockEntry>,
+    offset: u64,
+    n_rows: u64,
+    nnz: u64,
+    n_pages: u64,
+    payload_bytes: u64,
+}
+
+impl DatasetWriter {
+    /// Starts a dataset of `n_cols` columns at `path` (written to a
+    /// temporary file beside it until [`finish`](Self::finish)).
+    ///
+    /// # Errors
+    /// [`Error::BadArgument`] for zero `page_rows` or `block_bytes`, a
+    /// format that cannot be stored yet, or too many columns;
+    /// [`Error::Io`] if the temporary file cannot be created.
+    pub fn create(path: impl AsRef<Path>, n_cols: usize, options: WriterOptions) -> Result<Self> {
+        if options.page_rows == 0 || options.block_bytes == 0 {
+            return Err(Error::BadArgument {
+                what: "page_rows and block_bytes",
+                expected: "at least 1",
+            });
+        }
+        if toc_level(options.format).is_none() {
+            return Err(Error::BadArgument {
+                what: "page format",
+                expected: "TOC_FULL, TOC_LOGICAL or TOC_SPARSE",
+            });
+        }
+        let path = path.as_ref().to_path_buf();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+        let file = File::create(&tmp).map_err(|e| io_error(&tmp, &e))?;
+        let mut writer = DatasetWriter {
+            path,
+            file: Some(BufWriter::with_capacity(1 << 20, file)),
+            pending: SparseBatch::with_cols(n_cols)?,
+            tmp,
+            options,
+            pending_labels: Vec::new(),
+            block: Vec::new(),
+            block_rows: 0,
+            block_pages: 0,
+            index: Vec::new(),
+            offset: 0,
+            n_rows: 0,
+            nnz: 0,
+            n_pages: 0,
+            payload_bytes: 0,
+        };
+        let mut header = FILE_MAGIC.to_vec();
+        header.extend_from_slice(&[FILE_VERSION, 0, 0, 0]);
+        writer.write_raw(&header)?;
+        debug_assert_eq!(writer.offset, HEADER_LEN);
+        Ok(writer)
+    }
+
+    /// Appends rows and their labels.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] if `labels` does not hold one label per
+    /// row or the column counts differ; I/O and encoding errors.
+    pub fn push(&mut self, batch: &SparseBatch, labels: &[f64]) -> Result<()> {
+        if batch.n_cols() != self.pending.n_cols() || labels.len() != batch.n_rows() {
+            return Err(Error::LengthMismatch {
+                what: "rows pushed: labels (one per row) and columns (the dataset's)",
+                expected: self.pending.n_cols() as u64,
+                found: if labels.len() != batch.n_rows() {
+                    labels.len()
+                } else {
+                    batch.n_cols()
+                } as u64,
+            });
+        }
+        for (cols, vals) in batch.rows() {
+            self.pending.push_row(cols, vals)?;
+        }
+        self.pending_labels.extend_from_slice(labels);
+        if self.pending.n_rows() >= self.options.page_rows * PAGES_PER_ROUND {
+            self.flush_pages(false)?;
+        }
+        Ok(())
+    }
+
+    /// Encodes the pending rows into pages (in parallel), keeping a partial
+    /// last page pending unless `all`.
+    fn flush_pages(&mut self, all: bool) -> Result<()> {
+        let rows = self.pending.n_rows();
+        let page_rows = self.options.page_rows;
+        let full = if all { rows } else { rows - rows % page_rows };
+        if full == 0 {
+            return Ok(());
+        }
+        let starts: Vec<usize> = (0..full).step_by(page_rows).collect();
+        let level = toc_level(self.options.format).expect("checked at create");
+        let (pending, labels) = (&self.pending, &self.pending_labels);
+        let pages: Vec<Result<(Vec<u8>, usize)>> = starts
+            .par_iter()
+            .map_init(
+                || Encoder::new(EncodeOptions::level(level)),
+                |encoder, &s| {
+                    let e = (s + page_rows).min(full);
+                    encode_page(encoder, &pending.slice_rows(s..e), &labels[s..e])
+                },
+            )
+            .collect();
+        for (page, &s) in pages.into_iter().zip(&starts) {
+            let (page, payload) = page?;
+            let n = (s + page_rows).min(full) - s;
+            self.block.extend_from_slice(&page);
+            self.payload_bytes += payload as u64;
+            self.block_rows += n as u64;
+            self.block_pages += 1;
+            self.n_pages += 1;
+            if self.block.len() >= self.options.block_bytes {
+                self.close_block()?;
+            }
+        }
+        self.n_rows += full as u64;
+        self.nnz += self.pending.offsets()[full] as u64;
+        self.pending = self.pending.slice_rows(full..rows);
+        self.pending_labels.drain(..full);
+        Ok(())
+    }
+
+    fn close_block(&mut self) -> Result<()> {
+        if self.block_pages == 0 {
+            return Ok(());
+        }
+        let entry = BlockEntry {
+            offset: self.offset,
+            len: self.block.len() as u64,
+            rows: self.block_rows,
+            pages: self.block_pages,
+            crc: crc32fast::hash(&self.block),
+        };
+        let block = std::mem::take(&mut self.block);
+        self.write_raw(&block)?;
+        self.block = block;
+        self.block.clear();
+        self.index.push(entry);
+        self.block_rows = 0;
+        self.block_pages = 0;
+        Ok(())
+    }
+
+    fn write_raw(&mut self, bytes: &[u8]) -> Result<()> {
+        let file = self.file.as_mut().expect("open until finish");
+        file.write_all(bytes).map_err(|e| io_error(&self.tmp, &e))?;
+        self.offset += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Writes the last pages, the footer and the trailer, fsyncs, and
+    /// renames the file into place.
+    ///
+    /// # Errors
+    /// I/O and encoding errors; the target path is untouched on error.
+    pub fn finish(mut self) -> Result<DatasetInfo> {
+        self.flush_pages(true)?;
+        self.close_block()?;
+        let info = DatasetInfo {
+            n_rows: self.n_rows,
+            n_cols: self.pending.n_cols(),
+            nnz: self.nnz,
+            format: self.options.format,
+            page_rows: self.options.page_rows,
+            block_bytes: self.options.block_bytes,
+            n_blocks: self.index.len(),
+            n_pages: self.n_pages,
+            file_bytes: 0,
+            payload_bytes: self.payload_bytes,
+            schema: self.options.schema.clone(),
+        };
+        let footer = super::reader::write_footer(&info, &self.index);
+        let footer_offset = self.offset;
+        let mut trailer = footer;
+        let crc = crc32fast::hash(&trailer);
+        trailer.extend_from_slice(&footer_offset.to_le_bytes());
+        trailer.extend_from_slice(&crc.to_le_bytes());
+        trailer.extend_from_slice(&FILE_MAGIC);
+        self.write_raw(&trailer)?;
+        let file = self.file.take().expect("open until finish");
+        let published = file
+            .into_inner()
+            .map_err(|e| io_error(&self.tmp, e.error()))
+            .and_then(|file| file.sync_all().map_err(|e| io_error(&self.tmp, &e)))
+            .and_then(|()| fs::rename(&self.tmp, &self.path).map_err(|e| io_error(&self.path, &e)));
+        if let Err(e) = published {
+            let _ = fs::remove_file(&self.tmp);
+            return Err(e);
+        }
+        // Make the rename itself durable (best effort: not every platform
+        // lets a directory be opened).
+        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        Ok(DatasetInfo {
+            file_bytes: self.offset,
+            ..info
+        })
+    }
+}
+
+impl Drop for DatasetWriter {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// The TOC level of a page format, if it is one.
+pub(crate) fn toc_level(format: FormatKind) -> Option<Level> {
+    match format {
+        FormatKind::TocSparse => Some(Level::Sparse),
+        FormatKind::TocLogical => Some(Level::Logical),
+        FormatKind::TocFull => Some(Level::Full),
+        _ => None,
+    }
+}
+
+/// One page: `rows labels payload_len payload`; returns the bytes and the
+/// payload's length.
+fn encode_page(
+    encoder: &mut Encoder,
+    batch: &SparseBatch,
+    labels: &[f64],
+) -> Result<(Vec<u8>, usize)> {
+    let mut out = Vec::new();
+    write_varint(&mut out, batch.n_rows() as u64);
+    write_labels(labels, &mut out);
+    let mut payload = Vec::new();
+    encoder.encode_into(batch, &mut payload)?;
+    write_varint(&mut out, payload.len() as u64);
+    out.extend_from_slice(&payload);
+    Ok((out, payload.len()))
+}
+
+pub(crate) fn io_error(path: &Path, e: &std::io::Error) -> Error {
+    Error::Io {
+        path: path.display().to_string(),
+        kind: e.kind(),
+        message: e.to_string(),
+    }
+}

@@ -1,0 +1,247 @@
+//! The dataset file: round trips of real data for several page and block
+//! sizes (partial last pages and blocks included), every byte flip and
+//! every truncation of a small file detected, atomic writes.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::support::{batches, load};
+use tocpile::dataset::{Dataset, DatasetWriter, WriterOptions};
+use tocpile::formats::FormatKind;
+use tocpile::{Error, SparseBatch};
+
+/// A fresh path in the temporary directory.
+fn temp_path(name: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!("tocpile-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(format!("{}-{name}.toc", N.fetch_add(1, Ordering::Relaxed)))
+}
+
+fn write(
+    path: &PathBuf,
+    all: &SparseBatch,
+    labels: &[f64],
+    options: WriterOptions,
+) -> tocpile::dataset::DatasetInfo {
+    let mut w = DatasetWriter::create(path, all.n_cols(), options).unwrap();
+    // Push in uneven chunks, as a reader would hand them over.
+    let mut at = 0;
+    for (i, chunk) in batches(all, 997).iter().enumerate() {
+        let n = chunk.n_rows();
+        w.push(chunk, &labels[at..at + n]).unwrap();
+        at += n;
+        if i == 0 {
+            w.push(&SparseBatch::with_cols(all.n_cols()).unwrap(), &[])
+                .unwrap();
+        }
+    }
+    w.finish().unwrap()
+}
+
+/// Every row and label of the file, in order.
+fn read_all(path: &PathBuf) -> (SparseBatch, Vec<f64>) {
+    let ds = Dataset::open(path).unwrap();
+    let mut rows = SparseBatch::with_cols(ds.info().n_cols).unwrap();
+    let mut labels = Vec::new();
+    for b in 0..ds.n_blocks() {
+        let block = ds.read_block(b).unwrap();
+        assert_eq!(block.n_rows() as u64, ds.block_rows(b));
+        for p in 0..block.n_pages() {
+            let page = block.page(p).unwrap();
+            labels.extend_from_slice(page.labels);
+            for (c, v) in page.batch.decode().rows() {
+                rows.push_row(c, v).unwrap();
+            }
+        }
+    }
+    (rows, labels)
+}
+
+#[test]
+fn real_datasets_round_trip_for_several_layouts() {
+    for (name, max_rows) in [
+        ("mushrooms", usize::MAX),
+        ("coil2000", usize::MAX),
+        ("mnist5k", 2000),
+        ("census_fertility", 30_000),
+        ("nycflights13", 20_000),
+        ("flights3m", 30_000),
+    ] {
+        let (all, labels) = load(name, max_rows);
+        for (page_rows, block_bytes) in [(250, 4 << 20), (50, 20_000), (7, 777)] {
+            for format in [FormatKind::TocFull, FormatKind::TocSparse] {
+                let path = temp_path(name);
+                let options = WriterOptions {
+                    page_rows,
+                    block_bytes,
+                    format,
+                    schema: format!("schema of {name}"),
+                };
+                let info = write(&path, &all, &labels, options);
+                assert_eq!(info.n_rows, all.n_rows() as u64);
+                assert_eq!(info.nnz, all.nnz() as u64);
+                assert_eq!(info.n_pages, all.n_rows().div_ceil(page_rows) as u64);
+                let ds = Dataset::open(&path).unwrap();
+                assert_eq!(ds.info(), &info, "{name}: footer");
+                let (rows, back) = read_all(&path);
+                assert!(
+                    rows == all,
+                    "{name} {page_rows}/{block_bytes} {format}: rows"
+                );
+                assert_eq!(back, labels, "{name}: labels");
+                std::fs::remove_file(&path).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn toc_pages_are_smaller_than_csr_sized_ones() {
+    let (all, labels) = load("coil2000", usize::MAX);
+    let path = temp_path("coil-ratio");
+    let info = write(&path, &all, &labels, WriterOptions::default());
+    assert!(
+        info.csr_bytes() / info.payload_bytes as f64 > 3.0,
+        "{}",
+        info.summary()
+    );
+    assert!(info.summary().contains("rows 9822, columns 565"));
+    std::fs::remove_file(&path).unwrap();
+}
+
+/// A small file of many blocks.
+fn small_file() -> (PathBuf, Vec<u8>) {
+    let (all, labels) = load("mushrooms", 120);
+    let path = temp_path("small");
+    let options = WriterOptions {
+        page_rows: 16,
+        block_bytes: 300,
+        ..WriterOptions::default()
+    };
+    write(&path, &all, &labels, options);
+    let bytes = std::fs::read(&path).unwrap();
+    (path, bytes)
+}
+
+/// Opens and reads everything, returning the first error.
+fn check(path: &PathBuf) -> Result<(), Error> {
+    let ds = Dataset::open(path)?;
+    for b in 0..ds.n_blocks() {
+        let block = ds.read_block(b)?;
+        for p in 0..block.n_pages() {
+            block.page(p)?;
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn every_byte_flip_is_detected() {
+    let (path, bytes) = small_file();
+    assert!(Dataset::open(&path).unwrap().n_blocks() > 3);
+    let bad = temp_path("flipped");
+    for i in 0..bytes.len() {
+        for mask in [0x01u8, 0x80] {
+            let mut b = bytes.clone();
+            b[i] ^= mask;
+            std::fs::write(&bad, &b).unwrap();
+            assert!(
+                check(&bad).is_err(),
+                "flip {mask:#x} at byte {i} of {} went unnoticed",
+                bytes.len()
+            );
+        }
+    }
+    let _ = std::fs::remove_file(&bad);
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn every_truncation_is_an_error() {
+    let (path, bytes) = small_file();
+    let bad = temp_path("cut");
+    for len in 0..bytes.len() {
+        std::fs::write(&bad, &bytes[..len]).unwrap();
+        assert!(
+            check(&bad).is_err(),
+            "truncation to {len} bytes went unnoticed"
+        );
+    }
+    let _ = std::fs::remove_file(&bad);
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn a_damaged_block_is_named() {
+    let (path, mut bytes) = small_file();
+    let ds = Dataset::open(&path).unwrap();
+    drop(ds);
+    // Byte 20 lies in block 0 (the header is 8 bytes).
+    bytes[20] ^= 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+    let ds = Dataset::open(&path).unwrap();
+    match ds.read_block(0) {
+        Err(Error::ChecksumMismatch {
+            section, offset, ..
+        }) => {
+            assert_eq!((section.as_str(), offset), ("block 0", 8));
+        }
+        other => panic!("expected a checksum error, got {other:?}"),
+    }
+    assert!(ds.read_block(1).is_ok(), "other blocks still read");
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn writes_are_atomic() {
+    let (all, labels) = load("mushrooms", 100);
+    // A directory of its own: other tests write files concurrently.
+    let dir = temp_path("atomic-dir");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("data.toc");
+    let count = || std::fs::read_dir(&dir).unwrap().count();
+    let before = count();
+    {
+        let mut w = DatasetWriter::create(&path, all.n_cols(), WriterOptions::default()).unwrap();
+        w.push(&all, &labels).unwrap();
+        // Dropped without finish: nothing at the path, no temporary left.
+    }
+    assert!(!path.exists());
+    assert_eq!(count(), before);
+    // A finished file stays intact while a replacement is being written.
+    write(&path, &all, &labels, WriterOptions::default());
+    let original = std::fs::read(&path).unwrap();
+    {
+        let mut w = DatasetWriter::create(&path, all.n_cols(), WriterOptions::default()).unwrap();
+        w.push(&all.slice_rows(0..10), &labels[..10]).unwrap();
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), original);
+    assert_eq!(count(), before + 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_arguments_are_errors() {
+    let path = temp_path("args");
+    let zero = WriterOptions {
+        page_rows: 0,
+        ..WriterOptions::default()
+    };
+    assert!(matches!(
+        DatasetWriter::create(&path, 3, zero),
+        Err(Error::BadArgument { .. })
+    ));
+    let mut w = DatasetWriter::create(&path, 3, WriterOptions::default()).unwrap();
+    let b = SparseBatch::from_dense_rows(3, &[[1.0, 0.0, 2.0]]).unwrap();
+    assert!(matches!(w.push(&b, &[]), Err(Error::LengthMismatch { .. })));
+    let wide = SparseBatch::from_dense_rows(4, &[[1.0, 0.0, 2.0, 0.0]]).unwrap();
+    assert!(matches!(
+        w.push(&wide, &[1.0]),
+        Err(Error::LengthMismatch { .. })
+    ));
+    assert!(matches!(
+        Dataset::open(temp_path("missing")),
+        Err(Error::Io { .. })
+    ));
+}
