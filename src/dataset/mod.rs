@@ -21,7 +21,7 @@ mod labels;
 mod reader;
 mod writer;
 
-pub use reader::{Block, Dataset, Page};
+pub use reader::{Block, Dataset, Page, Source};
 pub use writer::{DatasetWriter, WriterOptions};
 
 use crate::formats::FormatKind;

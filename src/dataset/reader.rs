@@ -17,11 +17,48 @@ use crate::sparse::MAX_COLS;
 
 const FOOTER_MAGIC: [u8; 4] = *b"TOCF";
 
-/// An open dataset file.
+/// Where a dataset's bytes live: a file (positional reads) or memory.
+pub trait Source: Send + Sync {
+    /// Total bytes.
+    fn size(&self) -> std::io::Result<u64>;
+    /// Fills `buf` from byte `offset`.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()>;
+}
+
+impl Source for File {
+    fn size(&self) -> std::io::Result<u64> {
+        Ok(self.metadata()?.len())
+    }
+
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        read_exact_at(self, buf, offset)
+    }
+}
+
+impl Source for Vec<u8> {
+    fn size(&self) -> std::io::Result<u64> {
+        Ok(self.len() as u64)
+    }
+
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        let end = offset
+            .checked_add(buf.len() as u64)
+            .filter(|&e| e <= self.len() as u64);
+        match end {
+            Some(end) => {
+                buf.copy_from_slice(&self[offset as usize..end as usize]);
+                Ok(())
+            }
+            None => Err(std::io::ErrorKind::UnexpectedEof.into()),
+        }
+    }
+}
+
+/// An open dataset: a file by default, or bytes in memory.
 #[derive(Debug)]
-pub struct Dataset {
+pub struct Dataset<S: Source = File> {
     path: PathBuf,
-    file: File,
+    source: S,
     info: DatasetInfo,
     index: Vec<BlockEntry>,
 }
@@ -29,6 +66,7 @@ pub struct Dataset {
 /// One block, read and verified: its bytes, and where each page sits.
 #[derive(Debug, Clone)]
 pub struct Block {
+    path: String,
     number: usize,
     offset: u64,
     bytes: Vec<u8>,
@@ -63,7 +101,29 @@ impl Dataset {
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         let file = File::open(&path).map_err(|e| io_error(&path, &e))?;
-        let len = file.metadata().map_err(|e| io_error(&path, &e))?.len();
+        Dataset::from_source(file, path)
+    }
+}
+
+impl Dataset<Vec<u8>> {
+    /// Opens a dataset held in memory; `name` stands for the path in
+    /// errors.
+    ///
+    /// # Errors
+    /// As [`Dataset::open`].
+    pub fn from_memory(bytes: Vec<u8>, name: &str) -> Result<Self> {
+        Dataset::from_source(bytes, PathBuf::from(name))
+    }
+}
+
+impl<S: Source> Dataset<S> {
+    /// Opens a dataset from any [`Source`], checking what
+    /// [`Dataset::open`] checks.
+    ///
+    /// # Errors
+    /// As [`Dataset::open`].
+    pub fn from_source(source: S, path: PathBuf) -> Result<Self> {
+        let len = source.size().map_err(|e| io_error(&path, &e))?;
         let name = path.display().to_string();
         let wrap = |section: &str, offset: u64| {
             let name = name.clone();
@@ -83,13 +143,13 @@ impl Dataset {
                 available: len as usize,
             }));
         }
-        let header = read_at(&file, &path, 0, HEADER_LEN)?;
+        let header = read_at(&source, &path, 0, HEADER_LEN)?;
         check_header(&header).map_err(wrap("header", 0))?;
         let trailer_at = len - TRAILER_LEN;
-        let trailer = read_at(&file, &path, trailer_at, TRAILER_LEN)?;
+        let trailer = read_at(&source, &path, trailer_at, TRAILER_LEN)?;
         let (footer_at, crc) =
             check_trailer(&trailer, trailer_at).map_err(wrap("trailer", trailer_at))?;
-        let footer = read_at(&file, &path, footer_at, trailer_at - footer_at)?;
+        let footer = read_at(&source, &path, footer_at, trailer_at - footer_at)?;
         let found = crc32fast::hash(&footer);
         if found != crc {
             return Err(Error::ChecksumMismatch {
@@ -105,7 +165,7 @@ impl Dataset {
         info.file_bytes = len;
         Ok(Dataset {
             path,
-            file,
+            source,
             info,
             index,
         })
@@ -129,6 +189,27 @@ impl Dataset {
         self.index[i].rows
     }
 
+    /// Visits every page in file order (the No Shuffle path): reads each
+    /// block once, validates each page into one reused decode tree, and
+    /// calls `f` with the page and the tree, ready for kernels.
+    ///
+    /// # Errors
+    /// The first error of a block or page, or of `f`.
+    pub fn for_each_page(
+        &self,
+        mut f: impl FnMut(&Page<'_>, &DecodeTree) -> Result<()>,
+    ) -> Result<()> {
+        let mut tree = DecodeTree::default();
+        for b in 0..self.n_blocks() {
+            let block = self.read_block(b)?;
+            for p in 0..block.n_pages() {
+                let page = block.page_with_tree(p, &mut tree)?;
+                f(&page, &tree)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Reads block `i` with one positional read and verifies its checksum
     /// and page structure. Page contents are validated when a page is
     /// taken ([`Block::page`]).
@@ -141,7 +222,7 @@ impl Dataset {
     /// If `i >= n_blocks()`.
     pub fn read_block(&self, i: usize) -> Result<Block> {
         let entry = self.index[i];
-        let bytes = read_at(&self.file, &self.path, entry.offset, entry.len)?;
+        let bytes = read_at(&self.source, &self.path, entry.offset, entry.len)?;
         let found = crc32fast::hash(&bytes);
         if found != entry.crc {
             return Err(Error::ChecksumMismatch {
@@ -153,6 +234,7 @@ impl Dataset {
             });
         }
         let mut block = Block {
+            path: self.path.display().to_string(),
             number: i,
             offset: entry.offset,
             bytes,
@@ -253,7 +335,7 @@ impl Block {
                 batch,
             }),
             Err(error) => Err(Error::InFile {
-                path: String::new(),
+                path: self.path.clone(),
                 section: format!("block {}, page {j}", self.number),
                 offset: self.offset + span.payload.start as u64,
                 error: Box::new(error),
@@ -262,9 +344,11 @@ impl Block {
     }
 }
 
-fn read_at(file: &File, path: &Path, offset: u64, len: u64) -> Result<Vec<u8>> {
+fn read_at<S: Source>(source: &S, path: &Path, offset: u64, len: u64) -> Result<Vec<u8>> {
     let mut buf = vec![0u8; len as usize];
-    read_exact_at(file, &mut buf, offset).map_err(|e| io_error(path, &e))?;
+    source
+        .read_exact_at(&mut buf, offset)
+        .map_err(|e| io_error(path, &e))?;
     Ok(buf)
 }
 

@@ -245,3 +245,31 @@ fn bad_arguments_are_errors() {
         Err(Error::Io { .. })
     ));
 }
+
+#[test]
+fn memory_and_file_read_alike_and_pages_visit_in_order() {
+    let (path, bytes) = small_file();
+    let from_file = Dataset::open(&path).unwrap();
+    let from_memory = Dataset::from_memory(bytes, "small.toc").unwrap();
+    assert_eq!(from_file.info(), from_memory.info());
+    let (rows, labels) = read_all(&path);
+    let mut seen = SparseBatch::with_cols(rows.n_cols()).unwrap();
+    let mut seen_labels = Vec::new();
+    let mut ws = tocpile::Workspace::new();
+    from_memory
+        .for_each_page(|page, tree| {
+            seen_labels.extend_from_slice(page.labels);
+            // The tree is ready for kernels on the page just validated.
+            let ones = ndarray::Array1::from_elem(tree.n_cols(), 1.0);
+            let sums = tree.matvec(ones.view(), &mut ws);
+            for (r, (c, v)) in page.batch.decode().rows().enumerate() {
+                assert_eq!(sums[r], v.iter().sum::<f64>());
+                seen.push_row(c, v).unwrap();
+            }
+            Ok(())
+        })
+        .unwrap();
+    assert!(seen == rows);
+    assert_eq!(seen_labels, labels);
+    std::fs::remove_file(&path).unwrap();
+}
