@@ -1,0 +1,159 @@
+//! Ingestion measured end to end: a LIBSVM file (plain or gzip) streamed
+//! through `LibsvmReader` into a dataset file, once per page format, then
+//! each file read back sequentially with a trivial consumer. Reports rows
+//! per second, the process's peak resident memory, file sizes, and the
+//! sequential read time of each file as a ratio to TOC_SPARSE (CSR-sized
+//! pages: 32-bit columns, raw `f64` values, 32-bit row lengths).
+//!
+//! ```text
+//! cargo run --release --example ingest [-- INPUT.libsvm[.gz] [--cols N] [--rows N] [--out DIR] [--cold]]
+//! ```
+//!
+//! `--cold` drops the page cache before each sequential read (writes
+//! `/proc/sys/vm/drop_caches`, so root on Linux), making the reads real
+//! disk reads; without it the files are read from the page cache and the
+//! comparison is of decoding work only.
+//!
+//! Default input: `../shared/data/flights3m.libsvm.gz` (496 columns). Peak
+//! memory is the kernel's high-water mark (`VmHWM`), so it covers the
+//! whole run: run one input per process.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use tocpile::dataset::{Dataset, DatasetWriter, WriterOptions};
+use tocpile::formats::FormatKind;
+use tocpile::ingest::libsvm::{LibsvmOptions, LibsvmReader};
+
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+fn main() -> tocpile::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let input = args
+        .first()
+        .filter(|a| !a.starts_with("--"))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/flights3m.libsvm.gz")
+        });
+    let is_flights = input.to_string_lossy().contains("flights3m");
+    let n_cols: Option<usize> = flag("--cols")
+        .map(|s| s.parse().expect("--cols N"))
+        .or(is_flights.then_some(496));
+    let max_rows: u64 = flag("--rows").map_or(u64::MAX, |s| s.parse().expect("--rows N"));
+    let out_dir = flag("--out").map_or_else(std::env::temp_dir, PathBuf::from);
+    let cold = args.iter().any(|a| a == "--cold");
+
+    println!("input {}", input.display());
+    println!("| page format | rows | seconds | rows/s | file MiB | payload ratio vs dense | vs CSR | peak RSS MiB |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    let mut files = Vec::new();
+    for format in [FormatKind::TocFull, FormatKind::TocSparse] {
+        let start = Instant::now();
+        let mut reader = LibsvmReader::open(
+            &input,
+            LibsvmOptions {
+                n_cols,
+                zero_based: false,
+            },
+        )?;
+        let out = out_dir.join(format!("ingest-{}.toc", format.name()));
+        let options = WriterOptions {
+            format,
+            ..WriterOptions::default()
+        };
+        let mut writer = DatasetWriter::create(&out, reader.n_cols(), options)?;
+        let mut rows = 0u64;
+        while rows < max_rows {
+            let want = (max_rows - rows).min(100_000) as usize;
+            let Some(chunk) = reader.next_chunk(want)? else {
+                break;
+            };
+            rows += chunk.batch.n_rows() as u64;
+            writer.push(&chunk.batch, &chunk.labels)?;
+        }
+        let info = writer.finish()?;
+        let secs = start.elapsed().as_secs_f64();
+        println!(
+            "| {} | {} | {:.1} | {:.0} | {:.1} | {:.1} | {:.2} | {:.0} |",
+            format.name(),
+            info.n_rows,
+            secs,
+            info.n_rows as f64 / secs,
+            info.file_bytes as f64 / (1 << 20) as f64,
+            info.dense_bytes() / info.payload_bytes as f64,
+            info.csr_bytes() / info.payload_bytes as f64,
+            peak_rss_mib()
+        );
+        files.push((format, out));
+    }
+
+    // Sequential read: every block read and verified, every page
+    // validated into a reused tree; the consumer counts rows.
+    let mut times = Vec::new();
+    for (format, path) in &files {
+        let ds = Dataset::open(path)?;
+        let mut best = f64::INFINITY;
+        for _ in 0..3 {
+            if cold {
+                drop_page_cache();
+            }
+            let start = Instant::now();
+            let mut rows = 0usize;
+            ds.for_each_page(|page, _| {
+                rows += page.labels.len();
+                Ok(())
+            })?;
+            assert_eq!(rows as u64, ds.info().n_rows);
+            best = best.min(start.elapsed().as_secs_f64());
+        }
+        times.push((*format, best));
+    }
+    let base = times
+        .iter()
+        .find(|t| t.0 == FormatKind::TocSparse)
+        .map_or(f64::NAN, |t| t.1);
+    let how = if cold {
+        "from disk, page cache dropped"
+    } else {
+        "from the page cache"
+    };
+    for (format, secs) in &times {
+        let name = format.name();
+        println!(
+            "sequential read ({how}), {name}: {secs:.2} s ({:.2}x TOC_SPARSE)",
+            secs / base
+        );
+    }
+    for (_, path) in &files {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// Flushes dirty pages and drops the page cache, so the next read comes
+/// from disk.
+fn drop_page_cache() {
+    let synced = std::process::Command::new("sync")
+        .status()
+        .is_ok_and(|s| s.success());
+    if !synced || std::fs::write("/proc/sys/vm/drop_caches", "1").is_err() {
+        eprintln!("--cold: could not drop the page cache (needs root on Linux)");
+    }
+}
