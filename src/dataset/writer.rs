@@ -127,15 +127,18 @@ impl DatasetWriter {
     /// [`Error::LengthMismatch`] if `labels` does not hold one label per
     /// row or the column counts differ; I/O and encoding errors.
     pub fn push(&mut self, batch: &SparseBatch, labels: &[f64]) -> Result<()> {
-        if batch.n_cols() != self.pending.n_cols() || labels.len() != batch.n_rows() {
+        if batch.n_cols() != self.pending.n_cols() {
             return Err(Error::LengthMismatch {
-                what: "rows pushed: labels (one per row) and columns (the dataset's)",
+                what: "columns of the rows pushed (the dataset's column count)",
                 expected: self.pending.n_cols() as u64,
-                found: if labels.len() != batch.n_rows() {
-                    labels.len()
-                } else {
-                    batch.n_cols()
-                } as u64,
+                found: batch.n_cols() as u64,
+            });
+        }
+        if labels.len() != batch.n_rows() {
+            return Err(Error::LengthMismatch {
+                what: "labels pushed (one per row)",
+                expected: batch.n_rows() as u64,
+                found: labels.len() as u64,
             });
         }
         for (cols, vals) in batch.rows() {
