@@ -26,10 +26,19 @@ pub enum Error {
         /// Bytes left in the input from `offset`.
         available: usize,
     },
-    /// The blob does not start with the expected magic number.
+    /// The blob does not start with the expected magic number ("TOCB" for a
+    /// TOC batch, the page magic of the format for other pages).
     BadMagic {
         /// The first bytes found (up to four).
         found: Vec<u8>,
+    },
+    /// The bytes are a page of another format than the one they are loaded
+    /// as (another page magic, or a TOC batch of another level).
+    WrongFormat {
+        /// The format asked for (its name, e.g. `"CSR"`).
+        expected: &'static str,
+        /// The format the bytes hold.
+        found: &'static str,
     },
     /// The format version is not one this build can read.
     UnsupportedVersion {
@@ -282,11 +291,17 @@ impl fmt::Display for Error {
                 "truncated input: {what} at byte {offset} needs {needed} bytes, {available} left"
             ),
             Error::BadMagic { found } => {
-                write!(f, "not a TOC batch: magic bytes {found:02x?}, expected \"TOCB\"")
+                write!(
+                f,
+                "unknown magic bytes {found:02x?}: not a TOC batch (\"TOCB\") nor a page of the expected format"
+            )
+            }
+            Error::WrongFormat { expected, found } => {
+                write!(f, "expected a {expected} page, found a {found} page")
             }
             Error::UnsupportedVersion { found, supported } => write!(
                 f,
-                "unsupported TOC batch version {found} (this build reads up to {supported})"
+                "unsupported format version {found} (this build reads up to {supported})"
             ),
             Error::UnknownFlags { offset, flags } => {
                 write!(f, "unknown flags {flags:#010b} at byte {offset}")

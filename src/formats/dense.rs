@@ -6,6 +6,10 @@
 
 use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
+use super::bytes::{
+    check_rows, finish, header_len, read_f64s, read_header, read_ids, write_f64s, write_header,
+    write_ids,
+};
 use super::sparse::{index_values, with_ids, Ids};
 use super::{EncodedBatch, FormatKind};
 use crate::error::{Error, Result};
@@ -19,6 +23,7 @@ use crate::sparse::SparseBatch;
 /// [`Error::TooLarge`] if the dense matrix cannot be allocated.
 pub(super) fn dense_values(batch: &SparseBatch) -> Result<Vec<f64>> {
     let shape = Shape::of(batch);
+    check_rows(shape)?;
     let mut out = try_zeros(shape.cells(8)?)?;
     scatter_rows(batch, &mut out, batch.values());
     Ok(out)
@@ -207,6 +212,27 @@ impl Den {
         })
     }
 
+    /// Validates a DEN page (`docs/FORMAT.md`): after the header, exactly
+    /// `8 * n_rows * n_cols` bytes of values.
+    ///
+    /// # Errors
+    /// Header errors, or [`Error::LengthMismatch`] for any other payload
+    /// length (checked before allocating).
+    pub(crate) fn load(bytes: &[u8]) -> Result<Self> {
+        let (mut r, shape) = read_header(bytes, FormatKind::Den)?;
+        let want = shape.n_rows as u128 * shape.n_cols as u128 * 8;
+        if want != r.remaining() as u128 {
+            return Err(Error::LengthMismatch {
+                what: "DEN payload bytes (8 * n_rows * n_cols)",
+                expected: u64::try_from(want).unwrap_or(u64::MAX),
+                found: r.remaining() as u64,
+            });
+        }
+        let values = read_f64s(&mut r, (want / 8) as u64, "values")?;
+        finish(&r)?;
+        Ok(Den { shape, values })
+    }
+
     fn view(&self) -> DenseView<'_, f64, impl Fn(f64) -> f64 + Copy> {
         plain(&self.values, self.shape)
     }
@@ -217,9 +243,14 @@ impl EncodedBatch for Den {
         FormatKind::Den
     }
 
-    /// 8 bytes per cell plus the two `u64` dimensions.
+    /// The header and 8 bytes per cell.
     fn encoded_len(&self) -> usize {
-        8 * self.values.len() + 16
+        header_len(self.shape, &[]) + 8 * self.values.len()
+    }
+
+    fn write_bytes(&self, out: &mut Vec<u8>) {
+        write_header(out, FormatKind::Den, self.shape, &[]);
+        write_f64s(out, &self.values);
     }
 
     fn n_rows(&self) -> usize {
@@ -281,6 +312,7 @@ impl Dvi {
     /// batch has more distinct values than `u32` ids can number.
     pub(crate) fn encode(batch: &SparseBatch) -> Result<Self> {
         let shape = Shape::of(batch);
+        check_rows(shape)?;
         let (nnz_ids, dict) = index_values(batch.values(), true)?;
         let mut ids = try_zeros::<u32>(shape.cells(4)?)?;
         scatter_rows(batch, &mut ids, &nnz_ids);
@@ -289,6 +321,26 @@ impl Dvi {
             ids: Ids::narrow(ids, dict.len()),
             dict,
         })
+    }
+
+    /// Validates a DVI page (`docs/FORMAT.md`): one id per cell, each at
+    /// most the dictionary length (0 is the implicit zero). The dictionary
+    /// may hold zeros and repeated values.
+    ///
+    /// # Errors
+    /// Header errors, [`Error::Truncated`], [`Error::ValueIdOutOfRange`]
+    /// (`dict_len` counting the implicit zero), [`Error::TrailingBytes`].
+    pub(crate) fn load(bytes: &[u8]) -> Result<Self> {
+        let (mut r, shape) = read_header(bytes, FormatKind::Dvi)?;
+        let dict_len = r.varint_max("dictionary length", u32::MAX.into())?;
+        let cells = shape.n_rows as u128 * shape.n_cols as u128;
+        // One byte or more per cell: more cells than bytes left is truncated.
+        let cells = u64::try_from(cells).unwrap_or(u64::MAX);
+        let ids = read_ids(&mut r, cells, dict_len + 1, "value ids")?;
+        let mut dict = vec![0.0];
+        dict.extend(read_f64s(&mut r, dict_len, "dictionary")?);
+        finish(&r)?;
+        Ok(Dvi { shape, ids, dict })
     }
 }
 
@@ -306,10 +358,22 @@ impl EncodedBatch for Dvi {
         FormatKind::Dvi
     }
 
-    /// The ids, the dictionary (without the implicit zero) and the two
-    /// `u64` dimensions.
+    /// The header (with the dictionary length), the ids, the dictionary
+    /// without the implicit zero.
     fn encoded_len(&self) -> usize {
-        self.ids.byte_len() + 8 * (self.dict.len() - 1) + 16
+        let stored = self.dict.len() - 1;
+        header_len(self.shape, &[stored as u64]) + self.ids.byte_len() + 8 * stored
+    }
+
+    fn write_bytes(&self, out: &mut Vec<u8>) {
+        write_header(
+            out,
+            FormatKind::Dvi,
+            self.shape,
+            &[(self.dict.len() - 1) as u64],
+        );
+        write_ids(out, &self.ids);
+        write_f64s(out, &self.dict[1..]);
     }
 
     fn n_rows(&self) -> usize {

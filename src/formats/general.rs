@@ -16,6 +16,7 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
+use super::bytes::{header_len, read_header, write_header};
 use super::dense::{dense_values, plain, scale_values};
 use super::{EncodedBatch, FormatKind};
 use crate::error::{Error, Result};
@@ -37,6 +38,15 @@ pub(crate) enum Codec {
 /// Largest dense batch the codecs take, in bytes (snappy's limit).
 const MAX_RAW_BYTES: u64 = u32::MAX as u64;
 
+/// An `io::Error`-like failure of a decompressor on a page, as [`Error::Io`].
+fn corrupt(codec: Codec, message: String) -> Error {
+    Error::Io {
+        path: format!("{} page", codec.kind().name()),
+        kind: std::io::ErrorKind::InvalidData,
+        message,
+    }
+}
+
 impl Codec {
     fn kind(self) -> FormatKind {
         match self {
@@ -44,6 +54,81 @@ impl Codec {
             Codec::Gzip => FormatKind::Gzip,
             Codec::Lz4 => FormatKind::Lz4,
         }
+    }
+
+    /// An upper bound on decompressed bytes per compressed byte: deflate
+    /// at most 1032 (a 258-byte match in 2 bits), LZ4 under 255 (a match
+    /// extended by 255 per byte), snappy under 22 (64 bytes from a 3-byte
+    /// copy). A page declaring more is rejected before anything is
+    /// allocated.
+    fn max_ratio(self) -> u64 {
+        match self {
+            Codec::Snappy => 32,
+            Codec::Gzip => 1032,
+            Codec::Lz4 => 256,
+        }
+    }
+
+    /// Checks that `packed` decompresses to exactly `expected` bytes,
+    /// allocating `expected` bytes and no more: the decompressor's output
+    /// is capped, so a stream inflating beyond it (a decompression bomb)
+    /// is an error. `start`: offset of `packed` in the page.
+    fn check(self, packed: &[u8], expected: usize, start: usize) -> Result<()> {
+        let what = match self {
+            Codec::Snappy => "decompressed bytes of a snappy page (8 * n_rows * n_cols)",
+            Codec::Gzip => "decompressed bytes of a gzip page (8 * n_rows * n_cols)",
+            Codec::Lz4 => "decompressed bytes of an lz4 page (8 * n_rows * n_cols)",
+        };
+        let mismatch = |found: u64| Error::LengthMismatch {
+            what,
+            expected: expected as u64,
+            found,
+        };
+        let found = match self {
+            Codec::Snappy => {
+                let len =
+                    snap::raw::decompress_len(packed).map_err(|e| corrupt(self, e.to_string()))?;
+                if len != expected {
+                    return Err(mismatch(len as u64));
+                }
+                let mut raw = vec![0u8; expected];
+                snap::raw::Decoder::new()
+                    .decompress(packed, &mut raw)
+                    .map_err(|e| corrupt(self, e.to_string()))?
+            }
+            Codec::Gzip => {
+                let mut dec = flate2::bufread::GzDecoder::new(packed);
+                let mut raw = Vec::with_capacity(expected + 1);
+                (&mut dec)
+                    .take(expected as u64 + 1)
+                    .read_to_end(&mut raw)
+                    .map_err(|e| corrupt(self, e.to_string()))?;
+                if raw.len() == expected {
+                    // The whole member was read (its CRC checked): nothing
+                    // may follow it.
+                    let rest = dec.into_inner().len();
+                    if rest > 0 {
+                        return Err(Error::TrailingBytes {
+                            offset: start + packed.len() - rest,
+                            len: rest,
+                        });
+                    }
+                }
+                raw.len()
+            }
+            Codec::Lz4 => {
+                let mut raw = vec![0u8; expected];
+                match lz4_flex::block::decompress_into(packed, &mut raw) {
+                    Ok(n) => n,
+                    Err(lz4_flex::block::DecompressError::OutputTooSmall { .. }) => expected + 1,
+                    Err(e) => return Err(corrupt(self, e.to_string())),
+                }
+            }
+        };
+        if found != expected {
+            return Err(mismatch(found as u64));
+        }
+        Ok(())
     }
 
     /// Compresses `raw` (at most [`MAX_RAW_BYTES`]).
@@ -120,6 +205,39 @@ impl Compressed {
         })
     }
 
+    /// Validates a snappy, gzip or LZ4 page (`docs/FORMAT.md`): after the
+    /// header, a compressed stream that decompresses to exactly
+    /// `8 * n_rows * n_cols` bytes. Memory: the declared size is checked
+    /// against the codec's largest ratio times the payload length (and
+    /// `u32::MAX`) before it is allocated.
+    ///
+    /// # Errors
+    /// Header errors; [`Error::TooLarge`] for a declared size above those
+    /// bounds; [`Error::Io`] for a corrupt stream; [`Error::LengthMismatch`]
+    /// if it decompresses to another size (`found` is `expected + 1` when
+    /// decompression stopped at the cap); [`Error::TrailingBytes`] after a
+    /// gzip member.
+    pub(crate) fn load(bytes: &[u8], codec: Codec) -> Result<Self> {
+        let (mut r, shape) = read_header(bytes, codec.kind())?;
+        let start = r.offset();
+        let packed = r.bytes(r.remaining() as u64, "compressed payload")?;
+        let raw = shape.n_rows as u128 * shape.n_cols as u128 * 8;
+        let max = MAX_RAW_BYTES.min(codec.max_ratio() * packed.len() as u64);
+        if raw > max as u128 {
+            return Err(Error::TooLarge {
+                what: "dense bytes declared by a compressed page (at most u32::MAX and the codec's ratio times the payload)",
+                value: u64::try_from(raw).unwrap_or(u64::MAX),
+                max,
+            });
+        }
+        codec.check(packed, raw as usize, start)?;
+        Ok(Compressed {
+            codec,
+            shape,
+            packed: packed.to_vec(),
+        })
+    }
+
     /// Decompresses into `values` (cleared first) and returns them.
     fn inflate<'a>(&self, values: &'a mut Vec<f64>) -> &'a [f64] {
         let len = self.shape.n_rows * self.shape.n_cols;
@@ -152,9 +270,14 @@ impl EncodedBatch for Compressed {
         self.codec.kind()
     }
 
-    /// The compressed bytes plus the two `u64` dimensions.
+    /// The header and the compressed bytes.
     fn encoded_len(&self) -> usize {
-        self.packed.len() + 16
+        header_len(self.shape, &[]) + self.packed.len()
+    }
+
+    fn write_bytes(&self, out: &mut Vec<u8>) {
+        write_header(out, self.codec.kind(), self.shape, &[]);
+        out.extend_from_slice(&self.packed);
     }
 
     fn n_rows(&self) -> usize {

@@ -15,8 +15,12 @@
 //!
 //! The general-purpose compressors decompress before every kernel, as a
 //! user of them would. Encoded sizes count every byte a page of that format
-//! needs (array lengths included), so ratios compare like with like.
+//! needs (array lengths included), so ratios compare like with like: they
+//! are the exact length of the page's bytes ([`EncodedBatch::write_bytes`]),
+//! which [`FormatKind::load`] validates and loads back. The page layouts
+//! are specified in `docs/FORMAT.md` ("Comparison-format pages").
 
+mod bytes;
 mod dense;
 mod general;
 mod sparse;
@@ -117,6 +121,35 @@ impl FormatKind {
             FormatKind::TocFull => Box::new(toc(Level::Full)?),
         })
     }
+
+    /// Validates untrusted page bytes of this format (as written by
+    /// [`EncodedBatch::write_bytes`]) and loads them. TOC pages are the
+    /// [`TocBatch`](crate::TocBatch) blob, checked by
+    /// [`TocBatch::from_bytes`](crate::TocBatch::from_bytes), their decode
+    /// tree built once; the other formats are specified in
+    /// `docs/FORMAT.md`. Never panics; memory is linear in `bytes.len()`
+    /// (for snappy, gzip and LZ4 at most the codec's largest compression
+    /// ratio times it).
+    ///
+    /// # Errors
+    /// The first rule the bytes break, as an [`Error`](crate::Error)
+    /// naming the field and offset, row and position, or id.
+    pub fn load(self, bytes: &[u8]) -> Result<Box<dyn EncodedBatch>> {
+        let toc = |level| toc::TocPage::load(bytes, level);
+        let compressed = |codec| general::Compressed::load(bytes, codec);
+        Ok(match self {
+            FormatKind::Den => Box::new(dense::Den::load(bytes)?),
+            FormatKind::Csr => Box::new(sparse::Csr::load(bytes)?),
+            FormatKind::Cvi => Box::new(sparse::Cvi::load(bytes)?),
+            FormatKind::Dvi => Box::new(dense::Dvi::load(bytes)?),
+            FormatKind::Snappy => Box::new(compressed(general::Codec::Snappy)?),
+            FormatKind::Gzip => Box::new(compressed(general::Codec::Gzip)?),
+            FormatKind::Lz4 => Box::new(compressed(general::Codec::Lz4)?),
+            FormatKind::TocSparse => Box::new(toc(Level::Sparse)?),
+            FormatKind::TocLogical => Box::new(toc(Level::Logical)?),
+            FormatKind::TocFull => Box::new(toc(Level::Full)?),
+        })
+    }
 }
 
 impl std::fmt::Display for FormatKind {
@@ -133,8 +166,21 @@ impl std::fmt::Display for FormatKind {
 pub trait EncodedBatch: Send + Sync {
     /// The format.
     fn kind(&self) -> FormatKind;
-    /// Bytes this batch takes in its format.
+    /// Bytes this batch takes in its format: exactly what
+    /// [`write_bytes`](Self::write_bytes) appends.
     fn encoded_len(&self) -> usize;
+    /// Appends the page bytes of this batch, which
+    /// [`FormatKind::load`] reads back. After [`scale`](Self::scale) they
+    /// hold the scaled batch (a DEN, CSR, CVI or DVI page may then hold
+    /// zeros, which decode drops).
+    fn write_bytes(&self, out: &mut Vec<u8>);
+    /// The page bytes in a new vector of [`encoded_len`](Self::encoded_len)
+    /// bytes.
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.encoded_len());
+        self.write_bytes(&mut out);
+        out
+    }
     /// Number of rows.
     fn n_rows(&self) -> usize;
     /// Number of columns.

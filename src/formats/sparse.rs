@@ -9,6 +9,10 @@ use hashbrown::hash_map::Entry;
 use hashbrown::HashMap;
 use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
+use super::bytes::{
+    check_rows, finish, header_len, read_f64s, read_ids, write_f64s, write_header, write_ids,
+    write_u32s, Structure,
+};
 use super::{EncodedBatch, FormatKind};
 use crate::error::{Error, Result};
 use crate::kernels::layout::{columns, fill, fill_columns, standard, Shape};
@@ -201,8 +205,10 @@ impl<'a, T: Copy, F: Fn(T) -> f64 + Copy> SparseView<'a, T, F> {
 /// Row offsets of `batch` as `u32`.
 ///
 /// # Errors
-/// [`Error::TooLarge`] if the batch has more than `u32::MAX` entries.
+/// [`Error::TooLarge`] if the batch has more than `u32::MAX` entries or
+/// rows.
 fn offsets_u32(batch: &SparseBatch) -> Result<Vec<u32>> {
+    check_rows(Shape::of(batch))?;
     if u32::try_from(batch.nnz()).is_err() {
         return Err(Error::TooLarge {
             what: "stored entries (u32 row offsets)",
@@ -236,6 +242,30 @@ impl Csr {
         })
     }
 
+    /// Validates a CSR page (`docs/FORMAT.md`). Stored zeros are allowed
+    /// (a page written after [`EncodedBatch::scale`] by 0 holds them):
+    /// kernels multiply by them and `decode` drops them.
+    ///
+    /// # Errors
+    /// The first broken rule: header, offsets, columns, length.
+    pub(crate) fn load(bytes: &[u8]) -> Result<Self> {
+        let Structure {
+            mut r,
+            shape,
+            offsets,
+            cols,
+            ..
+        } = Structure::read(bytes, FormatKind::Csr)?;
+        let values = read_f64s(&mut r, cols.len() as u64, "values")?;
+        finish(&r)?;
+        Ok(Csr {
+            shape,
+            offsets,
+            cols,
+            values,
+        })
+    }
+
     fn view(&self) -> SparseView<'_, f64, impl Fn(f64) -> f64 + Copy> {
         SparseView {
             shape: self.shape,
@@ -252,9 +282,19 @@ impl EncodedBatch for Csr {
         FormatKind::Csr
     }
 
-    /// `4 * (n_rows + 1) + 12 * nnz` plus the two `u64` dimensions.
+    /// The header, then `4 * (n_rows + 1) + 12 * nnz`.
     fn encoded_len(&self) -> usize {
-        4 * self.offsets.len() + 4 * self.cols.len() + 8 * self.values.len() + 16
+        header_len(self.shape, &[])
+            + 4 * self.offsets.len()
+            + 4 * self.cols.len()
+            + 8 * self.values.len()
+    }
+
+    fn write_bytes(&self, out: &mut Vec<u8>) {
+        write_header(out, FormatKind::Csr, self.shape, &[]);
+        write_u32s(out, &self.offsets);
+        write_u32s(out, &self.cols);
+        write_f64s(out, &self.values);
     }
 
     fn n_rows(&self) -> usize {
@@ -324,6 +364,32 @@ impl Cvi {
             dict,
         })
     }
+
+    /// Validates a CVI page (`docs/FORMAT.md`): as CSR, with every id
+    /// below the dictionary length. The dictionary may hold zeros and
+    /// repeated values.
+    ///
+    /// # Errors
+    /// The first broken rule: header, offsets, columns, ids, length.
+    pub(crate) fn load(bytes: &[u8]) -> Result<Self> {
+        let Structure {
+            mut r,
+            shape,
+            dict_len,
+            offsets,
+            cols,
+        } = Structure::read(bytes, FormatKind::Cvi)?;
+        let ids = read_ids(&mut r, cols.len() as u64, dict_len, "value ids")?;
+        let dict = read_f64s(&mut r, dict_len, "dictionary")?;
+        finish(&r)?;
+        Ok(Cvi {
+            shape,
+            offsets,
+            cols,
+            ids,
+            dict,
+        })
+    }
 }
 
 /// Runs `$method` on the [`SparseView`] of a [`Cvi`] at its id width.
@@ -341,14 +407,22 @@ impl EncodedBatch for Cvi {
         FormatKind::Cvi
     }
 
-    /// Offsets and columns as CSR, the ids, the dictionary, and the two
-    /// `u64` dimensions.
+    /// The header (with the dictionary length), offsets and columns as
+    /// CSR, the ids, the dictionary.
     fn encoded_len(&self) -> usize {
-        4 * self.offsets.len()
+        header_len(self.shape, &[self.dict.len() as u64])
+            + 4 * self.offsets.len()
             + 4 * self.cols.len()
             + self.ids.byte_len()
             + 8 * self.dict.len()
-            + 16
+    }
+
+    fn write_bytes(&self, out: &mut Vec<u8>) {
+        write_header(out, FormatKind::Cvi, self.shape, &[self.dict.len() as u64]);
+        write_u32s(out, &self.offsets);
+        write_u32s(out, &self.cols);
+        write_ids(out, &self.ids);
+        write_f64s(out, &self.dict);
     }
 
     fn n_rows(&self) -> usize {

@@ -2,7 +2,11 @@
 //! round trips, every kernel against plain dense math (operands and outputs
 //! in row-major, column-major and strided layouts, outputs pre-filled with
 //! garbage), scaling, encoded sizes and names. proptest on random batches
-//! and a pass over the first rows of every real dataset.
+//! and a pass over the first rows of every real dataset. `pages`: the
+//! page bytes of every format, written and loaded back from untrusted
+//! bytes.
+
+mod pages;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -144,14 +148,31 @@ fn id_width(len: usize) -> usize {
     }
 }
 
-/// The documented sizes of the formats whose layout is fixed.
+/// Bytes of `v` as a LEB128 varint.
+fn varint_len(v: usize) -> usize {
+    let mut len = 1;
+    let mut v = v >> 7;
+    while v > 0 {
+        len += 1;
+        v >>= 7;
+    }
+    len
+}
+
+/// The documented sizes of the formats whose layout is fixed (header:
+/// magic, version, varint dimensions, and the dictionary length for CVI
+/// and DVI), and that `encoded_len` is the length of the page bytes.
 fn check_len(kind: FormatKind, enc: &dyn EncodedBatch, batch: &SparseBatch) {
     let (n, m, nnz, d) = (batch.n_rows(), batch.n_cols(), batch.nnz(), distinct(batch));
+    let header = 5 + varint_len(n) + varint_len(m);
+    assert_eq!(enc.to_bytes().len(), enc.encoded_len(), "{kind}: bytes");
     let want = match kind {
-        FormatKind::Den => 8 * n * m + 16,
-        FormatKind::Csr => 4 * (n + 1) + 12 * nnz + 16,
-        FormatKind::Cvi => 4 * (n + 1) + 4 * nnz + id_width(d) * nnz + 8 * d + 16,
-        FormatKind::Dvi => id_width(d + 1) * n * m + 8 * d + 16,
+        FormatKind::Den => header + 8 * n * m,
+        FormatKind::Csr => header + 4 * (n + 1) + 12 * nnz,
+        FormatKind::Cvi => {
+            header + varint_len(d) + 4 * (n + 1) + 4 * nnz + id_width(d) * nnz + 8 * d
+        }
+        FormatKind::Dvi => header + varint_len(d) + id_width(d + 1) * n * m + 8 * d,
         _ => {
             assert!(enc.encoded_len() > 0, "{kind}: size");
             return;
@@ -174,6 +195,14 @@ fn check_batch(batch: &SparseBatch, ws: &mut Workspace, seed: u64) {
         check_len(kind, &*enc, batch);
         check_kernels(kind, &*enc, batch, ws, seed);
 
+        // The page bytes load back to the same batch and kernels.
+        let bytes = enc.to_bytes();
+        let loaded = kind.load(&bytes).unwrap();
+        assert_eq!(loaded.kind(), kind);
+        assert_eq!(loaded.decode(), *batch, "{kind}: decode of loaded page");
+        assert_eq!(loaded.to_bytes(), bytes, "{kind}: rewritten page");
+        check_kernels(kind, &*loaded, batch, ws, seed);
+
         // A*c: exact on the values, and A.v scales with it.
         let v = Array1::from(numbers(seed + 5, batch.n_cols()));
         let mut before = Array1::zeros(batch.n_rows());
@@ -193,7 +222,16 @@ fn check_batch(batch: &SparseBatch, ws: &mut Workspace, seed: u64) {
             &scale,
             &format!("{kind} (A*c).v"),
         );
+        // The bytes of a scaled page hold the scaled batch.
+        let loaded = kind.load(&enc.to_bytes()).unwrap();
+        assert_eq!(
+            loaded.decode(),
+            scaled(batch, -2.5),
+            "{kind}: loaded after A*c"
+        );
         enc.scale(0.0);
+        let zero = kind.load(&enc.to_bytes()).unwrap().decode();
+        assert_eq!(zero.nnz(), 0, "{kind}: loaded after A*0");
         let zero = enc.decode();
         assert_eq!(
             (zero.n_rows(), zero.n_cols(), zero.nnz()),
@@ -261,12 +299,12 @@ fn value_indexing_widens_with_the_dictionary() {
         }
     }
     // 300 values: u16 ids, whose kernels run too; CVI = CSR - values + ids
-    // + dictionary.
+    // + dictionary (and its length, a 2-byte varint).
     let batch = counting(300);
     check_batch(&batch, &mut Workspace::new(), 3);
     let csr = FormatKind::Csr.encode(&batch).unwrap().encoded_len();
     let cvi = FormatKind::Cvi.encode(&batch).unwrap().encoded_len();
-    assert_eq!(cvi, csr - 8 * 300 + 2 * 300 + 8 * 300);
+    assert_eq!(cvi, csr - 8 * 300 + 2 * 300 + 8 * 300 + 2);
     // u32 ids.
     check_batch(&counting(70_000), &mut Workspace::new(), 4);
 }

@@ -1,0 +1,326 @@
+//! The byte layout shared by the comparison-format pages (DEN, CSR, CVI,
+//! DVI and the general-purpose codecs; `docs/FORMAT.md`, "Comparison-format
+//! pages"): a header of magic, version and dimensions, then the format's
+//! arrays as the paper defines them, plain little-endian `u32`s, `f64`s
+//! and value ids of 1, 2 or 4 bytes.
+//!
+//! Reading is checked as in [`TocBatch::from_bytes`](crate::TocBatch):
+//! every count is checked against the bytes that remain before anything
+//! is allocated, then the contents (offsets, columns, ids) are validated
+//! once, so the kernels never index out of range.
+
+use super::sparse::Ids;
+use super::FormatKind;
+use crate::codec::wire::{write_varint, Reader};
+use crate::error::{Error, Result};
+use crate::kernels::layout::Shape;
+use crate::sparse::MAX_COLS;
+
+/// Version of every comparison-format page layout.
+pub(super) const PAGE_VERSION: u8 = 1;
+
+/// Most rows a page may declare (row offsets are `u32` in CSR and CVI).
+pub(super) const MAX_ROWS: u64 = u32::MAX as u64;
+
+/// The magic of each non-TOC page format.
+const MAGICS: [(FormatKind, &[u8; 4]); 7] = [
+    (FormatKind::Den, b"TDEN"),
+    (FormatKind::Csr, b"TCSR"),
+    (FormatKind::Cvi, b"TCVI"),
+    (FormatKind::Dvi, b"TDVI"),
+    (FormatKind::Snappy, b"TSNP"),
+    (FormatKind::Gzip, b"TGZP"),
+    (FormatKind::Lz4, b"TLZ4"),
+];
+
+/// The page magic of `kind` (a non-TOC format).
+fn magic(kind: FormatKind) -> &'static [u8; 4] {
+    MAGICS
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .map(|(_, m)| *m)
+        .expect("a comparison format")
+}
+
+/// Bytes of `v` as a varint.
+pub(super) fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// Bytes of the header of a page of `shape` with the format's `extra`
+/// header fields.
+pub(super) fn header_len(shape: Shape, extra: &[u64]) -> usize {
+    5 + varint_len(shape.n_rows as u64)
+        + varint_len(shape.n_cols as u64)
+        + extra.iter().map(|&v| varint_len(v)).sum::<usize>()
+}
+
+/// Appends the header: magic, version, `n_rows`, `n_cols`, then `extra`.
+pub(super) fn write_header(out: &mut Vec<u8>, kind: FormatKind, shape: Shape, extra: &[u64]) {
+    out.extend_from_slice(magic(kind));
+    out.push(PAGE_VERSION);
+    write_varint(out, shape.n_rows as u64);
+    write_varint(out, shape.n_cols as u64);
+    extra.iter().for_each(|&v| write_varint(out, v));
+}
+
+/// Checks the magic and version of a `kind` page and reads its shape;
+/// the reader is left after `n_cols`.
+///
+/// # Errors
+/// [`Error::BadMagic`] for an unknown magic, [`Error::WrongFormat`] for
+/// the magic of another format, [`Error::UnsupportedVersion`], and the
+/// errors of reading the two varints (`n_rows <= 2^32 - 1`,
+/// `n_cols <= 2^32`).
+pub(super) fn read_header(bytes: &[u8], kind: FormatKind) -> Result<(Reader<'_>, Shape)> {
+    let mut r = Reader::new(bytes);
+    let found = r.bytes(4, "magic").map_err(|_| Error::BadMagic {
+        found: bytes.to_vec(),
+    })?;
+    if found != magic(kind) {
+        let other = MAGICS
+            .iter()
+            .find(|(_, m)| m[..] == *found)
+            .map(|(k, _)| k.name())
+            .or((found == crate::codec::MAGIC).then_some("TOC"));
+        return Err(match other {
+            Some(other) => Error::WrongFormat {
+                expected: kind.name(),
+                found: other,
+            },
+            None => Error::BadMagic {
+                found: found.to_vec(),
+            },
+        });
+    }
+    let version = r.u8("version")?;
+    if version != PAGE_VERSION {
+        return Err(Error::UnsupportedVersion {
+            found: version,
+            supported: PAGE_VERSION,
+        });
+    }
+    let n_rows = r.varint_max("n_rows", MAX_ROWS)? as usize;
+    let n_cols = r.varint_max("n_cols", MAX_COLS as u64)? as usize;
+    Ok((r, Shape { n_rows, n_cols }))
+}
+
+/// Fails unless `r` is at the end of its input.
+pub(super) fn finish(r: &Reader<'_>) -> Result<()> {
+    match r.remaining() {
+        0 => Ok(()),
+        len => Err(Error::TrailingBytes {
+            offset: r.offset(),
+            len,
+        }),
+    }
+}
+
+/// Fails if `shape` has more rows than a page may declare (so that every
+/// batch an encoder accepts loads back).
+pub(super) fn check_rows(shape: Shape) -> Result<()> {
+    if shape.n_rows as u64 > MAX_ROWS {
+        return Err(Error::TooLarge {
+            what: "rows of a page",
+            value: shape.n_rows as u64,
+            max: MAX_ROWS,
+        });
+    }
+    Ok(())
+}
+
+/// `count` items of `size` bytes, or [`Error::Truncated`].
+fn take<'a>(r: &mut Reader<'a>, count: u64, size: u64, what: &'static str) -> Result<&'a [u8]> {
+    // `count <= 2^33` everywhere, so this cannot overflow; saturate anyway.
+    r.bytes(count.saturating_mul(size), what)
+}
+
+/// Reads `count` little-endian `u32`s.
+pub(super) fn read_u32s(r: &mut Reader<'_>, count: u64, what: &'static str) -> Result<Vec<u32>> {
+    Ok(take(r, count, 4, what)?
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+        .collect())
+}
+
+/// Reads `count` little-endian `f64`s.
+pub(super) fn read_f64s(r: &mut Reader<'_>, count: u64, what: &'static str) -> Result<Vec<f64>> {
+    Ok(take(r, count, 8, what)?
+        .chunks_exact(8)
+        .map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes")))
+        .collect())
+}
+
+pub(super) fn write_u32s(out: &mut Vec<u8>, values: &[u32]) {
+    values
+        .iter()
+        .for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+}
+
+pub(super) fn write_f64s(out: &mut Vec<u8>, values: &[f64]) {
+    values
+        .iter()
+        .for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+}
+
+/// Appends the ids at their stored width, little-endian.
+pub(super) fn write_ids(out: &mut Vec<u8>, ids: &Ids) {
+    match ids {
+        Ids::U8(ids) => out.extend_from_slice(ids),
+        Ids::U16(ids) => ids
+            .iter()
+            .for_each(|v| out.extend_from_slice(&v.to_le_bytes())),
+        Ids::U32(ids) => write_u32s(out, ids),
+    }
+}
+
+/// Reads `count` value ids at the width [`Ids::narrow`] picks for a
+/// dictionary of `dict_len` entries, each of which must be below
+/// `dict_len`.
+///
+/// # Errors
+/// [`Error::Truncated`], or [`Error::ValueIdOutOfRange`] naming the first
+/// bad id by its position.
+pub(super) fn read_ids(
+    r: &mut Reader<'_>,
+    count: u64,
+    dict_len: u64,
+    what: &'static str,
+) -> Result<Ids> {
+    let check = |position: usize, id: u64| {
+        if id >= dict_len {
+            return Err(Error::ValueIdOutOfRange {
+                position,
+                id,
+                dict_len,
+            });
+        }
+        Ok(())
+    };
+    let ids = if dict_len <= 1 << 8 {
+        let ids = take(r, count, 1, what)?.to_vec();
+        ids.iter()
+            .enumerate()
+            .try_for_each(|(i, &id)| check(i, id.into()))?;
+        Ids::U8(ids)
+    } else if dict_len <= 1 << 16 {
+        let ids: Vec<u16> = take(r, count, 2, what)?
+            .chunks_exact(2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+            .collect();
+        ids.iter()
+            .enumerate()
+            .try_for_each(|(i, &id)| check(i, id.into()))?;
+        Ids::U16(ids)
+    } else {
+        let ids = read_u32s(r, count, what)?;
+        ids.iter()
+            .enumerate()
+            .try_for_each(|(i, &id)| check(i, id.into()))?;
+        Ids::U32(ids)
+    };
+    Ok(ids)
+}
+
+/// Reads `n_rows + 1` row offsets and checks that they start at 0 and
+/// never decrease; the last is the number of entries.
+///
+/// # Errors
+/// [`Error::Truncated`] or [`Error::BadOffsets`].
+pub(super) fn read_offsets(r: &mut Reader<'_>, n_rows: usize) -> Result<Vec<u32>> {
+    let offsets = read_u32s(r, n_rows as u64 + 1, "row offsets")?;
+    if offsets[0] != 0 {
+        return Err(Error::BadOffsets {
+            index: 0,
+            offset: offsets[0].into(),
+            expected: "0",
+        });
+    }
+    if let Some(i) = offsets.windows(2).position(|w| w[1] < w[0]) {
+        return Err(Error::BadOffsets {
+            index: i + 1,
+            offset: offsets[i + 1].into(),
+            expected: "non-decreasing",
+        });
+    }
+    Ok(offsets)
+}
+
+/// Checks that every row's columns (delimited by `offsets`, already
+/// checked by [`read_offsets`] to end at `cols.len()`) are below `n_cols`
+/// and strictly ascending.
+///
+/// # Errors
+/// [`Error::ColumnOutOfRange`] or [`Error::ColumnsNotAscending`].
+pub(super) fn check_columns(offsets: &[u32], cols: &[u32], n_cols: usize) -> Result<()> {
+    for (row, w) in offsets.windows(2).enumerate() {
+        let cols = &cols[w[0] as usize..w[1] as usize];
+        for (position, &col) in cols.iter().enumerate() {
+            if col as usize >= n_cols {
+                return Err(Error::ColumnOutOfRange {
+                    row,
+                    position,
+                    col: col.into(),
+                    n_cols: n_cols as u64,
+                });
+            }
+            if position > 0 && cols[position - 1] >= col {
+                return Err(Error::ColumnsNotAscending {
+                    row,
+                    position,
+                    prev: cols[position - 1].into(),
+                    col: col.into(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A CSR or CVI page read up to its values, checked.
+pub(super) struct Structure<'a> {
+    /// After the column ids.
+    pub(super) r: Reader<'a>,
+    pub(super) shape: Shape,
+    /// CVI's dictionary length (0 for CSR).
+    pub(super) dict_len: u64,
+    pub(super) offsets: Vec<u32>,
+    pub(super) cols: Vec<u32>,
+}
+
+impl<'a> Structure<'a> {
+    /// Reads the header (CVI: with the dictionary length), the row offsets
+    /// and the columns, checked.
+    pub(super) fn read(bytes: &'a [u8], kind: FormatKind) -> Result<Self> {
+        let (mut r, shape) = read_header(bytes, kind)?;
+        let dict_len = match kind {
+            FormatKind::Cvi => r.varint("dictionary length")?,
+            _ => 0,
+        };
+        let offsets = read_offsets(&mut r, shape.n_rows)?;
+        let nnz = *offsets.last().expect("n_rows + 1 offsets");
+        let cols = read_u32s(&mut r, nnz.into(), "column ids")?;
+        check_columns(&offsets, &cols, shape.n_cols)?;
+        Ok(Structure {
+            r,
+            shape,
+            dict_len,
+            offsets,
+            cols,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varint_len_matches_write_varint() {
+        for v in [0u64, 1, 127, 128, 16_383, 16_384, u32::MAX as u64, u64::MAX] {
+            let mut out = Vec::new();
+            write_varint(&mut out, v);
+            assert_eq!(varint_len(v), out.len(), "{v}");
+        }
+    }
+}
