@@ -222,7 +222,7 @@ impl Compressed {
         let start = r.offset();
         let packed = r.bytes(r.remaining() as u64, "compressed payload")?;
         let raw = shape.n_rows as u128 * shape.n_cols as u128 * 8;
-        let max = MAX_RAW_BYTES.min(codec.max_ratio() * packed.len() as u64);
+        let max = MAX_RAW_BYTES.min(codec.max_ratio().saturating_mul(packed.len() as u64));
         if raw > max as u128 {
             return Err(Error::TooLarge {
                 what: "dense bytes declared by a compressed page (at most u32::MAX and the codec's ratio times the payload)",
