@@ -7,12 +7,12 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use super::labels::read_labels;
-use super::writer::{io_error, toc_level};
+use super::writer::io_error;
 use super::{BlockEntry, DatasetInfo, FILE_MAGIC, FILE_VERSION, HEADER_LEN, TRAILER_LEN};
 use crate::codec::wire::{write_varint, Reader};
 use crate::codec::{DecodeTree, TocBatch};
 use crate::error::{Error, Result};
-use crate::formats::FormatKind;
+use crate::formats::{EncodedBatch, FormatKind};
 use crate::sparse::MAX_COLS;
 
 const FOOTER_MAGIC: [u8; 4] = *b"TOCF";
@@ -67,6 +67,7 @@ pub struct Dataset<S: Source = File> {
 #[derive(Debug, Clone)]
 pub struct Block {
     path: String,
+    format: FormatKind,
     number: usize,
     offset: u64,
     bytes: Vec<u8>,
@@ -191,9 +192,10 @@ impl<S: Source> Dataset<S> {
         self.index[i].rows
     }
 
-    /// Visits every page in file order (the No Shuffle path): reads each
-    /// block once, validates each page into one reused decode tree, and
-    /// calls `f` with the page and the tree, ready for kernels.
+    /// Visits every page of a TOC file in file order (the No Shuffle
+    /// path): reads each block once, validates each page into one reused
+    /// decode tree, and calls `f` with the page and the tree, ready for
+    /// kernels. Files of other page formats: [`Block::load_page`].
     ///
     /// # Errors
     /// The first error of a block or page, or of `f`.
@@ -237,6 +239,7 @@ impl<S: Source> Dataset<S> {
         }
         let mut block = Block {
             path: self.path.display().to_string(),
+            format: self.info.format,
             number: i,
             offset: entry.offset,
             bytes,
@@ -300,7 +303,41 @@ impl Block {
         self.labels.len()
     }
 
-    /// Page `j`, validated (see [`TocBatch::from_bytes`]).
+    /// Page `j` in whatever format the file holds, validated (see
+    /// [`FormatKind::load`]), with its labels: the path that compares
+    /// formats on identical data.
+    ///
+    /// # Errors
+    /// [`Error::InFile`] naming the block and page.
+    ///
+    /// # Panics
+    /// If `j >= n_pages()`.
+    pub fn load_page(&self, j: usize) -> Result<(&[f64], Box<dyn EncodedBatch>)> {
+        let span = &self.pages[j];
+        let checked = self
+            .format
+            .load(&self.bytes[span.payload.clone()])
+            .and_then(|page| {
+                check_rows(span.rows, page.n_rows())?;
+                Ok(page)
+            });
+        match checked {
+            Ok(page) => Ok((&self.labels[span.labels.clone()], page)),
+            Err(error) => Err(self.page_error(j, error)),
+        }
+    }
+
+    fn page_error(&self, j: usize, error: Error) -> Error {
+        Error::InFile {
+            path: self.path.clone(),
+            section: format!("block {}, page {j}", self.number),
+            offset: self.offset + self.pages[j].payload.start as u64,
+            error: Box::new(error),
+        }
+    }
+
+    /// Page `j` of a TOC file, validated (see [`TocBatch::from_bytes`]) and
+    /// borrowing the block's bytes; other formats: [`Block::load_page`].
     ///
     /// # Errors
     /// [`Error::InFile`] naming the block and page.
@@ -321,14 +358,17 @@ impl Block {
     pub fn page_with_tree(&self, j: usize, tree: &mut DecodeTree) -> Result<Page<'_>> {
         let span = &self.pages[j];
         let payload = &self.bytes[span.payload.clone()];
-        let checked = TocBatch::from_bytes_with_tree(payload, tree).and_then(|batch| {
-            if batch.n_rows() != span.rows {
-                return Err(Error::LengthMismatch {
-                    what: "page rows (labels against the encoded batch)",
-                    expected: span.rows as u64,
-                    found: batch.n_rows() as u64,
-                });
+        let checked = match self.format {
+            FormatKind::TocSparse | FormatKind::TocLogical | FormatKind::TocFull => {
+                TocBatch::from_bytes_with_tree(payload, tree)
             }
+            other => Err(Error::WrongFormat {
+                expected: "TOC",
+                found: other.name(),
+            }),
+        }
+        .and_then(|batch| {
+            check_rows(span.rows, batch.n_rows())?;
             Ok(batch)
         });
         match checked {
@@ -336,14 +376,21 @@ impl Block {
                 labels: &self.labels[span.labels.clone()],
                 batch,
             }),
-            Err(error) => Err(Error::InFile {
-                path: self.path.clone(),
-                section: format!("block {}, page {j}", self.number),
-                offset: self.offset + span.payload.start as u64,
-                error: Box::new(error),
-            }),
+            Err(error) => Err(self.page_error(j, error)),
         }
     }
+}
+
+/// A page's payload must hold as many rows as it has labels.
+fn check_rows(labels: usize, rows: usize) -> Result<()> {
+    if labels != rows {
+        return Err(Error::LengthMismatch {
+            what: "page rows (labels against the encoded batch)",
+            expected: labels as u64,
+            found: rows as u64,
+        });
+    }
+    Ok(())
 }
 
 fn read_at<S: Source>(source: &S, path: &Path, offset: u64, len: u64) -> Result<Vec<u8>> {
@@ -452,15 +499,15 @@ fn parse_footer(footer: &[u8], footer_at: u64) -> Result<(DatasetInfo, Vec<Block
     let n_rows = r.varint("n_rows")?;
     let nnz = r.varint("nnz")?;
     let format_at = r.offset();
-    let format = *FormatKind::ALL
-        .get(r.u8("page format")? as usize)
-        .filter(|&&k| toc_level(k).is_some())
-        .ok_or(Error::FieldOutOfRange {
-            what: "page format",
-            offset: format_at,
-            value: footer[format_at] as u64,
-            max: FormatKind::ALL.len() as u64 - 1,
-        })?;
+    let format =
+        *FormatKind::ALL
+            .get(r.u8("page format")? as usize)
+            .ok_or(Error::FieldOutOfRange {
+                what: "page format",
+                offset: format_at,
+                value: footer[format_at] as u64,
+                max: FormatKind::ALL.len() as u64 - 1,
+            })?;
     let page_rows = r.varint_max("page_rows", u32::MAX as u64)? as usize;
     let block_bytes = r.varint_max("block_bytes", u32::MAX as u64)? as usize;
     let n_pages = r.varint("n_pages")?;

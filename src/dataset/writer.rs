@@ -74,20 +74,14 @@ impl DatasetWriter {
     /// temporary file beside it until [`finish`](Self::finish)).
     ///
     /// # Errors
-    /// [`Error::BadArgument`] for zero `page_rows` or `block_bytes`, a
-    /// format that cannot be stored yet, or too many columns;
+    /// [`Error::BadArgument`] for zero `page_rows` or `block_bytes`;
+    /// [`Error::TooLarge`] for too many columns;
     /// [`Error::Io`] if the temporary file cannot be created.
     pub fn create(path: impl AsRef<Path>, n_cols: usize, options: WriterOptions) -> Result<Self> {
         if options.page_rows == 0 || options.block_bytes == 0 {
             return Err(Error::BadArgument {
                 what: "page_rows and block_bytes",
                 expected: "at least 1",
-            });
-        }
-        if toc_level(options.format).is_none() {
-            return Err(Error::BadArgument {
-                what: "page format",
-                expected: "TOC_FULL, TOC_LOGICAL or TOC_SPARSE",
             });
         }
         let path = path.as_ref().to_path_buf();
@@ -161,15 +155,20 @@ impl DatasetWriter {
             return Ok(());
         }
         let starts: Vec<usize> = (0..full).step_by(page_rows).collect();
-        let level = toc_level(self.options.format).expect("checked at create");
+        let format = self.options.format;
         let (pending, labels) = (&self.pending, &self.pending_labels);
         let pages: Vec<Result<(Vec<u8>, usize)>> = starts
             .par_iter()
             .map_init(
-                || Encoder::new(EncodeOptions::level(level)),
+                || toc_level(format).map(|level| Encoder::new(EncodeOptions::level(level))),
                 |encoder, &s| {
                     let e = (s + page_rows).min(full);
-                    encode_page(encoder, &pending.slice_rows(s..e), &labels[s..e])
+                    encode_page(
+                        format,
+                        encoder.as_mut(),
+                        &pending.slice_rows(s..e),
+                        &labels[s..e],
+                    )
                 },
             )
             .collect();
@@ -292,9 +291,11 @@ pub(crate) fn toc_level(format: FormatKind) -> Option<Level> {
 }
 
 /// One page: `rows labels payload_len payload`; returns the bytes and the
-/// payload's length.
+/// payload's length. TOC pages use the thread's reused `encoder`; other
+/// formats encode through [`FormatKind::encode`].
 fn encode_page(
-    encoder: &mut Encoder,
+    format: FormatKind,
+    encoder: Option<&mut Encoder>,
     batch: &SparseBatch,
     labels: &[f64],
 ) -> Result<(Vec<u8>, usize)> {
@@ -302,7 +303,10 @@ fn encode_page(
     write_varint(&mut out, batch.n_rows() as u64);
     write_labels(labels, &mut out);
     let mut payload = Vec::new();
-    encoder.encode_into(batch, &mut payload)?;
+    match encoder {
+        Some(encoder) => encoder.encode_into(batch, &mut payload)?,
+        None => format.encode(batch)?.write_bytes(&mut payload),
+    }
     write_varint(&mut out, payload.len() as u64);
     out.extend_from_slice(&payload);
     Ok((out, payload.len()))
