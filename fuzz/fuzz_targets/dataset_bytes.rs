@@ -1,0 +1,28 @@
+//! Arbitrary bytes as a dataset file: opening and reading every block and
+//! page must give an error or valid pages, never a panic, with memory
+//! bounded by the input (every section is read from the bytes themselves).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use tocpile::dataset::Dataset;
+use tocpile_fuzz::{check_validated, decode_budget};
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(ds) = Dataset::from_memory(data.to_vec(), "fuzz.toc") else {
+        return;
+    };
+    let info = ds.info().clone();
+    let _ = info.summary();
+    for b in 0..ds.n_blocks() {
+        let Ok(block) = ds.read_block(b) else {
+            continue;
+        };
+        assert_eq!(block.n_rows() as u64, ds.block_rows(b));
+        for p in 0..block.n_pages() {
+            if let Ok(page) = block.page(p) {
+                assert_eq!(page.labels.len(), page.batch.n_rows());
+                check_validated(&page.batch, decode_budget(data.len()));
+            }
+        }
+    }
+});
