@@ -7,26 +7,15 @@
 //! labels = dict_len:varint f64le{dict_len} ids:packed(count = rows, width >= 1)
 //! ```
 
-use hashbrown::HashMap;
-
 use crate::codec::wire::{
     bits_needed, read_packed, unpack_into, write_packed, write_varint, Reader,
 };
 use crate::error::{Error, Result};
+use crate::formats::index_values;
 
-/// Appends the labels section for `labels`.
-pub(crate) fn write_labels(labels: &[f64], out: &mut Vec<u8>) {
-    let mut ids = Vec::with_capacity(labels.len());
-    let mut dict: Vec<f64> = Vec::new();
-    let mut index: HashMap<u64, u32> = HashMap::new();
-    for &y in labels {
-        let next = dict.len() as u32;
-        let id = *index.entry(y.to_bits()).or_insert(next);
-        if id == next {
-            dict.push(y);
-        }
-        ids.push(id);
-    }
+/// Appends the labels section for `labels` (at most one page of rows).
+pub(crate) fn write_labels(labels: &[f64], out: &mut Vec<u8>) -> Result<()> {
+    let (ids, dict) = index_values(labels, false)?;
     write_varint(out, dict.len() as u64);
     for y in &dict {
         out.extend_from_slice(&y.to_le_bytes());
@@ -37,6 +26,7 @@ pub(crate) fn write_labels(labels: &[f64], out: &mut Vec<u8>) {
         bits_needed(dict.len() as u32 - 1).max(1)
     };
     write_packed(out, &ids, width);
+    Ok(())
 }
 
 /// Reads a labels section of `rows` labels into `out` (cleared first).

@@ -301,7 +301,7 @@ fn encode_page(
 ) -> Result<(Vec<u8>, usize)> {
     let mut out = Vec::new();
     write_varint(&mut out, batch.n_rows() as u64);
-    write_labels(labels, &mut out);
+    write_labels(labels, &mut out)?;
     let mut payload = Vec::new();
     match encoder {
         Some(encoder) => encoder.encode_into(batch, &mut payload)?,

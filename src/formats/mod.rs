@@ -26,6 +26,8 @@ mod general;
 mod sparse;
 mod toc;
 
+pub(crate) use sparse::index_values;
+
 use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
 use crate::codec::{EncodeOptions, Level};

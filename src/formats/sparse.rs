@@ -84,7 +84,7 @@ pub(super) use with_ids;
 ///
 /// # Errors
 /// [`Error::TooLarge`] if the ids do not fit in `u32`.
-pub(super) fn index_values(values: &[f64], reserve_zero: bool) -> Result<(Vec<u32>, Vec<f64>)> {
+pub(crate) fn index_values(values: &[f64], reserve_zero: bool) -> Result<(Vec<u32>, Vec<f64>)> {
     let mut dict = if reserve_zero { vec![0.0] } else { Vec::new() };
     let mut map: HashMap<u64, u32> = HashMap::new();
     let mut ids = Vec::with_capacity(values.len());
