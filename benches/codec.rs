@@ -32,7 +32,7 @@ use criterion::measurement::WallTime;
 use criterion::{
     criterion_group, criterion_main, BenchmarkGroup, Criterion, SamplingMode, Throughput,
 };
-use support::{dense_bytes, gunzip, gzip};
+use support::{gunzip, gzip, timed_batches};
 use tocpile::{DecodeTree, EncodeOptions, Encoder, SparseBatch, TocBatch};
 
 const SEED: u64 = 42;
@@ -62,20 +62,7 @@ fn load(name: &'static str) -> Input {
     };
     let (all, _) = support::load(name, cap);
     let all = support::shuffled(&all, SEED);
-    let batch_dense = BATCH_ROWS * all.n_cols() * 8;
-    let take = (DENSE_BUDGET / batch_dense).clamp(2, MAX_BATCHES);
-    let batches: Vec<SparseBatch> = support::batches(&all, BATCH_ROWS)
-        .into_iter()
-        .take(take)
-        .collect();
-    let dense: Vec<Vec<u8>> = batches
-        .iter()
-        .map(|b| {
-            let mut d = Vec::new();
-            dense_bytes(b, &mut d);
-            d
-        })
-        .collect();
+    let (batches, dense) = timed_batches(&all, BATCH_ROWS, DENSE_BUDGET, MAX_BATCHES);
     let mut encoder = Encoder::new(EncodeOptions::default());
     let toc: Vec<Vec<u8>> = batches
         .iter()

@@ -282,20 +282,8 @@ fn measure_sizes(all: &SparseBatch, batch_rows: usize) -> Sizes {
 
 /// Speeds on the first batches of 250 rows: seconds per pass, per `OPS`.
 fn measure_speed(all: &SparseBatch, reps: usize) -> (usize, u64, [f64; 9], [f64; 4]) {
-    let batch_dense = TIMED_BATCH_ROWS * all.n_cols() * 8;
-    let take = (TIMED_DENSE_BUDGET / batch_dense.max(1)).clamp(2, TIMED_MAX_BATCHES);
-    let batches: Vec<SparseBatch> = support::batches(all, TIMED_BATCH_ROWS)
-        .into_iter()
-        .take(take)
-        .collect();
-    let dense: Vec<Vec<u8>> = batches
-        .iter()
-        .map(|b| {
-            let mut d = Vec::new();
-            dense_bytes(b, &mut d);
-            d
-        })
-        .collect();
+    let (batches, dense) =
+        support::timed_batches(all, TIMED_BATCH_ROWS, TIMED_DENSE_BUDGET, TIMED_MAX_BATCHES);
     let dense_total: u64 = dense.iter().map(|d| d.len() as u64).sum();
     let max_dense = dense.iter().map(Vec::len).max().unwrap_or(0);
     let encode_all = |options: EncodeOptions| -> Vec<Vec<u8>> {

@@ -197,3 +197,27 @@ pub fn gunzip(input: &[u8], mut out: Vec<u8>) -> Vec<u8> {
     dec.write_all(input).unwrap();
     dec.finish().unwrap()
 }
+
+/// The first `rows`-row batches of `all` worth timing: at most
+/// `max_batches`, at most about `dense_budget` dense bytes (at least two),
+/// with the dense little-endian bytes of each. Shared by the codec bench
+/// and the ratio example so both time the same input.
+pub fn timed_batches(
+    all: &SparseBatch,
+    rows: usize,
+    dense_budget: usize,
+    max_batches: usize,
+) -> (Vec<SparseBatch>, Vec<Vec<u8>>) {
+    let batch_dense = (rows * all.n_cols() * 8).max(1);
+    let take = (dense_budget / batch_dense).clamp(2, max_batches);
+    let batches: Vec<SparseBatch> = batches(all, rows).into_iter().take(take).collect();
+    let dense = batches
+        .iter()
+        .map(|b| {
+            let mut d = Vec::new();
+            dense_bytes(b, &mut d);
+            d
+        })
+        .collect();
+    (batches, dense)
+}
