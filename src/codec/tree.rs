@@ -19,7 +19,7 @@
 //!   [`TocBatch::from_bytes_with_tree`](super::TocBatch::from_bytes_with_tree)
 //!   needs no second build before the kernels run.
 //! - After validation, nodes that no code refers to are dropped (most of
-//!   them, on real data): see [`DecodeTree::compact`]. The complete `C'`
+//!   them, on real data): see `DecodeTree::grow_compact`. The complete `C'`
 //!   of Algorithm 2 remains available from
 //!   [`TocBatch::full_tree`](super::TocBatch::full_tree).
 //! - Flat batches (level `Sparse`) have no tree: the pairs are the rows, and
@@ -116,24 +116,25 @@ impl DecodeTree {
     /// content rule on the way (see the module docs for the order).
     ///
     /// With `compact`, nodes that no code refers to are dropped afterwards
-    /// (see [`DecodeTree::compact`]).
+    /// (see `DecodeTree::grow_compact`).
     pub(crate) fn build(&mut self, blob: &[u8], layout: &Layout, compact: bool) -> Result<()> {
         self.n_cols = layout.n_cols;
         self.zeros_possible = false;
         self.load_pairs(blob, layout)?;
         self.load_rows(blob, layout)?;
         if layout.has_tree() {
-            self.grow()?;
             if compact {
-                self.compact();
+                self.grow_compact()
+            } else {
+                self.grow()
             }
-            Ok(())
         } else {
             self.flat()
         }
     }
 
-    /// Drops the nodes that no code refers to and renumbers the rest.
+    /// Algorithm 2, phase II, keeping only the nodes some code refers to,
+    /// with the same content checks as [`grow`](Self::grow).
     ///
     /// Algorithm 2 creates a node between every two codes of a row, but
     /// most are never used by a later row: on 250-row batches of the shared
@@ -143,48 +144,108 @@ impl DecodeTree {
     /// before it), so the used nodes form a tree of their own. Kernels then
     /// touch only nodes that matter. Node order (parents before children)
     /// is kept; first-layer ids do not change.
-    fn compact(&mut self) {
+    ///
+    /// One pass marks the created ids that appear among the codes; the
+    /// build then stores a created node only when it is marked and rewrites
+    /// each code to its compact id as it goes. Limits and error positions
+    /// are those of the full tree, so both builds accept the same blobs.
+    fn grow_compact(&mut self) -> Result<()> {
         let n_first = self.pair_cols.len();
-        // new_id[n] for created nodes: 0 while unused.
+        let n_nodes = self.count_nodes()?;
+        let n_created = n_nodes - n_first;
+        // new_id[id - n_first] for created ids: 0 = unused, UNASSIGNED =
+        // used but not yet built, else the compact id (>= n_first >= 1).
+        const UNASSIGNED: u32 = u32::MAX;
         let mut new_id = std::mem::take(&mut self.scratch);
         new_id.clear();
-        new_id.resize(self.parent.len(), 0);
+        new_id.resize(n_created, 0);
+        let mut used = 0usize;
         for &c in &self.codes {
-            new_id[c as usize] = 1;
+            // Out-of-range codes are reported by the loop below, in order.
+            if let Some(slot) = (c as usize).checked_sub(n_first) {
+                if let Some(m) = new_id.get_mut(slot) {
+                    used += (*m == 0) as usize;
+                    *m = UNASSIGNED;
+                }
+            }
         }
-        let mut next = n_first as u32;
-        for n in n_first..self.parent.len() {
-            if new_id[n] != 0 {
-                new_id[n] = next;
-                let parent = self.parent[n] as usize;
-                // Parents of used nodes are codes (or first layer): already renumbered.
-                let parent = if parent < n_first {
-                    parent as u32
+        self.reset_first_layer(n_first + used);
+        let mut created = n_first as u32;
+        let mut nnz = 0u64;
+        for row in 0..self.n_rows() {
+            let (s, e) = (
+                self.row_starts[row] as usize,
+                self.row_starts[row + 1] as usize,
+            );
+            let limit = created;
+            let mut prev = 0u32;
+            for j in 0..e - s {
+                let code = self.codes[s + j];
+                if code == 0 || code >= limit {
+                    new_id.clear();
+                    self.scratch = new_id;
+                    return Err(Error::CodeOutOfRange {
+                        row,
+                        position: j,
+                        code: code as u64,
+                        limit: limit as u64,
+                    });
+                }
+                // A code below the row's limit was created in an earlier
+                // row, and being a code it was marked, so it has its id.
+                let c = if (code as usize) < n_first {
+                    code
                 } else {
-                    new_id[parent]
+                    new_id[code as usize - n_first]
                 };
-                let slot = next as usize;
-                self.parent[slot] = parent;
-                self.key[slot] = self.key[n];
-                self.first[slot] = self.first[n];
-                self.depth[slot] = self.depth[n];
-                next += 1;
+                if j > 0 {
+                    let last_col = self.pair_cols[self.key[prev as usize] as usize];
+                    let key = self.first[c as usize];
+                    let next_col = self.pair_cols[key as usize];
+                    if last_col >= next_col {
+                        new_id.clear();
+                        self.scratch = new_id;
+                        return Err(Error::ColumnsNotAscending {
+                            row,
+                            position: j,
+                            prev: last_col as u64,
+                            col: next_col as u64,
+                        });
+                    }
+                    let slot = &mut new_id[created as usize - n_first];
+                    if *slot == UNASSIGNED {
+                        *slot = self.parent.len() as u32;
+                        self.parent.push(prev);
+                        self.key.push(key);
+                        self.first.push(self.first[prev as usize]);
+                        self.depth.push(self.depth[prev as usize] + 1);
+                    }
+                    created += 1;
+                }
+                nnz += self.depth[c as usize] as u64;
+                self.codes[s + j] = c;
+                prev = c;
             }
         }
-        for v in [
-            &mut self.parent,
-            &mut self.key,
-            &mut self.first,
-            &mut self.depth,
-        ] {
-            v.truncate(next as usize);
-        }
-        for c in &mut self.codes {
-            if *c as usize >= n_first {
-                *c = new_id[*c as usize];
-            }
-        }
+        self.decoded_nnz = nnz;
         self.scratch = new_id;
+        Ok(())
+    }
+
+    /// Node count of the full tree: root, first layer, and one per code
+    /// that is not first in its row. Errors if ids would not fit a `u32`.
+    fn count_nodes(&self) -> Result<usize> {
+        let n_first = self.pair_cols.len();
+        let non_empty = self.row_starts.windows(2).filter(|w| w[1] > w[0]).count();
+        let n_nodes = n_first as u64 + self.codes.len() as u64 - non_empty as u64;
+        if n_nodes > u32::MAX as u64 {
+            return Err(Error::TooLarge {
+                what: "prefix tree nodes",
+                value: n_nodes,
+                max: u32::MAX as u64,
+            });
+        }
+        Ok(n_nodes as usize)
     }
 
     /// Fills the first layer: columns checked against `n_cols`, values
@@ -310,19 +371,9 @@ impl DecodeTree {
 
     /// Algorithm 2, phase II, with the content checks.
     fn grow(&mut self) -> Result<()> {
-        let n_first = self.pair_cols.len();
         let n_rows = self.n_rows();
-        // Nodes: root + first layer + one per code that is not first in its row.
-        let non_empty = self.row_starts.windows(2).filter(|w| w[1] > w[0]).count();
-        let n_nodes = n_first as u64 + self.codes.len() as u64 - non_empty as u64;
-        if n_nodes > u32::MAX as u64 {
-            return Err(Error::TooLarge {
-                what: "prefix tree nodes",
-                value: n_nodes,
-                max: u32::MAX as u64,
-            });
-        }
-        self.reset_first_layer(n_nodes as usize);
+        let n_nodes = self.count_nodes()?;
+        self.reset_first_layer(n_nodes);
         let mut nnz = 0u64;
         for row in 0..n_rows {
             let (s, e) = (
