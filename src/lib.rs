@@ -51,6 +51,8 @@ mod error;
 pub mod formats;
 pub mod ingest;
 pub mod kernels;
+pub mod loader;
+pub mod model;
 mod sparse;
 
 pub use codec::{

@@ -8,4 +8,6 @@ mod dataset;
 mod formats;
 mod ingest;
 mod kernels;
+mod loader;
+mod model;
 mod sparse;

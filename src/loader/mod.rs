@@ -1,0 +1,1 @@
+//! The CorgiPile loader (work in progress).

@@ -1,0 +1,1 @@
+//! Models trained by mini-batch SGD on encoded batches (work in progress).
