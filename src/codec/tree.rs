@@ -170,65 +170,29 @@ impl DecodeTree {
             }
         }
         self.reset_first_layer(n_first + used);
-        let mut created = n_first as u32;
-        let mut nnz = 0u64;
-        for row in 0..self.n_rows() {
-            let (s, e) = (
-                self.row_starts[row] as usize,
-                self.row_starts[row + 1] as usize,
-            );
-            let limit = created;
-            let mut prev = 0u32;
-            for j in 0..e - s {
-                let code = self.codes[s + j];
-                if code == 0 || code >= limit {
-                    new_id.clear();
-                    self.scratch = new_id;
-                    return Err(Error::CodeOutOfRange {
-                        row,
-                        position: j,
-                        code: code as u64,
-                        limit: limit as u64,
-                    });
-                }
-                // A code below the row's limit was created in an earlier
-                // row, and being a code it was marked, so it has its id.
-                let c = if (code as usize) < n_first {
-                    code
-                } else {
-                    new_id[code as usize - n_first]
-                };
-                if j > 0 {
-                    let last_col = self.pair_cols[self.key[prev as usize] as usize];
-                    let key = self.first[c as usize];
-                    let next_col = self.pair_cols[key as usize];
-                    if last_col >= next_col {
-                        new_id.clear();
-                        self.scratch = new_id;
-                        return Err(Error::ColumnsNotAscending {
-                            row,
-                            position: j,
-                            prev: last_col as u64,
-                            col: next_col as u64,
-                        });
-                    }
-                    let slot = &mut new_id[created as usize - n_first];
-                    if *slot == UNASSIGNED {
-                        *slot = self.parent.len() as u32;
-                        self.parent.push(prev);
-                        self.key.push(key);
-                        self.first.push(self.first[prev as usize]);
-                        self.depth.push(self.depth[prev as usize] + 1);
-                    }
-                    created += 1;
-                }
-                nnz += self.depth[c as usize] as u64;
-                self.codes[s + j] = c;
-                prev = c;
-            }
+        for v in [
+            &mut self.parent,
+            &mut self.key,
+            &mut self.first,
+            &mut self.depth,
+        ] {
+            v.resize(n_first + used, 0);
         }
-        self.decoded_nnz = nnz;
+        let nodes = Nodes {
+            parent: &mut self.parent,
+            key: &mut self.key,
+            first: &mut self.first,
+            depth: &mut self.depth,
+        };
+        let grown = nodes.grow(
+            &self.pair_cols,
+            &self.row_starts,
+            &mut self.codes,
+            &mut new_id,
+        );
+        new_id.clear();
         self.scratch = new_id;
+        self.decoded_nnz = grown?;
         Ok(())
     }
 
@@ -520,4 +484,87 @@ fn resolve_dict(blob: &[u8], dict: &Dict, scratch: &mut Vec<u32>) -> Result<Vec<
         }
     }
     Ok(out)
+}
+
+/// The node arrays of a compact tree being built, pre-sized to the nodes
+/// that will be kept, as plain slices so the hot loop indexes registers
+/// rather than reloading `Vec` fields after every push.
+struct Nodes<'a> {
+    parent: &'a mut [u32],
+    key: &'a mut [u32],
+    first: &'a mut [u32],
+    depth: &'a mut [u32],
+}
+
+impl Nodes<'_> {
+    /// The loop of [`DecodeTree::grow_compact`]: checks every code, stores
+    /// the created nodes marked in `new_id`, rewrites codes to compact ids
+    /// and returns the decoded non-zero count.
+    fn grow(
+        self,
+        pair_cols: &[u32],
+        row_starts: &[u32],
+        codes: &mut [u32],
+        new_id: &mut [u32],
+    ) -> Result<u64> {
+        const UNASSIGNED: u32 = u32::MAX;
+        let n_first = pair_cols.len();
+        let mut next = n_first as u32;
+        let mut created = n_first as u32;
+        let mut nnz = 0u64;
+        for (row, w) in row_starts.windows(2).enumerate() {
+            let row_codes = &mut codes[w[0] as usize..w[1] as usize];
+            let limit = created;
+            let mut prev = 0u32;
+            let mut last_col = 0u32;
+            for (j, code) in row_codes.iter_mut().enumerate() {
+                let raw = *code;
+                if raw == 0 || raw >= limit {
+                    return Err(Error::CodeOutOfRange {
+                        row,
+                        position: j,
+                        code: raw as u64,
+                        limit: limit as u64,
+                    });
+                }
+                // A code below the row's limit was created in an earlier
+                // row, and being a code it was marked, so it has its id.
+                let c = if (raw as usize) < n_first {
+                    raw
+                } else {
+                    new_id[raw as usize - n_first]
+                } as usize;
+                let key = self.first[c];
+                if j > 0 {
+                    let next_col = pair_cols[key as usize];
+                    if last_col >= next_col {
+                        return Err(Error::ColumnsNotAscending {
+                            row,
+                            position: j,
+                            prev: last_col as u64,
+                            col: next_col as u64,
+                        });
+                    }
+                    let slot = &mut new_id[created as usize - n_first];
+                    if *slot == UNASSIGNED {
+                        *slot = next;
+                        let n = next as usize;
+                        let p = prev as usize;
+                        self.parent[n] = prev;
+                        self.key[n] = key;
+                        self.first[n] = self.first[p];
+                        self.depth[n] = self.depth[p] + 1;
+                        next += 1;
+                    }
+                    created += 1;
+                }
+                last_col = pair_cols[self.key[c] as usize];
+                nnz += self.depth[c] as u64;
+                *code = c as u32;
+                prev = c as u32;
+            }
+        }
+        debug_assert_eq!(next as usize, self.parent.len());
+        Ok(nnz)
+    }
 }

@@ -18,10 +18,12 @@
 //! positional read and verifies its checksum before anything is parsed.
 
 mod labels;
+mod prefetch;
 mod reader;
 mod writer;
 
-pub use reader::{Block, Dataset, Page, Source};
+pub use prefetch::Prefetch;
+pub use reader::{Block, Dataset, LoadedPage, Page, Source};
 pub use writer::{DatasetWriter, WriterOptions};
 
 use crate::formats::FormatKind;

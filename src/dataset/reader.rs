@@ -54,6 +54,9 @@ impl Source for Vec<u8> {
     }
 }
 
+/// A page's labels and its batch, loaded in the file's page format.
+pub type LoadedPage<'a> = (&'a [f64], Box<dyn EncodedBatch>);
+
 /// An open dataset: a file by default, or bytes in memory.
 #[derive(Debug)]
 pub struct Dataset<S: Source = File> {
@@ -174,6 +177,11 @@ impl<S: Source> Dataset<S> {
         })
     }
 
+    /// The file's path (or the name given to an in-memory dataset).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// What the footer says.
     pub fn info(&self) -> &DatasetInfo {
         &self.info
@@ -291,6 +299,29 @@ impl Block {
             });
         }
         Ok(())
+    }
+
+    /// The block's number in the file.
+    pub fn number(&self) -> usize {
+        self.number
+    }
+
+    /// Rows of each page, in order.
+    pub fn page_rows(&self) -> impl ExactSizeIterator<Item = usize> + '_ {
+        self.pages.iter().map(|p| p.rows)
+    }
+
+    /// Every page of the block loaded as by [`Block::load_page`], in
+    /// parallel across pages (rayon), with its labels.
+    ///
+    /// # Errors
+    /// The first failing page's error, as [`Block::load_page`].
+    pub fn load_pages(&self) -> Result<Vec<LoadedPage<'_>>> {
+        use rayon::prelude::*;
+        (0..self.n_pages())
+            .into_par_iter()
+            .map(|j| self.load_page(j))
+            .collect()
     }
 
     /// Number of pages.

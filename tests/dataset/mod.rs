@@ -5,6 +5,8 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+mod prefetch;
+
 use crate::support::{batches, load};
 use tocpile::dataset::{Dataset, DatasetWriter, WriterOptions};
 use tocpile::formats::FormatKind;
@@ -111,7 +113,7 @@ fn toc_pages_are_smaller_than_csr_sized_ones() {
 }
 
 /// A small file of many blocks.
-fn small_file() -> (PathBuf, Vec<u8>) {
+pub(super) fn small_file() -> (PathBuf, Vec<u8>) {
     let (all, labels) = load("mushrooms", 120);
     let path = temp_path("small");
     let options = WriterOptions {
