@@ -24,6 +24,7 @@ mod writer;
 
 pub use prefetch::Prefetch;
 pub use reader::{Block, Dataset, LoadedPage, Page, Source};
+pub(crate) use writer::io_error;
 pub use writer::{DatasetWriter, WriterOptions};
 
 use crate::formats::FormatKind;

@@ -200,6 +200,22 @@ impl<S: Source> Dataset<S> {
         self.index[i].rows
     }
 
+    /// Pages of block `i`.
+    ///
+    /// # Panics
+    /// If `i >= n_blocks()`.
+    pub fn block_pages(&self, i: usize) -> u64 {
+        self.index[i].pages
+    }
+
+    /// Bytes of block `i` in the file.
+    ///
+    /// # Panics
+    /// If `i >= n_blocks()`.
+    pub fn block_bytes(&self, i: usize) -> u64 {
+        self.index[i].len
+    }
+
     /// Visits every page of a TOC file in file order (the No Shuffle
     /// path): reads each block once, validates each page into one reused
     /// decode tree, and calls `f` with the page and the tree, ready for
@@ -299,6 +315,11 @@ impl Block {
             });
         }
         Ok(())
+    }
+
+    /// Every label of the block, page after page.
+    pub fn labels(&self) -> &[f64] {
+        &self.labels
     }
 
     /// The block's number in the file.

@@ -205,3 +205,14 @@ pub trait EncodedBatch: Send + Sync {
         ws: &mut Workspace,
     );
 }
+
+impl std::fmt::Debug for dyn EncodedBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EncodedBatch")
+            .field("kind", &self.kind())
+            .field("n_rows", &self.n_rows())
+            .field("n_cols", &self.n_cols())
+            .field("encoded_len", &self.encoded_len())
+            .finish()
+    }
+}

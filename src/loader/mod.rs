@@ -1,1 +1,625 @@
-//! The CorgiPile loader (work in progress).
+//! The CorgiPile loader (Xu et al., "CorgiPile: SGD without full data
+//! shuffle", sections 4 to 6) over a [dataset file](crate::dataset),
+//! yielding encoded mini-batches, plus every strategy the paper compares
+//! against, behind one interface.
+//!
+//! | [`Strategy`] | each epoch |
+//! |---|---|
+//! | `CorgiPile` | a random permutation of the blocks; a buffer of `n` blocks at a time, its tuples shuffled, then cut into mini-batches (Algorithm 1) |
+//! | `BlockOnly` | CorgiPile without the tuple shuffle (paper 7.4.4) |
+//! | `NoShuffle` | blocks and tuples in file order |
+//! | `ShuffleOnce` | No Shuffle over a copy of the file shuffled once, up front ([`shuffle_file`]) |
+//! | `EpochShuffle` | a full shuffle every epoch (CorgiPile with the whole dataset as buffer) |
+//! | `SlidingWindow` | tf.data's shuffle: a window of tuples, each incoming tuple replaces a random one, which is emitted (paper 3.3) |
+//! | `Mrs` | multiplexed reservoir sampling (paper 3.4): tuples dropped by reservoir sampling stream to SGD, and after each such mini-batch one mini-batch loops over the reservoir (marked [`MiniBatch::replay`]) |
+//!
+//! **Units.** TOC assumes batches encoded once; CorgiPile reshuffles tuples
+//! every epoch. [`Mode::Exact`] holds decoded rows in the buffer, shuffles
+//! rows as the paper does, and encodes each mini-batch in the producer
+//! (rayon, in the file's page format). [`Mode::Page`] shuffles whole
+//! encoded pages and makes a mini-batch of the next pages holding
+//! `batch_rows` rows, with no re-encoding; the file's `page_rows` must then
+//! be a fraction of the batch (say 50 for 250-row batches) or batches
+//! cannot mix blocks ([`Loader::warnings`]).
+//!
+//! **Engineering.** With double buffering (the default, paper 6.3) a
+//! read-ahead thread reads blocks and a producer thread fills and shuffles
+//! the next buffer while the consumer drains the current one, through a
+//! bounded channel. One seed and the epoch number fix every permutation,
+//! whatever the thread count. Worker `i` of `w` takes the `i`-th of `w`
+//! contiguous slices of the epoch's block order (paper 5.1) with its own
+//! buffer, so the workers visit every row once per epoch between them.
+//! Every strategy visits every row exactly once per epoch (MRS's replay
+//! batches aside); partial pages and blocks are kept, and the last
+//! mini-batch of an epoch may be short.
+//!
+//! Departures from the paper: Sliding-Window and MRS read blocks in file
+//! order and, at the end of an epoch, release what they hold in random
+//! order (the paper leaves the end unspecified); MRS's two threads are
+//! serialised into alternating batches so that runs are reproducible.
+
+mod epoch;
+mod shuffle;
+mod trace;
+mod units;
+
+pub use shuffle::shuffle_file;
+use shuffle::shuffle_file_mapped;
+pub use trace::{labels_in_file_order, ShuffleQuality, Trace};
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use epoch::{EpochState, Produce};
+
+use crate::dataset::{Dataset, Source};
+use crate::error::{Error, Result};
+use crate::formats::{EncodedBatch, FormatKind};
+use crate::rng::Rng;
+
+/// How tuples are ordered each epoch (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Strategy {
+    /// Block permutation, buffer of blocks, tuple shuffle in the buffer.
+    CorgiPile,
+    /// Block permutation only.
+    BlockOnly,
+    /// File order.
+    NoShuffle,
+    /// File order over a copy shuffled once.
+    ShuffleOnce,
+    /// A full shuffle each epoch.
+    EpochShuffle,
+    /// tf.data-style sliding window.
+    SlidingWindow,
+    /// Multiplexed reservoir sampling.
+    Mrs,
+}
+
+impl Strategy {
+    /// Every strategy, in the order of the paper's tables.
+    pub const ALL: [Strategy; 7] = [
+        Strategy::NoShuffle,
+        Strategy::ShuffleOnce,
+        Strategy::EpochShuffle,
+        Strategy::SlidingWindow,
+        Strategy::Mrs,
+        Strategy::BlockOnly,
+        Strategy::CorgiPile,
+    ];
+
+    /// The short name used on the command line ("corgipile", "none",
+    /// "once", "epoch", "window", "mrs", "block").
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::CorgiPile => "corgipile",
+            Strategy::BlockOnly => "block",
+            Strategy::NoShuffle => "none",
+            Strategy::ShuffleOnce => "once",
+            Strategy::EpochShuffle => "epoch",
+            Strategy::SlidingWindow => "window",
+            Strategy::Mrs => "mrs",
+        }
+    }
+
+    /// Looks a strategy up by its short name, ignoring case.
+    pub fn from_name(name: &str) -> Option<Strategy> {
+        Self::ALL
+            .into_iter()
+            .find(|s| s.name().eq_ignore_ascii_case(name))
+    }
+}
+
+impl std::fmt::Display for Strategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What the buffer holds and shuffles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Decoded rows, re-encoded into each mini-batch.
+    Exact,
+    /// Whole encoded pages; no re-encoding.
+    Page,
+}
+
+/// The buffer size of CorgiPile, Sliding-Window and MRS.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Buffer {
+    /// A share of the dataset (the paper's default is 0.1). For CorgiPile
+    /// it is rounded up to whole blocks; for Sliding-Window and MRS it is
+    /// that share of the worker's rows (pages in page mode).
+    Fraction(f64),
+    /// A number of blocks (for Sliding-Window and MRS: as many units as
+    /// that many blocks hold on average).
+    Blocks(usize),
+}
+
+/// Everything a [`Loader`] needs besides the file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoaderOptions {
+    /// The ordering strategy (default CorgiPile).
+    pub strategy: Strategy,
+    /// What the buffer shuffles (default exact rows).
+    pub mode: Mode,
+    /// Rows per mini-batch (default 250).
+    pub batch_rows: usize,
+    /// Buffer size (default 10% of the dataset).
+    pub buffer: Buffer,
+    /// Seed of every permutation.
+    pub seed: u64,
+    /// This worker's number, below `workers`.
+    pub worker: usize,
+    /// Number of workers sharing each epoch's blocks (default 1).
+    pub workers: usize,
+    /// Produce on a separate thread while the consumer trains (default
+    /// true).
+    pub double_buffer: bool,
+    /// Blocks the read-ahead thread may hold beyond the one being read
+    /// (double buffering only; default 2).
+    pub read_ahead: usize,
+    /// Record each mini-batch's rows (see [`MiniBatch::rows`] and
+    /// [`Epoch::trace`]).
+    pub trace: bool,
+    /// Page format of exact-mode mini-batches (default: the file's).
+    pub format: Option<FormatKind>,
+    /// Where Shuffle Once writes its shuffled copy (default: beside the
+    /// file); the copy is deleted when the loader is dropped.
+    pub scratch_dir: Option<PathBuf>,
+}
+
+impl Default for LoaderOptions {
+    fn default() -> Self {
+        LoaderOptions {
+            strategy: Strategy::CorgiPile,
+            mode: Mode::Exact,
+            batch_rows: 250,
+            buffer: Buffer::Fraction(0.1),
+            seed: 0,
+            worker: 0,
+            workers: 1,
+            double_buffer: true,
+            read_ahead: 2,
+            trace: false,
+            format: None,
+            scratch_dir: None,
+        }
+    }
+}
+
+/// A part of a mini-batch: one encoded batch and its labels.
+#[derive(Debug, Clone)]
+pub struct BatchPart {
+    /// One label per row.
+    pub labels: Arc<[f64]>,
+    /// The rows, encoded (TOC tree already built for TOC formats).
+    pub batch: Arc<dyn EncodedBatch>,
+}
+
+/// One mini-batch: in exact mode one freshly encoded part, in page mode
+/// the pages it is made of. Gradients add up part by part.
+#[derive(Debug, Clone)]
+pub struct MiniBatch {
+    /// The parts.
+    pub parts: Vec<BatchPart>,
+    /// True for MRS's batches looping over the reservoir (rows already
+    /// visited, or to be visited, by the epoch's stream).
+    pub replay: bool,
+    /// Global row numbers (file order) of the rows, part by part, when
+    /// tracing.
+    pub rows: Option<Vec<u64>>,
+}
+
+impl MiniBatch {
+    /// Rows in the mini-batch.
+    pub fn n_rows(&self) -> usize {
+        self.parts.iter().map(|p| p.labels.len()).sum()
+    }
+}
+
+/// Resolved options: what an epoch's state machine reads.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    strategy: Strategy,
+    mode: Mode,
+    batch_rows: usize,
+    buffer_blocks: usize,
+    window_units: usize,
+    seed: u64,
+    worker: usize,
+    double_buffer: bool,
+    read_ahead: usize,
+    trace: bool,
+    format: FormatKind,
+    n_cols: usize,
+    n_rows: u64,
+    block_first_row: Vec<u64>,
+    /// Shuffle Once: the original row number of each row of the copy.
+    row_origin: Option<Vec<u64>>,
+}
+
+/// Reads a dataset file epoch by epoch in the order a [`Strategy`] gives.
+#[derive(Debug)]
+pub struct Loader<S: Source + 'static = File> {
+    dataset: Arc<Dataset<S>>,
+    /// Shuffle Once's copy (read instead of `dataset`) and its path.
+    shuffled: Option<(Arc<Dataset>, PathBuf)>,
+    options: LoaderOptions,
+    plan: Arc<Plan>,
+    warnings: Vec<String>,
+}
+
+impl Loader {
+    /// Opens the dataset file at `path` and prepares a loader.
+    ///
+    /// # Errors
+    /// As [`Dataset::open`] and [`Loader::new`].
+    pub fn open(path: impl AsRef<Path>, options: LoaderOptions) -> Result<Loader> {
+        Loader::new(Arc::new(Dataset::open(path)?), options)
+    }
+}
+
+impl<S: Source + 'static> Loader<S> {
+    /// A loader over an open dataset. For Shuffle Once this writes the
+    /// shuffled copy first ([`shuffle_file`]).
+    ///
+    /// # Errors
+    /// [`Error::BadArgument`] for options that cannot work (zero batch
+    /// rows, a worker number not below `workers`, a buffer fraction
+    /// outside (0, 1]); errors of writing Shuffle Once's copy.
+    pub fn new(dataset: Arc<Dataset<S>>, options: LoaderOptions) -> Result<Self> {
+        check_options(&options)?;
+        let shuffled = match options.strategy {
+            Strategy::ShuffleOnce => {
+                let dir = options.scratch_dir.clone().unwrap_or_else(|| {
+                    dataset
+                        .path()
+                        .parent()
+                        .filter(|p| !p.as_os_str().is_empty())
+                        .map_or_else(std::env::temp_dir, Path::to_path_buf)
+                });
+                let path = dir.join(format!(
+                    ".tocpile-shuffled-{}-{}-{}.toc",
+                    std::process::id(),
+                    options.seed,
+                    SCRATCH.fetch_add(1, Ordering::Relaxed)
+                ));
+                let (_, origin) = shuffle_file_mapped(&dataset, &path, options.seed)?;
+                let copy = Dataset::open(&path).inspect_err(|_| {
+                    let _ = std::fs::remove_file(&path);
+                })?;
+                Some((Arc::new(copy), path, origin))
+            }
+            _ => None,
+        };
+        let (plan, warnings, shuffled) = match shuffled {
+            Some((copy, path, origin)) => {
+                let (mut plan, warnings) = make_plan(&copy, &options);
+                plan.row_origin = Some(origin);
+                (plan, warnings, Some((copy, path)))
+            }
+            None => {
+                let (plan, warnings) = make_plan(&dataset, &options);
+                (plan, warnings, None)
+            }
+        };
+        Ok(Loader {
+            dataset,
+            shuffled,
+            options,
+            plan: Arc::new(plan),
+            warnings,
+        })
+    }
+
+    /// The dataset read (for Shuffle Once, the original file).
+    pub fn dataset(&self) -> &Arc<Dataset<S>> {
+        &self.dataset
+    }
+
+    /// The options the loader was made with.
+    pub fn options(&self) -> &LoaderOptions {
+        &self.options
+    }
+
+    /// Blocks the CorgiPile buffer holds (all of this worker's blocks for
+    /// Epoch Shuffle).
+    pub fn buffer_blocks(&self) -> usize {
+        self.plan.buffer_blocks
+    }
+
+    /// Settings that are likely to shuffle poorly, as sentences: a buffer
+    /// of only a handful of blocks, or page-mode batches of a single page.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The blocks worker `options.worker` reads in `epoch`, in order.
+    pub fn block_order(&self, epoch: u64) -> Vec<usize> {
+        let n = match &self.shuffled {
+            Some((copy, _)) => copy.n_blocks(),
+            None => self.dataset.n_blocks(),
+        };
+        let order = match self.options.strategy {
+            Strategy::CorgiPile | Strategy::BlockOnly | Strategy::EpochShuffle => {
+                Rng::stream(self.options.seed, &[STREAM_BLOCKS, epoch]).permutation(n)
+            }
+            _ => (0..n).collect(),
+        };
+        let (i, w) = (self.options.worker, self.options.workers);
+        order[i * n / w..(i + 1) * n / w].to_vec()
+    }
+
+    /// Starts epoch `epoch` (any number: epochs are independent).
+    ///
+    /// # Errors
+    /// If the producer thread cannot be started. Read and decode errors
+    /// arrive through the iterator.
+    pub fn epoch(&self, epoch: u64) -> Result<Epoch> {
+        let order = self.block_order(epoch);
+        let producer: Box<dyn Produce> = match &self.shuffled {
+            Some((copy, _)) => Box::new(EpochState::start(
+                Arc::clone(copy),
+                Arc::clone(&self.plan),
+                epoch,
+                order,
+            )?),
+            None => Box::new(EpochState::start(
+                Arc::clone(&self.dataset),
+                Arc::clone(&self.plan),
+                epoch,
+                order,
+            )?),
+        };
+        Epoch::new(producer, &self.plan, self.dataset.path())
+    }
+}
+
+impl<S: Source + 'static> Drop for Loader<S> {
+    fn drop(&mut self) {
+        if let Some((_, path)) = self.shuffled.take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+const STREAM_BLOCKS: u64 = 1;
+static SCRATCH: AtomicUsize = AtomicUsize::new(0);
+
+fn check_options(o: &LoaderOptions) -> Result<()> {
+    let bad = |what, expected| Err(Error::BadArgument { what, expected });
+    if o.batch_rows == 0 {
+        return bad("batch_rows", "at least 1");
+    }
+    if o.workers == 0 || o.worker >= o.workers {
+        return bad("worker", "below the number of workers (at least 1)");
+    }
+    match o.buffer {
+        Buffer::Fraction(f) if !(f > 0.0 && f <= 1.0) => bad("buffer", "a fraction in (0, 1]"),
+        Buffer::Blocks(0) => bad("buffer", "at least one block"),
+        _ => Ok(()),
+    }
+}
+
+fn make_plan<T: Source>(ds: &Dataset<T>, o: &LoaderOptions) -> (Plan, Vec<String>) {
+    let n_blocks = ds.n_blocks();
+    let mut block_first_row = Vec::with_capacity(n_blocks);
+    let mut row = 0u64;
+    for b in 0..n_blocks {
+        block_first_row.push(row);
+        row += ds.block_rows(b);
+    }
+    let worker_blocks = (o.worker + 1) * n_blocks / o.workers - o.worker * n_blocks / o.workers;
+    let buffer_blocks = match (o.strategy, o.buffer) {
+        (Strategy::EpochShuffle, _) => worker_blocks.max(1),
+        (_, Buffer::Blocks(b)) => b,
+        (_, Buffer::Fraction(f)) => ((f * n_blocks as f64).ceil() as usize).max(1),
+    };
+    // Sliding-Window and MRS hold a share of the units (rows, or pages).
+    let units = |b: usize| match o.mode {
+        Mode::Exact => ds.block_rows(b),
+        Mode::Page => ds.block_pages(b),
+    };
+    let total_units: u64 = (0..n_blocks).map(units).sum();
+    let window_units = match o.buffer {
+        Buffer::Fraction(f) => (f * total_units as f64 / o.workers as f64).ceil() as usize,
+        Buffer::Blocks(b) => (b as u64 * total_units / n_blocks.max(1) as u64) as usize,
+    }
+    .max(1);
+    let mut warnings = Vec::new();
+    if o.strategy == Strategy::CorgiPile && buffer_blocks.min(worker_blocks) < 4 {
+        warnings.push(format!(
+            "the CorgiPile buffer holds {} of this worker's {worker_blocks} blocks: with a \
+             handful of blocks, tuples of one block dominate each buffer and accuracy can \
+             suffer; write the file with smaller blocks (block_bytes) or use a larger buffer",
+            buffer_blocks.min(worker_blocks)
+        ));
+    }
+    if o.mode == Mode::Page && ds.info().page_rows * 2 > o.batch_rows {
+        warnings.push(format!(
+            "page mode with {}-row pages and {}-row mini-batches: a mini-batch holds a single \
+             page, so its rows all come from one block; write the file with pages of at most \
+             half a mini-batch (page_rows), or use exact mode",
+            ds.info().page_rows,
+            o.batch_rows
+        ));
+    }
+    let plan = Plan {
+        strategy: o.strategy,
+        mode: o.mode,
+        batch_rows: o.batch_rows,
+        buffer_blocks,
+        window_units,
+        seed: o.seed,
+        worker: o.worker,
+        double_buffer: o.double_buffer,
+        read_ahead: o.read_ahead,
+        trace: o.trace,
+        format: o.format.unwrap_or(ds.info().format),
+        n_cols: ds.info().n_cols,
+        n_rows: row,
+        block_first_row,
+        row_origin: None,
+    };
+    (plan, warnings)
+}
+
+/// What an epoch cost, from the consumer's side.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EpochStats {
+    /// Mini-batches yielded (replays included).
+    pub batches: usize,
+    /// Rows yielded by the epoch's stream (every row once).
+    pub rows: u64,
+    /// Rows yielded by MRS's replay batches.
+    pub replay_rows: u64,
+    /// Seconds the consumer waited for the next mini-batch (with single
+    /// buffering: the whole time spent producing it).
+    pub wait_seconds: f64,
+    /// Most bytes of rows or pages the producer's buffers held at once.
+    pub buffer_peak_bytes: usize,
+    /// Mini-batches the channel between producer and consumer holds at
+    /// most (0 without double buffering).
+    pub channel_batches: usize,
+}
+
+/// One epoch's mini-batches, in order: an iterator of
+/// `Result<MiniBatch>` that ends after the first error.
+pub struct Epoch {
+    source: EpochSource,
+    stats: EpochStats,
+    trace: Option<Trace>,
+}
+
+enum EpochSource {
+    Inline(Box<dyn Produce>),
+    Thread {
+        rx: Option<Receiver<Result<MiniBatch>>>,
+        handle: Option<JoinHandle<()>>,
+        peak: Arc<AtomicUsize>,
+    },
+}
+
+impl std::fmt::Debug for Epoch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Epoch").field("stats", &self.stats).finish()
+    }
+}
+
+impl Epoch {
+    fn new(mut producer: Box<dyn Produce>, plan: &Plan, path: &Path) -> Result<Epoch> {
+        let trace = plan.trace.then(Trace::default);
+        if !plan.double_buffer {
+            return Ok(Epoch {
+                source: EpochSource::Inline(producer),
+                stats: EpochStats::default(),
+                trace,
+            });
+        }
+        // Room for about one buffer of mini-batches: the producer fills
+        // the next buffer while the consumer drains this one.
+        let per_buffer = match plan.strategy {
+            Strategy::CorgiPile | Strategy::EpochShuffle => {
+                let blocks = plan.block_first_row.len().max(1) as u64;
+                let rows = plan.buffer_blocks as u64 * plan.n_rows / blocks;
+                (rows / plan.batch_rows as u64) as usize
+            }
+            _ => 0,
+        };
+        let capacity = per_buffer.clamp(2, 64);
+        let (tx, rx) = sync_channel(capacity);
+        let peak = Arc::new(AtomicUsize::new(0));
+        let shared = Arc::clone(&peak);
+        let handle = std::thread::Builder::new()
+            .name("tocpile-loader".into())
+            .spawn(move || {
+                while let Some(item) = producer.next_batch() {
+                    shared.store(producer.peak_bytes(), Ordering::Relaxed);
+                    if tx.send(item).is_err() {
+                        break;
+                    }
+                }
+                shared.store(producer.peak_bytes(), Ordering::Relaxed);
+            })
+            .map_err(|e| crate::dataset::io_error(path, &e))?;
+        Ok(Epoch {
+            source: EpochSource::Thread {
+                rx: Some(rx),
+                handle: Some(handle),
+                peak,
+            },
+            stats: EpochStats {
+                channel_batches: capacity,
+                ..EpochStats::default()
+            },
+            trace,
+        })
+    }
+
+    /// What the epoch has cost so far (complete once the iterator ends).
+    pub fn stats(&self) -> EpochStats {
+        let mut stats = self.stats.clone();
+        stats.buffer_peak_bytes = match &self.source {
+            EpochSource::Inline(p) => p.peak_bytes(),
+            EpochSource::Thread { peak, .. } => peak.load(Ordering::Relaxed),
+        };
+        stats
+    }
+
+    /// The rows visited so far, in order (with
+    /// [`LoaderOptions::trace`]).
+    pub fn trace(&self) -> Option<&Trace> {
+        self.trace.as_ref()
+    }
+}
+
+impl Iterator for Epoch {
+    type Item = Result<MiniBatch>;
+
+    fn next(&mut self) -> Option<Result<MiniBatch>> {
+        let start = Instant::now();
+        let item = match &mut self.source {
+            EpochSource::Inline(p) => p.next_batch(),
+            EpochSource::Thread { rx, .. } => {
+                let item = rx.as_ref()?.recv().ok();
+                if !matches!(item, Some(Ok(_))) {
+                    *rx = None;
+                }
+                item
+            }
+        };
+        self.stats.wait_seconds += start.elapsed().as_secs_f64();
+        if let Some(Ok(batch)) = &item {
+            self.stats.batches += 1;
+            let rows = batch.n_rows() as u64;
+            if batch.replay {
+                self.stats.replay_rows += rows;
+            } else {
+                self.stats.rows += rows;
+            }
+            if let (Some(trace), Some(visited)) = (&mut self.trace, &batch.rows) {
+                trace.record(visited, batch.replay);
+            }
+        }
+        item
+    }
+}
+
+impl Drop for Epoch {
+    fn drop(&mut self) {
+        if let EpochSource::Thread { rx, handle, .. } = &mut self.source {
+            // Closing the channel unblocks a producer waiting to send.
+            *rx = None;
+            if let Some(handle) = handle.take() {
+                let _ = handle.join();
+            }
+        }
+    }
+}

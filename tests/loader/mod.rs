@@ -1,1 +1,292 @@
-//! Loader tests.
+//! The loader: every strategy visits every row exactly once per epoch for
+//! any sizes and worker counts, batches hold the rows they claim,
+//! determinism, double buffering equals single buffering, corrupt blocks
+//! surface as errors, and the shuffle quality of each strategy on
+//! label-sorted data ranks as the CorgiPile paper reports.
+
+mod quality;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use tocpile::dataset::{Dataset, DatasetWriter, WriterOptions};
+use tocpile::loader::{Buffer, Loader, LoaderOptions, Mode, Strategy};
+use tocpile::{Error, SparseBatch};
+
+/// A fresh path in the temporary directory.
+pub(crate) fn temp_path(name: &str) -> PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!("tocpile-loader-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(format!("{}-{name}.toc", N.fetch_add(1, Ordering::Relaxed)))
+}
+
+/// Rows whose label is their row number, and whose first entry encodes it
+/// too, so every row can be checked where it lands.
+fn numbered_rows(n: usize, n_cols: usize) -> (SparseBatch, Vec<f64>) {
+    let mut batch = SparseBatch::with_cols(n_cols).unwrap();
+    for i in 0..n {
+        let extra = 1 + (i * 7 % (n_cols - 1));
+        batch
+            .push_row(&[0, extra as u32], &[i as f64 + 1.0, (i % 3) as f64 + 0.5])
+            .unwrap();
+    }
+    (batch, (0..n).map(|i| i as f64).collect())
+}
+
+pub(crate) fn write_file(
+    rows: &SparseBatch,
+    labels: &[f64],
+    page_rows: usize,
+    block_bytes: usize,
+) -> PathBuf {
+    let path = temp_path("data");
+    let options = WriterOptions {
+        page_rows,
+        block_bytes,
+        ..WriterOptions::default()
+    };
+    let mut w = DatasetWriter::create(&path, rows.n_cols(), options).unwrap();
+    w.push(rows, labels).unwrap();
+    w.finish().unwrap();
+    path
+}
+
+fn options(strategy: Strategy, mode: Mode) -> LoaderOptions {
+    LoaderOptions {
+        strategy,
+        mode,
+        trace: true,
+        scratch_dir: Some(std::env::temp_dir()),
+        ..LoaderOptions::default()
+    }
+}
+
+/// Runs one epoch, checking every batch's rows against the labels (label
+/// = row number) and the first column (row number + 1); returns the
+/// stream's rows in order and the replayed rows.
+fn run_epoch(loader: &Loader, epoch: u64) -> (Vec<u64>, Vec<u64>) {
+    let mut stream = Vec::new();
+    let mut replayed = Vec::new();
+    let mut it = loader.epoch(epoch).unwrap();
+    for batch in it.by_ref() {
+        let batch = batch.unwrap();
+        let rows = batch.rows.clone().expect("traced");
+        let mut at = 0;
+        for part in &batch.parts {
+            let decoded = part.batch.decode();
+            assert_eq!(decoded.n_rows(), part.labels.len());
+            for (i, (cols, values)) in decoded.rows().enumerate() {
+                let r = rows[at + i];
+                assert_eq!(part.labels[i], r as f64, "label of row {r}");
+                assert_eq!((cols[0], values[0]), (0, r as f64 + 1.0), "row {r}");
+            }
+            at += decoded.n_rows();
+        }
+        assert_eq!(at, rows.len());
+        if batch.replay {
+            replayed.extend(rows);
+        } else {
+            stream.extend(rows);
+        }
+    }
+    let trace = it.trace().unwrap();
+    assert_eq!(trace.rows(), &stream[..]);
+    assert_eq!(it.stats().rows, stream.len() as u64);
+    (stream, replayed)
+}
+
+fn any_strategy() -> impl proptest::strategy::Strategy<Value = Strategy> {
+    proptest::sample::select(Strategy::ALL.to_vec())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_row_exactly_once_per_epoch(
+        n in 1usize..300,
+        page_rows in 1usize..20,
+        block_bytes in 50usize..1500,
+        batch_rows in 1usize..70,
+        workers in 1usize..4,
+        strategy in any_strategy(),
+        page_mode in any::<bool>(),
+        double_buffer in any::<bool>(),
+        fraction in 0.01f64..1.0,
+        seed in any::<u64>(),
+    ) {
+        let (rows, labels) = numbered_rows(n, 9);
+        let path = write_file(&rows, &labels, page_rows, block_bytes);
+        let ds = Arc::new(Dataset::open(&path).unwrap());
+        let mode = if page_mode { Mode::Page } else { Mode::Exact };
+        let mut seen = Vec::new();
+        for worker in 0..workers {
+            let loader = Loader::new(Arc::clone(&ds), LoaderOptions {
+                batch_rows,
+                workers,
+                worker,
+                double_buffer,
+                seed,
+                buffer: Buffer::Fraction(fraction),
+                ..options(strategy, mode)
+            }).unwrap();
+            for epoch in 0..2 {
+                let (stream, replayed) = run_epoch(&loader, epoch);
+                if epoch == 0 {
+                    seen.extend(stream.iter().copied());
+                }
+                let mut sorted = stream.clone();
+                sorted.sort_unstable();
+                sorted.dedup();
+                prop_assert_eq!(sorted.len(), stream.len(), "a row twice in one epoch");
+                prop_assert!(replayed.iter().all(|r| (*r as usize) < n));
+                if strategy != Strategy::Mrs {
+                    prop_assert!(replayed.is_empty());
+                }
+            }
+        }
+        seen.sort_unstable();
+        prop_assert_eq!(seen, (0..n as u64).collect::<Vec<_>>());
+        std::fs::remove_file(&path).unwrap();
+    }
+}
+
+#[test]
+fn batches_have_the_requested_rows_but_the_last() {
+    let (rows, labels) = numbered_rows(1003, 9);
+    let path = write_file(&rows, &labels, 10, 400);
+    for strategy in Strategy::ALL {
+        let loader = Loader::open(&path, options(strategy, Mode::Exact)).unwrap();
+        let sizes: Vec<usize> = loader
+            .epoch(0)
+            .unwrap()
+            .filter_map(|b| {
+                let b = b.unwrap();
+                (!b.replay).then(|| b.n_rows())
+            })
+            .collect();
+        let (last, full) = sizes.split_last().unwrap();
+        assert!(full.iter().all(|&s| s == 250), "{strategy}: {sizes:?}");
+        assert_eq!(*last, 1003 - 250 * full.len(), "{strategy}");
+    }
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn same_seed_same_order_whatever_the_buffering() {
+    let (rows, labels) = numbered_rows(2000, 9);
+    let path = write_file(&rows, &labels, 25, 600);
+    for strategy in Strategy::ALL {
+        for mode in [Mode::Exact, Mode::Page] {
+            let order = |double_buffer, seed, epoch| {
+                let o = LoaderOptions {
+                    double_buffer,
+                    seed,
+                    ..options(strategy, mode)
+                };
+                run_epoch(&Loader::open(&path, o).unwrap(), epoch)
+            };
+            let base = order(true, 5, 1);
+            assert_eq!(base, order(false, 5, 1), "{strategy} {mode:?}: buffering");
+            assert_eq!(base, order(true, 5, 1), "{strategy} {mode:?}: rerun");
+            if strategy != Strategy::NoShuffle {
+                assert_ne!(base.0, order(true, 6, 1).0, "{strategy}: seed ignored");
+            }
+            let reshuffles = !matches!(strategy, Strategy::NoShuffle | Strategy::ShuffleOnce);
+            if reshuffles {
+                assert_ne!(base.0, order(true, 5, 2).0, "{strategy}: same every epoch");
+            }
+        }
+    }
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn workers_share_the_block_permutation() {
+    let (rows, labels) = numbered_rows(3000, 9);
+    let path = write_file(&rows, &labels, 25, 500);
+    let ds = Arc::new(Dataset::open(&path).unwrap());
+    let single = Loader::new(Arc::clone(&ds), options(Strategy::CorgiPile, Mode::Exact)).unwrap();
+    let mut joined = Vec::new();
+    for worker in 0..3 {
+        let o = LoaderOptions {
+            worker,
+            workers: 3,
+            ..options(Strategy::CorgiPile, Mode::Exact)
+        };
+        joined.extend(Loader::new(Arc::clone(&ds), o).unwrap().block_order(4));
+    }
+    assert_eq!(joined, single.block_order(4));
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn a_corrupt_block_is_an_error_from_the_iterator() {
+    let (rows, labels) = numbered_rows(600, 9);
+    let path = write_file(&rows, &labels, 20, 400);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[30] ^= 0x10; // block 0
+    std::fs::write(&path, &bytes).unwrap();
+    for strategy in Strategy::ALL {
+        for double_buffer in [false, true] {
+            let o = LoaderOptions {
+                double_buffer,
+                ..options(strategy, Mode::Exact)
+            };
+            let result: Result<Vec<_>, Error> = match Loader::open(&path, o) {
+                Ok(loader) => loader.epoch(0).unwrap().collect(),
+                // Shuffle Once reads the whole file while copying it.
+                Err(e) => Err(e),
+            };
+            match result {
+                Err(Error::ChecksumMismatch { section, .. }) => assert_eq!(section, "block 0"),
+                other => panic!("{strategy}: expected block 0's checksum error, got {other:?}"),
+            }
+        }
+    }
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn mrs_replays_reservoir_rows() {
+    let (rows, labels) = numbered_rows(2000, 9);
+    let path = write_file(&rows, &labels, 25, 500);
+    let loader = Loader::open(&path, options(Strategy::Mrs, Mode::Exact)).unwrap();
+    let (stream, replayed) = run_epoch(&loader, 0);
+    assert_eq!(stream.len(), 2000);
+    assert!(!replayed.is_empty());
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn bad_options_are_errors_and_risky_ones_warn() {
+    let (rows, labels) = numbered_rows(500, 9);
+    let path = write_file(&rows, &labels, 250, 100_000);
+    let bad = |o: LoaderOptions| matches!(Loader::open(&path, o), Err(Error::BadArgument { .. }));
+    let base = options(Strategy::CorgiPile, Mode::Exact);
+    assert!(bad(LoaderOptions {
+        batch_rows: 0,
+        ..base.clone()
+    }));
+    assert!(bad(LoaderOptions {
+        worker: 2,
+        workers: 2,
+        ..base.clone()
+    }));
+    assert!(bad(LoaderOptions {
+        buffer: Buffer::Fraction(0.0),
+        ..base.clone()
+    }));
+    assert!(bad(LoaderOptions {
+        buffer: Buffer::Fraction(f64::NAN),
+        ..base.clone()
+    }));
+    // One block: the buffer warning; 250-row pages for 250-row batches:
+    // the page mode warning.
+    let loader = Loader::open(&path, options(Strategy::CorgiPile, Mode::Page)).unwrap();
+    assert_eq!(loader.warnings().len(), 2, "{:?}", loader.warnings());
+    std::fs::remove_file(&path).unwrap();
+}

@@ -1,0 +1,179 @@
+//! Shuffle Once: a copy of a dataset file with its rows in a uniformly
+//! random order, written in bounded memory, as in-database systems keep a
+//! shuffled replica (CorgiPile paper 3.2; it costs a second copy on disk).
+//!
+//! A two-pass external shuffle: each row goes to one of `B` bucket files
+//! chosen uniformly at random, then each bucket (small enough for memory)
+//! is permuted in memory and appended to the output. Independent uniform
+//! buckets and uniform permutations within them give a uniform permutation
+//! of the whole. `B` is 1 (no bucket files) when the decoded rows fit the
+//! memory budget.
+
+use std::path::{Path, PathBuf};
+
+use crate::dataset::{Dataset, DatasetInfo, DatasetWriter, Source, WriterOptions};
+use crate::error::Result;
+use crate::formats::FormatKind;
+use crate::rng::Rng;
+use crate::sparse::SparseBatch;
+
+/// Decoded bytes one bucket may take in memory.
+const BUCKET_BYTES: u64 = 64 << 20;
+/// Rows gathered per bucket before they are pushed to its file.
+const CHUNK_ROWS: usize = 2048;
+const STREAM_BUCKET: u64 = 10;
+const STREAM_PERMUTE: u64 = 11;
+
+/// Writes to `output` a copy of `input` with its rows shuffled uniformly
+/// (fixed by `seed`), with the same page format, page and block sizes and
+/// schema. Memory stays near 64 MiB of decoded rows whatever the file
+/// size; bucket files live beside `output` and are removed. The output is
+/// written atomically.
+///
+/// # Errors
+/// Read errors of `input`; I/O errors writing `output` or the buckets.
+pub fn shuffle_file<S: Source>(
+    input: &Dataset<S>,
+    output: &Path,
+    seed: u64,
+) -> Result<DatasetInfo> {
+    shuffle_file_mapped(input, output, seed).map(|(info, _)| info)
+}
+
+/// [`shuffle_file`], also returning for each row of the copy its row
+/// number in `input` (8 bytes per row), so traces can name original rows.
+pub(crate) fn shuffle_file_mapped<S: Source>(
+    input: &Dataset<S>,
+    output: &Path,
+    seed: u64,
+) -> Result<(DatasetInfo, Vec<u64>)> {
+    let info = input.info();
+    let options = WriterOptions {
+        page_rows: info.page_rows,
+        block_bytes: info.block_bytes,
+        format: info.format,
+        schema: info.schema.clone(),
+    };
+    let decoded = 12 * info.nnz + 16 * info.n_rows;
+    let n_buckets = decoded.div_ceil(BUCKET_BYTES).max(1) as usize;
+    let mut out = DatasetWriter::create(output, info.n_cols, options)?;
+    let mut origin = Vec::new();
+    if n_buckets == 1 {
+        let (rows, labels) = read_all(input)?;
+        let ids: Vec<u64> = (0..labels.len() as u64).collect();
+        let rng = Rng::stream(seed, &[STREAM_PERMUTE, 0]);
+        write_permuted(&mut out, (&rows, &labels, &ids), rng, &mut origin)?;
+        return Ok((out.finish()?, origin));
+    }
+    let buckets = Buckets::new(output, n_buckets);
+    let bucket_options = WriterOptions {
+        page_rows: 1024,
+        block_bytes: 1 << 20,
+        format: FormatKind::TocFull,
+        schema: String::new(),
+    };
+    let mut writers = buckets
+        .paths
+        .iter()
+        .map(|p| DatasetWriter::create(p, info.n_cols, bucket_options.clone()))
+        .collect::<Result<Vec<_>>>()?;
+    let mut chunks = (0..n_buckets)
+        .map(|_| Ok((SparseBatch::with_cols(info.n_cols)?, Vec::new())))
+        .collect::<Result<Vec<_>>>()?;
+    let mut pick = Rng::stream(seed, &[STREAM_BUCKET]);
+    let mut bucket_ids: Vec<Vec<u64>> = vec![Vec::new(); n_buckets];
+    let mut next_id = 0u64;
+    for b in 0..input.n_blocks() {
+        let block = input.read_block(b)?;
+        for (labels, page) in block.load_pages()? {
+            for (row, &label) in page.decode().rows().zip(labels) {
+                let k = pick.below(n_buckets as u64) as usize;
+                bucket_ids[k].push(next_id);
+                next_id += 1;
+                let (batch, chunk_labels) = &mut chunks[k];
+                batch.push_row(row.0, row.1)?;
+                chunk_labels.push(label);
+                if chunk_labels.len() == CHUNK_ROWS {
+                    writers[k].push(batch, chunk_labels)?;
+                    *batch = SparseBatch::with_cols(info.n_cols)?;
+                    chunk_labels.clear();
+                }
+            }
+        }
+    }
+    for ((mut writer, (batch, labels)), k) in writers.into_iter().zip(chunks).zip(0u64..) {
+        writer.push(&batch, &labels)?;
+        writer.finish()?;
+        let bucket = Dataset::open(&buckets.paths[k as usize])?;
+        let (rows, labels) = read_all(&bucket)?;
+        let rng = Rng::stream(seed, &[STREAM_PERMUTE, k]);
+        let ids = &bucket_ids[k as usize];
+        write_permuted(&mut out, (&rows, &labels, ids), rng, &mut origin)?;
+    }
+    Ok((out.finish()?, origin))
+}
+
+/// Bucket file paths, removed when dropped (success or error).
+struct Buckets {
+    paths: Vec<PathBuf>,
+}
+
+impl Buckets {
+    fn new(output: &Path, n: usize) -> Buckets {
+        let name = output
+            .file_name()
+            .map_or_else(|| "shuffled".into(), |n| n.to_string_lossy().into_owned());
+        let dir = output.parent().unwrap_or(Path::new("."));
+        let paths = (0..n)
+            .map(|k| dir.join(format!(".{name}.bucket-{k}")))
+            .collect();
+        Buckets { paths }
+    }
+}
+
+impl Drop for Buckets {
+    fn drop(&mut self) {
+        for p in &self.paths {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Every row and label of a dataset, in file order.
+fn read_all<S: Source>(ds: &Dataset<S>) -> Result<(SparseBatch, Vec<f64>)> {
+    let mut rows = SparseBatch::with_cols(ds.info().n_cols)?;
+    let mut labels = Vec::new();
+    for b in 0..ds.n_blocks() {
+        let block = ds.read_block(b)?;
+        for (page_labels, page) in block.load_pages()? {
+            for (cols, values) in page.decode().rows() {
+                rows.push_row(cols, values)?;
+            }
+            labels.extend_from_slice(page_labels);
+        }
+    }
+    Ok((rows, labels))
+}
+
+/// Appends `rows` (with their labels and original ids) to `out` in a
+/// random order, recording the original ids in `origin`.
+fn write_permuted(
+    out: &mut DatasetWriter,
+    (rows, labels, ids): (&SparseBatch, &[f64], &[u64]),
+    mut rng: Rng,
+    origin: &mut Vec<u64>,
+) -> Result<()> {
+    let order = rng.permutation(labels.len());
+    origin.extend(order.iter().map(|&i| ids[i]));
+    for chunk in order.chunks(CHUNK_ROWS) {
+        let mut batch = SparseBatch::with_cols(rows.n_cols())?;
+        let mut chunk_labels = Vec::with_capacity(chunk.len());
+        for &i in chunk {
+            let (cols, values) = rows.row(i);
+            batch.push_row(cols, values)?;
+            chunk_labels.push(labels[i]);
+        }
+        out.push(&batch, &chunk_labels)?;
+    }
+    Ok(())
+}

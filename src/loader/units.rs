@@ -1,0 +1,148 @@
+//! What the loader's buffer holds and shuffles: whole encoded pages (page
+//! mode) or decoded rows (exact mode), and how a run of them becomes a
+//! mini-batch.
+
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use super::{BatchPart, MiniBatch, Mode, Plan};
+use crate::dataset::Block;
+use crate::error::Result;
+use crate::formats::EncodedBatch;
+use crate::sparse::SparseBatch;
+
+/// One page, loaded (validated, TOC tree built) and ready for kernels.
+#[derive(Debug)]
+pub(crate) struct PageUnit {
+    pub(crate) labels: Arc<[f64]>,
+    pub(crate) batch: Arc<dyn EncodedBatch>,
+    /// Global index (in file order) of the page's first row.
+    pub(crate) first_row: u64,
+}
+
+/// One decoded row.
+#[derive(Debug)]
+pub(crate) struct RowUnit {
+    pub(crate) cols: Box<[u32]>,
+    pub(crate) values: Box<[f64]>,
+    pub(crate) label: f64,
+    /// Global index of the row in file order.
+    pub(crate) row: u64,
+}
+
+/// A buffered unit. Shared (`Arc`) so MRS can replay reservoir units
+/// without copying them.
+#[derive(Debug, Clone)]
+pub(crate) enum Unit {
+    Page(Arc<PageUnit>),
+    Row(Arc<RowUnit>),
+}
+
+impl Unit {
+    /// Rows the unit holds.
+    pub(crate) fn n_rows(&self) -> usize {
+        match self {
+            Unit::Page(p) => p.labels.len(),
+            Unit::Row(_) => 1,
+        }
+    }
+
+    /// Bytes the unit keeps in memory (payload and labels; bookkeeping
+    /// excluded), for the loader's memory report.
+    pub(crate) fn bytes(&self) -> usize {
+        match self {
+            Unit::Page(p) => p.batch.encoded_len() + 8 * p.labels.len(),
+            Unit::Row(r) => 12 * r.cols.len() + 16,
+        }
+    }
+}
+
+/// Turns a block into units: its pages loaded in parallel, and in exact
+/// mode decoded into rows. `first_row` is the global index of the block's
+/// first row.
+pub(crate) fn block_units(block: &Block, first_row: u64, mode: Mode) -> Result<Vec<Unit>> {
+    let pages = block.load_pages()?;
+    let mut units = Vec::new();
+    let mut row = first_row;
+    for (labels, batch) in pages {
+        let n = labels.len() as u64;
+        match mode {
+            Mode::Page => units.push(Unit::Page(Arc::new(PageUnit {
+                labels: labels.into(),
+                batch: Arc::from(batch),
+                first_row: row,
+            }))),
+            Mode::Exact => {
+                let decoded = batch.decode();
+                for (i, (cols, values)) in decoded.rows().enumerate() {
+                    units.push(Unit::Row(Arc::new(RowUnit {
+                        cols: cols.into(),
+                        values: values.into(),
+                        label: labels[i],
+                        row: row + i as u64,
+                    })));
+                }
+            }
+        }
+        row += n;
+    }
+    Ok(units)
+}
+
+/// Builds mini-batches from runs of units, encoding exact-mode batches in
+/// parallel (rayon) in the given format.
+pub(crate) fn make_batches(
+    runs: Vec<Vec<Unit>>,
+    plan: &Plan,
+    replay: bool,
+) -> Result<Vec<MiniBatch>> {
+    runs.into_par_iter()
+        .map(|run| make_batch(run, plan, replay))
+        .collect()
+}
+
+fn make_batch(run: Vec<Unit>, plan: &Plan, replay: bool) -> Result<MiniBatch> {
+    let (n_cols, format, trace) = (plan.n_cols, plan.format, plan.trace);
+    let mut rows = Vec::new();
+    let mut parts = Vec::new();
+    let mut sparse: Option<(SparseBatch, Vec<f64>)> = None;
+    for unit in &run {
+        match unit {
+            Unit::Page(p) => {
+                if trace {
+                    rows.extend(p.first_row..p.first_row + p.labels.len() as u64);
+                }
+                parts.push(BatchPart {
+                    labels: Arc::clone(&p.labels),
+                    batch: Arc::clone(&p.batch),
+                });
+            }
+            Unit::Row(r) => {
+                if trace {
+                    rows.push(r.row);
+                }
+                if sparse.is_none() {
+                    sparse = Some((SparseBatch::with_cols(n_cols)?, Vec::new()));
+                }
+                let (batch, labels) = sparse.as_mut().expect("just set");
+                batch.push_row(&r.cols, &r.values)?;
+                labels.push(r.label);
+            }
+        }
+    }
+    if let Some((batch, labels)) = sparse {
+        parts.push(BatchPart {
+            labels: labels.into(),
+            batch: Arc::from(format.encode(&batch)?),
+        });
+    }
+    if let Some(origin) = &plan.row_origin {
+        rows.iter_mut().for_each(|r| *r = origin[*r as usize]);
+    }
+    Ok(MiniBatch {
+        parts,
+        replay,
+        rows: trace.then_some(rows),
+    })
+}

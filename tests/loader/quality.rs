@@ -1,0 +1,131 @@
+//! Shuffle quality on label-sorted real data (mushrooms sorted by label,
+//! the CorgiPile paper's "clustered" setting): the strategies rank as the
+//! paper's Figure 3 shows, and Shuffle Once's copy holds the same rows.
+
+use std::sync::Arc;
+
+use super::{temp_path, write_file};
+use crate::support::load;
+use tocpile::dataset::Dataset;
+use tocpile::loader::{
+    labels_in_file_order, shuffle_file, Buffer, Loader, LoaderOptions, Mode, ShuffleQuality,
+    Strategy,
+};
+use tocpile::SparseBatch;
+
+/// Mushrooms with its rows sorted by label (negatives first).
+fn clustered() -> (SparseBatch, Vec<f64>) {
+    let (rows, labels) = load("mushrooms", usize::MAX);
+    let mut order: Vec<usize> = (0..labels.len()).collect();
+    order.sort_by(|&a, &b| labels[a].total_cmp(&labels[b]));
+    let mut sorted = SparseBatch::with_cols(rows.n_cols()).unwrap();
+    for &i in &order {
+        let (c, v) = rows.row(i);
+        sorted.push_row(c, v).unwrap();
+    }
+    (sorted, order.iter().map(|&i| labels[i]).collect())
+}
+
+fn quality(path: &std::path::Path, strategy: Strategy, mode: Mode) -> ShuffleQuality {
+    let ds = Arc::new(Dataset::open(path).unwrap());
+    let labels = labels_in_file_order(&ds).unwrap();
+    let options = LoaderOptions {
+        strategy,
+        mode,
+        trace: true,
+        buffer: Buffer::Fraction(0.1),
+        scratch_dir: Some(std::env::temp_dir()),
+        ..LoaderOptions::default()
+    };
+    let loader = Loader::new(ds, options).unwrap();
+    let mut epoch = loader.epoch(0).unwrap();
+    for batch in epoch.by_ref() {
+        batch.unwrap();
+    }
+    epoch.trace().unwrap().quality(&labels, 50)
+}
+
+#[test]
+fn strategies_rank_as_in_the_paper_on_clustered_data() {
+    let (rows, labels) = clustered();
+    // 25-row pages, blocks of about 512 bytes: about 130 blocks, so the
+    // 10% buffer holds 13. A buffer's label share varies like a binomial
+    // over its blocks (sorted data: each block is one label), so CorgiPile's
+    // label skew sits between a full shuffle's and the others'.
+    let path = write_file(&rows, &labels, 25, 512);
+    let q = |s| quality(&path, s, Mode::Exact);
+    let none = q(Strategy::NoShuffle);
+    let corgi = q(Strategy::CorgiPile);
+    let once = q(Strategy::ShuffleOnce);
+    let epoch = q(Strategy::EpochShuffle);
+    let window = q(Strategy::SlidingWindow);
+    let block = q(Strategy::BlockOnly);
+    assert!(
+        none.rank_correlation > 0.999 && none.label_skew > 0.4,
+        "{none:?}"
+    );
+    // Full shuffles: no correlation left, label mix as random as can be.
+    for full in [&once, &epoch] {
+        assert!(full.rank_correlation.abs() < 0.05, "{full:?}");
+        assert!(full.label_skew < 1.3 * full.uniform_label_skew, "{full:?}");
+    }
+    // CorgiPile mixes labels nearly as well as a full shuffle; the
+    // sliding window and block-only shuffles do not.
+    assert!(
+        corgi.label_skew < 3.0 * corgi.uniform_label_skew,
+        "{corgi:?}"
+    );
+    assert!(corgi.rank_correlation.abs() < 0.2, "{corgi:?}");
+    assert!(
+        window.label_skew > 2.5 * corgi.label_skew,
+        "{window:?} {corgi:?}"
+    );
+    assert!(
+        block.label_skew > 2.5 * corgi.label_skew,
+        "{block:?} {corgi:?}"
+    );
+    assert!(window.rank_correlation > 0.9, "{window:?}");
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn page_mode_mixes_blocks_when_pages_are_small() {
+    let (rows, labels) = clustered();
+    let path = write_file(&rows, &labels, 10, 2048);
+    let page = quality(&path, Strategy::CorgiPile, Mode::Page);
+    let none = quality(&path, Strategy::NoShuffle, Mode::Page);
+    assert!(page.label_skew < 0.5 * none.label_skew, "{page:?} {none:?}");
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn shuffle_once_keeps_every_row_and_label() {
+    let (rows, labels) = load("mushrooms", 3000);
+    let path = write_file(&rows, &labels, 64, 4096);
+    let out = temp_path("shuffled");
+    let ds = Dataset::open(&path).unwrap();
+    let info = shuffle_file(&ds, &out, 9).unwrap();
+    assert_eq!((info.n_rows, info.nnz), (ds.info().n_rows, ds.info().nnz));
+    let copy = Dataset::open(&out).unwrap();
+    let read = |d: &Dataset| {
+        let mut all = Vec::new();
+        for b in 0..d.n_blocks() {
+            let block = d.read_block(b).unwrap();
+            for (l, page) in block.load_pages().unwrap() {
+                let decoded = page.decode();
+                for (i, (c, v)) in decoded.rows().enumerate() {
+                    let bits: Vec<u64> = v.iter().map(|x| x.to_bits()).collect();
+                    all.push((c.to_vec(), bits, l[i].to_bits()));
+                }
+            }
+        }
+        all
+    };
+    let (mut a, mut b) = (read(&ds), read(&copy));
+    assert_ne!(a, b, "the order changed");
+    a.sort();
+    b.sort();
+    assert_eq!(a, b, "the same rows");
+    std::fs::remove_file(&path).unwrap();
+    std::fs::remove_file(&out).unwrap();
+}
