@@ -21,7 +21,7 @@
 //!   label `> 0` as the positive class, so 0/1 and -1/+1 labels both work;
 //! - `Softmax` and `Mlp` with several outputs take the label as a class
 //!   index: a label that is not an integer in `0..classes` is an
-//!   [`Error::BadLabel`](crate::Error::BadLabel) naming the part and row;
+//!   [`Error::BadLabel`] naming the part and row;
 //! - `LinearRegression` uses the label as it is.
 //!
 //! Every model rejects a label that is not finite (`Error::BadLabel`).
@@ -353,7 +353,7 @@ impl Model {
     /// # Errors
     /// [`Error::BadArgument`] for `n_cols == 0`, a softmax with fewer than
     /// two classes, or an MLP layer of width 0; [`Error::TooLarge`] for
-    /// more than [`MAX_COLS`](crate::MAX_COLS) columns or parameters that
+    /// more than [`MAX_COLS`] columns or parameters that
     /// cannot be addressed.
     pub fn new(kind: ModelKind, n_cols: usize, seed: u64) -> Result<Model> {
         let widths = kind.widths();
