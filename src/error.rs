@@ -264,6 +264,18 @@ pub enum Error {
         /// The checksum of the bytes read.
         found: u32,
     },
+    /// A label cannot be used by the model: a class label that is not an
+    /// integer in `0..classes`, or a label that is not finite.
+    BadLabel {
+        /// Index of the part (page) within the mini-batch.
+        part: usize,
+        /// Row within the part.
+        row: usize,
+        /// The label found.
+        label: f64,
+        /// What the model needs (e.g. "a class index in 0..10").
+        expected: String,
+    },
     /// An error inside a section of a file: `error`'s offsets are relative
     /// to the section, which starts at byte `offset` of the file.
     InFile {
@@ -430,6 +442,15 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "{path}: {section} at byte {offset} is damaged: checksum {found:08x}, expected {expected:08x}"
+            ),
+            Error::BadLabel {
+                part,
+                row,
+                label,
+                expected,
+            } => write!(
+                f,
+                "part {part}, row {row}: label {label} is not {expected}"
             ),
             Error::InFile {
                 path,

@@ -1,0 +1,345 @@
+//! Model files, version 1 (specified in `docs/FORMAT.md`, "Model files"):
+//!
+//! ```text
+//! model  := "TOCM" version:u8(=1) kind:u8 0x00 0x00
+//!           n_cols:u64le n_layers:u32le width:u64le{n_layers}
+//!           n_params:u64le param:f64le{n_params} crc32:u32le
+//! ```
+//!
+//! Neither paper defines a model format; this one is ours. Writing is
+//! atomic (a temporary file beside the target, fsynced, renamed). Reading
+//! treats the bytes as hostile: every count is checked against the bytes
+//! that remain before anything is allocated, the CRC-32 covers every byte
+//! before it, and every violation is an [`Error`] with its offset, never a
+//! panic.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::Path;
+
+use super::{check_dims, param_count, Layer, Model, ModelKind};
+use crate::error::{Error, Result};
+
+const MAGIC: [u8; 4] = *b"TOCM";
+const VERSION: u8 = 1;
+/// Magic, version, kind, two reserved bytes, `n_cols`, `n_layers`.
+const FIXED: usize = 8 + 8 + 4;
+
+fn io_error(path: &Path, e: &std::io::Error) -> Error {
+    Error::Io {
+        path: path.display().to_string(),
+        kind: e.kind(),
+        message: e.to_string(),
+    }
+}
+
+/// A little-endian reader over untrusted bytes.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn take(&mut self, what: &'static str, n: usize) -> Result<&[u8]> {
+        let available = self.bytes.len() - self.at;
+        if n > available {
+            return Err(Error::Truncated {
+                what,
+                offset: self.at,
+                needed: n as u64,
+                available,
+            });
+        }
+        self.at += n;
+        Ok(&self.bytes[self.at - n..self.at])
+    }
+
+    fn u64(&mut self, what: &'static str) -> Result<u64> {
+        let b = self.take(what, 8)?;
+        Ok(u64::from_le_bytes(b.try_into().expect("8 bytes")))
+    }
+
+    fn u32(&mut self, what: &'static str) -> Result<u32> {
+        let b = self.take(what, 4)?;
+        Ok(u32::from_le_bytes(b.try_into().expect("4 bytes")))
+    }
+
+    /// A field that must be at most `max`, as a `usize`.
+    fn bounded(&mut self, what: &'static str, value: u64, max: u64) -> Result<usize> {
+        if value > max {
+            return Err(Error::FieldOutOfRange {
+                what,
+                offset: self.at - 8,
+                value,
+                max,
+            });
+        }
+        Ok(value as usize)
+    }
+}
+
+impl Model {
+    /// The model file bytes (see the module docs and `docs/FORMAT.md`).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let widths = self.kind.widths();
+        let mut out = Vec::with_capacity(FIXED + 8 * widths.len() + 8 * self.n_params() + 12);
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&[VERSION, self.kind.code(), 0, 0]);
+        out.extend_from_slice(&(self.n_cols as u64).to_le_bytes());
+        out.extend_from_slice(&(widths.len() as u32).to_le_bytes());
+        for w in widths {
+            out.extend_from_slice(&(w as u64).to_le_bytes());
+        }
+        out.extend_from_slice(&(self.n_params() as u64).to_le_bytes());
+        for layer in &self.layers {
+            for v in layer.values() {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        let crc = crc32fast::hash(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out
+    }
+
+    /// Reads a model from untrusted bytes. Never panics; allocates at most
+    /// about the input's length.
+    ///
+    /// # Errors
+    /// The first rule the bytes break (`docs/FORMAT.md`, "Model files"):
+    /// [`Error::Truncated`], [`Error::BadMagic`],
+    /// [`Error::UnsupportedVersion`], [`Error::FieldOutOfRange`] (kind,
+    /// reserved bytes, dimensions), [`Error::LengthMismatch`] (parameter
+    /// count), [`Error::TrailingBytes`], then
+    /// [`Error::ChecksumMismatch`] (with the path `"(memory)"`).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Model> {
+        parse(bytes, "(memory)")
+    }
+
+    /// Writes the model to `path` atomically: the bytes go to a temporary
+    /// file beside it, which is fsynced and then renamed over `path`.
+    ///
+    /// # Errors
+    /// [`Error::Io`]; `path` is then untouched.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+        let written = File::create(&tmp)
+            .and_then(|mut f| {
+                f.write_all(&self.to_bytes())?;
+                f.sync_all()
+            })
+            .map_err(|e| io_error(&tmp, &e))
+            .and_then(|()| fs::rename(&tmp, path).map_err(|e| io_error(path, &e)));
+        if let Err(e) = written {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+        // Make the rename durable (best effort).
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads a model file written by [`save`](Self::save).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the file cannot be read;
+    /// [`Error::ChecksumMismatch`] naming the file; any other rule of
+    /// [`from_bytes`](Self::from_bytes) as an [`Error::InFile`] naming the
+    /// file (offsets are from its start).
+    pub fn load(path: impl AsRef<Path>) -> Result<Model> {
+        let path = path.as_ref();
+        let bytes = fs::read(path).map_err(|e| io_error(path, &e))?;
+        let name = path.display().to_string();
+        parse(&bytes, &name).map_err(|error| match error {
+            e @ Error::ChecksumMismatch { .. } => e,
+            error => Error::InFile {
+                path: name.clone(),
+                section: "model file".into(),
+                offset: 0,
+                error: Box::new(error),
+            },
+        })
+    }
+}
+
+fn parse(bytes: &[u8], name: &str) -> Result<Model> {
+    let mut r = Reader { bytes, at: 0 };
+    let magic = r.take("magic", 4).map_err(|_| Error::BadMagic {
+        found: bytes[..bytes.len().min(4)].to_vec(),
+    })?;
+    if magic != MAGIC {
+        return Err(Error::BadMagic {
+            found: magic.to_vec(),
+        });
+    }
+    let head = r.take("header", 4)?;
+    let (version, code, reserved) = (head[0], head[1], [head[2], head[3]]);
+    if version != VERSION {
+        return Err(Error::UnsupportedVersion {
+            found: version,
+            supported: VERSION,
+        });
+    }
+    if code > 4 {
+        return Err(Error::FieldOutOfRange {
+            what: "model kind",
+            offset: 5,
+            value: code.into(),
+            max: 4,
+        });
+    }
+    for (i, &b) in reserved.iter().enumerate() {
+        if b != 0 {
+            return Err(Error::FieldOutOfRange {
+                what: "reserved byte",
+                offset: 6 + i,
+                value: b.into(),
+                max: 0,
+            });
+        }
+    }
+    let raw = r.u64("n_cols")?;
+    let n_cols = r.bounded("n_cols", raw, crate::MAX_COLS as u64)?;
+    let n_layers = r.u32("n_layers")? as usize;
+    // The widths must fit in what remains before they are allocated.
+    if n_layers == 0 || n_layers > (bytes.len() - r.at) / 8 {
+        let available = bytes.len() - r.at;
+        return Err(if n_layers == 0 {
+            Error::FieldOutOfRange {
+                what: "n_layers",
+                offset: r.at - 4,
+                value: 0,
+                max: 0,
+            }
+        } else {
+            Error::Truncated {
+                what: "layer widths",
+                offset: r.at,
+                needed: n_layers as u64 * 8,
+                available,
+            }
+        });
+    }
+    let mut widths = Vec::with_capacity(n_layers);
+    for _ in 0..n_layers {
+        let w = r.u64("layer width")?;
+        widths.push(r.bounded("layer width", w, u32::MAX as u64)?);
+    }
+    let kind = match code {
+        0..=2 => {
+            if n_layers != 1 {
+                return Err(Error::FieldOutOfRange {
+                    what: "layers of a linear model",
+                    offset: FIXED - 4,
+                    value: n_layers as u64,
+                    max: 1,
+                });
+            }
+            if widths[0] != 1 {
+                return Err(Error::FieldOutOfRange {
+                    what: "output width of a linear model",
+                    offset: FIXED,
+                    value: widths[0] as u64,
+                    max: 1,
+                });
+            }
+            [
+                ModelKind::Logistic,
+                ModelKind::Svm,
+                ModelKind::LinearRegression,
+            ][code as usize]
+                .clone()
+        }
+        3 => {
+            if n_layers != 1 {
+                return Err(Error::FieldOutOfRange {
+                    what: "layers of a softmax model",
+                    offset: FIXED - 4,
+                    value: n_layers as u64,
+                    max: 1,
+                });
+            }
+            ModelKind::Softmax { classes: widths[0] }
+        }
+        _ => ModelKind::Mlp {
+            hidden: widths[..n_layers - 1].to_vec(),
+            outputs: widths[n_layers - 1],
+        },
+    };
+    // Widths of 0 (and a softmax of one class) are rejected where they are.
+    let min_width = if code == 3 { 2 } else { 1 };
+    if let Some(i) = (0..n_layers).find(|&i| widths[i] < min_width) {
+        return Err(Error::FieldOutOfRange {
+            what: "layer width (at least 1; a softmax's at least 2)",
+            offset: FIXED + 8 * i,
+            value: widths[i] as u64,
+            max: u32::MAX as u64,
+        });
+    }
+    if n_cols == 0 {
+        return Err(Error::FieldOutOfRange {
+            what: "n_cols (at least 1)",
+            offset: 8,
+            value: 0,
+            max: crate::MAX_COLS as u64,
+        });
+    }
+    check_dims(&kind, n_cols, &widths)?;
+    let expected = param_count(n_cols, &widths).expect("checked by check_dims");
+    let stored = r.u64("n_params")?;
+    if stored != expected as u64 {
+        return Err(Error::LengthMismatch {
+            what: "n_params (implied by the dimensions)",
+            expected: expected as u64,
+            found: stored,
+        });
+    }
+    // Parameters and checksum must be exactly what remains.
+    let remaining = bytes.len() - r.at;
+    let needed = expected as u128 * 8 + 4;
+    if needed > remaining as u128 {
+        return Err(Error::Truncated {
+            what: "parameters and checksum",
+            offset: r.at,
+            needed: u64::try_from(needed).unwrap_or(u64::MAX),
+            available: remaining,
+        });
+    }
+    let body_end = r.at + expected * 8;
+    if body_end + 4 < bytes.len() {
+        return Err(Error::TrailingBytes {
+            offset: body_end + 4,
+            len: bytes.len() - body_end - 4,
+        });
+    }
+    let crc = u32::from_le_bytes(bytes[body_end..].try_into().expect("4 bytes"));
+    let found = crc32fast::hash(&bytes[..body_end]);
+    if crc != found {
+        return Err(Error::ChecksumMismatch {
+            path: name.to_string(),
+            section: "model".into(),
+            offset: 0,
+            expected: crc,
+            found,
+        });
+    }
+    let mut model = Model::new(kind, n_cols, 0)?;
+    let params = bytes[r.at..body_end]
+        .chunks_exact(8)
+        .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")));
+    model
+        .layers
+        .iter_mut()
+        .flat_map(Layer::values_mut)
+        .zip(params)
+        .for_each(|(d, s)| *d = s);
+    Ok(model)
+}

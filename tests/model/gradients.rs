@@ -1,0 +1,203 @@
+//! Gradients: against central finite differences of the objective, and
+//! equal across page formats.
+
+use tocpile::formats::FormatKind;
+use tocpile::model::{Gradient, Model, ModelKind, Part};
+
+use super::{encode_all, parts, random_batch};
+use crate::support::numbers;
+
+const COLS: usize = 6;
+const ROWS: [usize; 3] = [5, 7, 4];
+const L2: f64 = 0.03;
+
+/// Maps a random number in [-1, 1) to a label.
+type Label = fn(f64) -> f64;
+
+/// Every model, with labels it accepts.
+fn cases() -> Vec<(ModelKind, Label)> {
+    fn binary(x: f64) -> f64 {
+        f64::from(x > 0.0)
+    }
+    fn signed(x: f64) -> f64 {
+        if x > 0.0 {
+            1.0
+        } else {
+            -1.0
+        }
+    }
+    fn value(x: f64) -> f64 {
+        3.0 * x + 0.5
+    }
+    fn class3(x: f64) -> f64 {
+        ((x + 1.0) * 1.5).floor().min(2.0)
+    }
+    vec![
+        (ModelKind::Logistic, binary),
+        (ModelKind::Svm, signed),
+        (ModelKind::LinearRegression, value),
+        (ModelKind::Softmax { classes: 3 }, class3),
+        (
+            ModelKind::Mlp {
+                hidden: vec![4, 3],
+                outputs: 3,
+            },
+            class3,
+        ),
+        (
+            ModelKind::Mlp {
+                hidden: vec![5],
+                outputs: 1,
+            },
+            binary,
+        ),
+        (
+            ModelKind::Mlp {
+                hidden: vec![],
+                outputs: 2,
+            },
+            binary,
+        ),
+    ]
+}
+
+/// Three small batches and their labels.
+fn data(seed: u64, label: Label) -> (Vec<tocpile::SparseBatch>, Vec<Vec<f64>>) {
+    let batches: Vec<_> = ROWS
+        .iter()
+        .enumerate()
+        .map(|(i, &r)| random_batch(seed + i as u64, r, COLS))
+        .collect();
+    let labels = ROWS
+        .iter()
+        .enumerate()
+        .map(|(i, &r)| {
+            numbers(seed * 31 + i as u64, r)
+                .into_iter()
+                .map(label)
+                .collect()
+        })
+        .collect();
+    (batches, labels)
+}
+
+/// A model with random parameters (not the zero start of linear models).
+fn random_model(kind: &ModelKind, seed: u64) -> Model {
+    let mut model = Model::new(kind.clone(), COLS, seed).unwrap();
+    let p: Vec<f64> = numbers(seed ^ 0x55, model.n_params())
+        .iter()
+        .map(|x| 0.7 * x)
+        .collect();
+    model.set_params(&p).unwrap();
+    model
+}
+
+fn objective(model: &Model, parts: &[Part<'_>]) -> f64 {
+    model.evaluate(parts).unwrap().mean_loss() + model.penalty(L2)
+}
+
+#[test]
+fn every_gradient_matches_finite_differences() {
+    for (seed, (kind, label)) in cases().into_iter().enumerate() {
+        let seed = seed as u64 + 1;
+        let (batches, labels) = data(seed * 100, label);
+        let pages = encode_all(&batches, FormatKind::TocFull);
+        let parts = parts(&pages, &labels);
+        let model = random_model(&kind, seed);
+        let mut grad = Gradient::new(&model);
+        let stats = model.gradient(&parts, L2, &mut grad).unwrap();
+        assert_eq!(stats.rows, ROWS.iter().sum::<usize>());
+        let eval = model.evaluate(&parts).unwrap();
+        assert_eq!(stats, eval, "{kind}: gradient and evaluate figures");
+        let g = grad.to_vec();
+        let p0 = model.params();
+        let mut probe = model.clone();
+        let h = 1e-5;
+        for i in 0..p0.len() {
+            let mut p = p0.clone();
+            p[i] = p0[i] + h;
+            probe.set_params(&p).unwrap();
+            let up = objective(&probe, &parts);
+            p[i] = p0[i] - h;
+            probe.set_params(&p).unwrap();
+            let down = objective(&probe, &parts);
+            let fd = (up - down) / (2.0 * h);
+            let tol = 1e-6 * g[i].abs().max(fd.abs()).max(1e-2);
+            assert!(
+                (g[i] - fd).abs() <= tol,
+                "{kind}: parameter {i}: gradient {}, finite difference {fd}",
+                g[i]
+            );
+        }
+    }
+}
+
+#[test]
+fn gradients_agree_across_formats() {
+    for (seed, (kind, label)) in cases().into_iter().enumerate() {
+        let seed = seed as u64 + 7;
+        let (batches, labels) = data(seed * 100, label);
+        let model = random_model(&kind, seed);
+        let grads: Vec<Vec<f64>> = [FormatKind::TocFull, FormatKind::Den, FormatKind::Csr]
+            .iter()
+            .map(|&f| {
+                let pages = encode_all(&batches, f);
+                let mut grad = Gradient::new(&model);
+                model
+                    .gradient(&parts(&pages, &labels), L2, &mut grad)
+                    .unwrap();
+                grad.to_vec()
+            })
+            .collect();
+        for other in &grads[1..] {
+            for (i, (a, b)) in grads[0].iter().zip(other).enumerate() {
+                assert!(
+                    (a - b).abs() <= 1e-9 * a.abs().max(1.0),
+                    "{kind}: parameter {i}: {a} vs {b}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn one_epoch_is_the_same_on_toc_and_den() {
+    for (seed, (kind, label)) in cases().into_iter().enumerate() {
+        let seed = seed as u64 + 13;
+        // Twelve pages, three per mini-batch, in a fixed order.
+        let batches: Vec<_> = (0..12)
+            .map(|i| random_batch(seed * 50 + i, 6, COLS))
+            .collect();
+        let labels: Vec<Vec<f64>> = (0..12)
+            .map(|i| numbers(seed * 70 + i, 6).into_iter().map(label).collect())
+            .collect();
+        let train = |format: FormatKind| {
+            let pages = encode_all(&batches, format);
+            let all = parts(&pages, &labels);
+            let mut model = Model::new(kind.clone(), COLS, seed).unwrap();
+            let mut grad = Gradient::new(&model);
+            for step in all.chunks(3) {
+                model.gradient(step, 1e-3, &mut grad).unwrap();
+                model.step(&grad, 0.3);
+            }
+            model.params()
+        };
+        let (toc, den) = (train(FormatKind::TocFull), train(FormatKind::Den));
+        assert_ne!(toc, Model::new(kind.clone(), COLS, seed).unwrap().params());
+        for (i, (a, b)) in toc.iter().zip(&den).enumerate() {
+            assert!((a - b).abs() <= 1e-9, "{kind}: parameter {i}: {a} vs {b}");
+        }
+    }
+}
+
+#[test]
+fn no_rows_gives_the_penalty_gradient_alone() {
+    let model = random_model(&ModelKind::Softmax { classes: 3 }, 3);
+    let mut grad = Gradient::new(&model);
+    let stats = model.gradient(&[], 0.5, &mut grad).unwrap();
+    assert_eq!(stats.rows, 0);
+    let w = &model.layers()[0];
+    let g = &grad.layers()[0];
+    assert_eq!(g.weights(), &(w.weights() * 0.5));
+    assert!(g.bias().iter().all(|&b| b == 0.0));
+}

@@ -1,0 +1,168 @@
+//! Label conventions and argument errors.
+
+use tocpile::formats::FormatKind;
+use tocpile::model::{Gradient, Model, ModelKind, Part};
+use tocpile::Error;
+
+use super::random_batch;
+
+fn page() -> Box<dyn tocpile::formats::EncodedBatch> {
+    FormatKind::TocFull.encode(&random_batch(5, 4, 3)).unwrap()
+}
+
+#[test]
+fn class_labels_must_be_indices() {
+    let page = page();
+    for kind in [
+        ModelKind::Softmax { classes: 3 },
+        ModelKind::Mlp {
+            hidden: vec![2],
+            outputs: 3,
+        },
+    ] {
+        let model = Model::new(kind.clone(), 3, 0).unwrap();
+        for bad in [3.0, -1.0, 1.5, f64::NAN, f64::INFINITY] {
+            let labels = [0.0, 2.0, bad, 1.0];
+            let good = [0.0, 2.0, 1.0, 1.0];
+            let parts = [
+                Part {
+                    labels: &good,
+                    batch: &*page,
+                },
+                Part {
+                    labels: &labels,
+                    batch: &*page,
+                },
+            ];
+            let err = model.evaluate(&parts).unwrap_err();
+            match &err {
+                Error::BadLabel { part, row, .. } => assert_eq!((*part, *row), (1, 2), "{kind}"),
+                other => panic!("{kind}: {other:?}"),
+            }
+            let mut grad = Gradient::new(&model);
+            assert_eq!(
+                model
+                    .gradient(&parts, 0.0, &mut grad)
+                    .unwrap_err()
+                    .to_string(),
+                err.to_string()
+            );
+            assert!(err.to_string().contains("part 1, row 2"), "{err}");
+        }
+    }
+}
+
+#[test]
+fn binary_labels_take_positive_as_the_class() {
+    let page = page();
+    let mut model = Model::new(ModelKind::Logistic, 3, 0).unwrap();
+    model.set_params(&[0.3, -0.2, 0.1, 0.05]).unwrap();
+    let zero_one = [0.0, 1.0, 1.0, 0.0];
+    let signed = [-1.0, 1.0, 1.0, -1.0];
+    let eval = |labels: &[f64]| {
+        model
+            .evaluate(&[Part {
+                labels,
+                batch: &*page,
+            }])
+            .unwrap()
+    };
+    let (a, b) = (eval(&zero_one), eval(&signed));
+    assert_eq!((a.loss_sum, a.correct), (b.loss_sum, b.correct));
+    // Regression rejects only non-finite labels.
+    let reg = Model::new(ModelKind::LinearRegression, 3, 0).unwrap();
+    let part = |labels| Part {
+        labels,
+        batch: &*page,
+    };
+    assert!(reg.evaluate(&[part(&[-7.5, 1e6, 0.25, 3.0])]).is_ok());
+    assert!(matches!(
+        reg.evaluate(&[part(&[0.0, f64::NAN, 0.0, 0.0])]),
+        Err(Error::BadLabel {
+            part: 0,
+            row: 1,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn shape_mismatches_are_errors() {
+    let page = page();
+    let model = Model::new(ModelKind::Svm, 4, 0).unwrap();
+    let labels = [1.0; 4];
+    let parts = [Part {
+        labels: &labels,
+        batch: &*page,
+    }];
+    assert!(matches!(
+        model.evaluate(&parts),
+        Err(Error::LengthMismatch { .. })
+    ));
+    let model = Model::new(ModelKind::Svm, 3, 0).unwrap();
+    let parts = [Part {
+        labels: &labels[..3],
+        batch: &*page,
+    }];
+    assert!(matches!(
+        model.evaluate(&parts),
+        Err(Error::LengthMismatch { .. })
+    ));
+}
+
+#[test]
+fn names_and_bad_dimensions() {
+    assert_eq!(ModelKind::from_name("LR", 2).unwrap(), ModelKind::Logistic);
+    assert_eq!(ModelKind::from_name("svm", 2).unwrap(), ModelKind::Svm);
+    assert_eq!(
+        ModelKind::from_name("linreg", 0).unwrap(),
+        ModelKind::LinearRegression
+    );
+    assert_eq!(
+        ModelKind::from_name("softmax", 10).unwrap(),
+        ModelKind::Softmax { classes: 10 }
+    );
+    assert_eq!(
+        ModelKind::from_name("mlp", 2).unwrap(),
+        ModelKind::Mlp {
+            hidden: vec![200, 50],
+            outputs: 1
+        }
+    );
+    assert_eq!(ModelKind::from_name("mlp", 10).unwrap(), ModelKind::mlp(10));
+    for name in ModelKind::NAMES {
+        assert_eq!(ModelKind::from_name(name, 3).unwrap().name(), name);
+    }
+    assert!(ModelKind::from_name("softmax", 1).is_err());
+    assert!(ModelKind::from_name("tree", 2).is_err());
+    assert!(Model::new(ModelKind::Logistic, 0, 0).is_err());
+    assert!(Model::new(ModelKind::Softmax { classes: 1 }, 3, 0).is_err());
+    let zero_width = ModelKind::Mlp {
+        hidden: vec![3, 0],
+        outputs: 2,
+    };
+    assert!(Model::new(zero_width, 3, 0).is_err());
+    let huge = ModelKind::Mlp {
+        hidden: vec![1 << 31, 1 << 31],
+        outputs: 2,
+    };
+    assert!(matches!(
+        Model::new(huge, 3, 0),
+        Err(Error::TooLarge { .. })
+    ));
+}
+
+#[test]
+fn mlp_initialisation_is_seeded() {
+    let kind = ModelKind::mlp(10);
+    let a = Model::new(kind.clone(), 20, 1).unwrap();
+    assert_eq!(a, Model::new(kind.clone(), 20, 1).unwrap());
+    assert_ne!(a.params(), Model::new(kind, 20, 2).unwrap().params());
+    let r = (6.0f64 / (20 + 200) as f64).sqrt();
+    let w = a.layers()[0].weights();
+    assert!(w.iter().all(|x| x.abs() <= r) && w.iter().any(|x| x.abs() > 0.9 * r));
+    assert!(a
+        .layers()
+        .iter()
+        .all(|l| l.bias().iter().all(|&b| b == 0.0)));
+}
