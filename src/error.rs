@@ -276,6 +276,13 @@ pub enum Error {
         /// What the model needs (e.g. "a class index in 0..10").
         expected: String,
     },
+    /// Training diverged: the loss of an epoch is not finite.
+    Diverged {
+        /// The epoch (from 0).
+        epoch: usize,
+        /// The learning rate of that epoch.
+        learning_rate: f64,
+    },
     /// An error inside a section of a file: `error`'s offsets are relative
     /// to the section, which starts at byte `offset` of the file.
     InFile {
@@ -451,6 +458,14 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "part {part}, row {row}: label {label} is not {expected}"
+            ),
+            Error::Diverged {
+                epoch,
+                learning_rate,
+            } => write!(
+                f,
+                "training diverged in epoch {epoch} (the loss is not finite) with learning \
+                 rate {learning_rate}: lower the learning rate"
             ),
             Error::InFile {
                 path,

@@ -53,10 +53,9 @@ pub mod ingest;
 pub mod kernels;
 pub mod loader;
 pub mod model;
-// Used by the loader and the models (their commits follow).
-#[allow(dead_code)]
 mod rng;
 mod sparse;
+pub mod train;
 
 pub use codec::{
     decode_bytes, encode, DecodeTree, EncodeOptions, Encoder, Level, Packing, TocBatch,

@@ -11,3 +11,4 @@ mod kernels;
 mod loader;
 mod model;
 mod sparse;
+mod train;

@@ -1,0 +1,200 @@
+//! The MGD trainer: mini-batch SGD on encoded mini-batches from a
+//! [`Loader`], with the gradient computed on the encoded form (see
+//! [`model`](crate::model)).
+//!
+//! Each epoch: the loader yields mini-batches in its strategy's order, the
+//! model takes one step per mini-batch (`w -= lr_e * (grad + l2 * w)`),
+//! and the learning rate decays exponentially between epochs
+//! (`lr_e = lr * decay^e`; the CorgiPile paper's default decay is 0.95,
+//! section 7.1).
+//! The epoch's training loss and accuracy (R^2 for regression) are the
+//! running figures of the mini-batches as the model met them (before each
+//! step), as the papers plot them; [`evaluate`] gives exact figures on any
+//! file. MRS's replay batches train the model too (that is the strategy)
+//! but are left out of the epoch's figures, which cover each row once.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::dataset::{Dataset, Source};
+use crate::error::{Error, Result};
+use crate::loader::{Loader, MiniBatch};
+use crate::model::{Gradient, Metrics, Model, Part};
+
+/// How to train.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainOptions {
+    /// Epochs to run (default 10).
+    pub epochs: usize,
+    /// Learning rate of the first epoch (default 0.1).
+    pub learning_rate: f64,
+    /// Factor applied to the learning rate after each epoch (default
+    /// 0.95).
+    pub decay: f64,
+    /// L2 regularisation strength (default 0).
+    pub l2: f64,
+}
+
+impl Default for TrainOptions {
+    fn default() -> Self {
+        TrainOptions {
+            epochs: 10,
+            learning_rate: 0.1,
+            decay: 0.95,
+            l2: 0.0,
+        }
+    }
+}
+
+/// Loss and accuracy (or R^2) of a model on some rows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Score {
+    /// Mean loss per row (penalty excluded).
+    pub loss: f64,
+    /// Fraction classified correctly, or R^2 for regression.
+    pub accuracy: f64,
+    /// Rows scored.
+    pub rows: u64,
+}
+
+impl Score {
+    fn of(metrics: &Metrics) -> Score {
+        Score {
+            loss: metrics.mean_loss(),
+            accuracy: metrics.accuracy().or(metrics.r2()).unwrap_or(f64::NAN),
+            rows: metrics.rows() as u64,
+        }
+    }
+}
+
+/// What one epoch did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EpochReport {
+    /// Epoch number, from 0.
+    pub epoch: usize,
+    /// Learning rate used.
+    pub learning_rate: f64,
+    /// Running training figures (each row once, before its step).
+    pub train: Score,
+    /// Figures on the evaluation file, when one was given.
+    pub eval: Option<Score>,
+    /// Wall-clock seconds of the epoch (evaluation excluded).
+    pub seconds: f64,
+    /// Seconds of those spent waiting for the loader.
+    pub wait_seconds: f64,
+    /// Mini-batches (steps) taken, MRS's replays included.
+    pub steps: usize,
+    /// Most bytes the loader's buffers held.
+    pub buffer_peak_bytes: usize,
+}
+
+/// Trains `model` for `options.epochs` epochs over `loader`, evaluating on
+/// `eval` after each epoch if given, and calling `on_epoch` with each
+/// report as it is made (for progress output).
+///
+/// # Errors
+/// Loader errors (a corrupt block, say) and model errors (a label the
+/// model cannot use) as they occur; [`Error::Diverged`] when the loss of
+/// an epoch is not finite, naming the epoch and learning rate.
+pub fn train<S: Source + 'static>(
+    model: &mut Model,
+    loader: &Loader<S>,
+    options: &TrainOptions,
+    eval: Option<&Path>,
+    mut on_epoch: impl FnMut(&EpochReport),
+) -> Result<Vec<EpochReport>> {
+    if !(options.learning_rate > 0.0 && options.learning_rate.is_finite()) {
+        return Err(Error::BadArgument {
+            what: "learning rate",
+            expected: "a positive finite number",
+        });
+    }
+    let decay_ok = options.decay > 0.0 && options.decay <= 1.0;
+    if !decay_ok || options.l2.is_nan() || options.l2 < 0.0 {
+        return Err(Error::BadArgument {
+            what: "decay and l2",
+            expected: "a decay in (0, 1] and a non-negative l2",
+        });
+    }
+    let eval = eval.map(Dataset::open).transpose()?.map(Arc::new);
+    let mut grad = Gradient::new(model);
+    let mut reports = Vec::with_capacity(options.epochs);
+    for epoch in 0..options.epochs {
+        let lr = options.learning_rate * options.decay.powi(epoch as i32);
+        let start = Instant::now();
+        let mut metrics = Metrics::new(model.kind());
+        let mut batches = loader.epoch(epoch as u64)?;
+        let mut steps = 0;
+        for batch in batches.by_ref() {
+            let batch = batch?;
+            let parts = parts_of(&batch);
+            let stats = model.gradient(&parts, options.l2, &mut grad)?;
+            model.step(&grad, lr);
+            steps += 1;
+            if !batch.replay {
+                metrics.add(&stats);
+            }
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        let train = Score::of(&metrics);
+        if !train.loss.is_finite() {
+            return Err(Error::Diverged {
+                epoch,
+                learning_rate: lr,
+            });
+        }
+        let eval = match &eval {
+            Some(ds) => Some(evaluate(model, ds)?),
+            None => None,
+        };
+        let stats = batches.stats();
+        let report = EpochReport {
+            epoch,
+            learning_rate: lr,
+            train,
+            eval,
+            seconds,
+            wait_seconds: stats.wait_seconds,
+            steps,
+            buffer_peak_bytes: stats.buffer_peak_bytes,
+        };
+        on_epoch(&report);
+        reports.push(report);
+    }
+    Ok(reports)
+}
+
+/// The parts of a mini-batch as the model takes them.
+pub fn parts_of(batch: &MiniBatch) -> Vec<Part<'_>> {
+    batch
+        .parts
+        .iter()
+        .map(|p| Part {
+            labels: &p.labels,
+            batch: &*p.batch,
+        })
+        .collect()
+}
+
+/// Loss and accuracy (R^2 for regression) of `model` on every row of a
+/// dataset file, read sequentially with read-ahead.
+///
+/// # Errors
+/// Read errors; model errors for labels or columns it cannot use.
+pub fn evaluate<S: Source + 'static>(model: &Model, dataset: &Arc<Dataset<S>>) -> Result<Score> {
+    let mut metrics = Metrics::new(model.kind());
+    for block in dataset.prefetch((0..dataset.n_blocks()).collect(), 2)? {
+        let block = block?;
+        let pages = block.load_pages()?;
+        let parts: Vec<Part<'_>> = pages
+            .iter()
+            .map(|(labels, batch)| Part {
+                labels,
+                batch: &**batch,
+            })
+            .collect();
+        metrics.add(&model.evaluate(&parts)?);
+    }
+    Ok(Score::of(&metrics))
+}

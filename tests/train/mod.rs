@@ -1,0 +1,147 @@
+//! The trainer end to end: loader -> encoded mini-batches -> model, on
+//! real data; the same model whatever the page format or buffering;
+//! divergence named.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::loader::write_file;
+use crate::support::{load, shuffled};
+use tocpile::dataset::{Dataset, DatasetWriter, WriterOptions};
+use tocpile::formats::FormatKind;
+use tocpile::loader::{Loader, LoaderOptions, Mode, Strategy};
+use tocpile::model::{Model, ModelKind};
+use tocpile::train::{evaluate, train, TrainOptions};
+use tocpile::Error;
+
+fn mushrooms_file(format: FormatKind, page_rows: usize) -> PathBuf {
+    let (rows, labels) = load("mushrooms", usize::MAX);
+    let path = crate::loader::temp_path(format.name());
+    let options = WriterOptions {
+        page_rows,
+        block_bytes: 8192,
+        format,
+        ..WriterOptions::default()
+    };
+    let mut w = DatasetWriter::create(&path, rows.n_cols(), options).unwrap();
+    w.push(&rows, &labels).unwrap();
+    w.finish().unwrap();
+    path
+}
+
+#[test]
+fn logistic_regression_learns_mushrooms_through_corgipile() {
+    let path = mushrooms_file(FormatKind::TocFull, 50);
+    for mode in [Mode::Exact, Mode::Page] {
+        let loader = Loader::open(
+            &path,
+            LoaderOptions {
+                mode,
+                seed: 3,
+                ..LoaderOptions::default()
+            },
+        )
+        .unwrap();
+        let mut model = Model::new(ModelKind::Logistic, 98, 0).unwrap();
+        let options = TrainOptions {
+            epochs: 10,
+            learning_rate: 1.0,
+            l2: 1e-5,
+            ..TrainOptions::default()
+        };
+        let mut seen = 0;
+        let reports = train(&mut model, &loader, &options, Some(&path), |r| {
+            assert_eq!(r.epoch, seen);
+            seen += 1;
+        })
+        .unwrap();
+        assert_eq!(reports.len(), 10);
+        let last = reports.last().unwrap();
+        assert_eq!(last.train.rows, 5644);
+        assert!(last.wait_seconds <= last.seconds);
+        assert!((last.learning_rate - 0.95f64.powi(9)).abs() < 1e-12);
+        let eval = last.eval.unwrap();
+        assert!(eval.accuracy >= 0.99, "{mode:?}: {eval:?}");
+        assert!(reports[0].train.loss > last.train.loss);
+    }
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn the_same_model_from_every_page_format_and_buffering() {
+    // No Shuffle in page mode visits the same pages in the same order in
+    // every file, so the models must agree to rounding.
+    let mut models = Vec::new();
+    for (format, double_buffer) in [
+        (FormatKind::TocFull, true),
+        (FormatKind::TocFull, false),
+        (FormatKind::Den, true),
+        (FormatKind::Csr, true),
+        (FormatKind::Gzip, false),
+    ] {
+        let path = mushrooms_file(format, 50);
+        let loader = Loader::open(
+            &path,
+            LoaderOptions {
+                strategy: Strategy::NoShuffle,
+                mode: Mode::Page,
+                double_buffer,
+                ..LoaderOptions::default()
+            },
+        )
+        .unwrap();
+        let mut model = Model::new(ModelKind::Svm, 98, 0).unwrap();
+        let options = TrainOptions {
+            epochs: 1,
+            l2: 1e-3,
+            ..TrainOptions::default()
+        };
+        train(&mut model, &loader, &options, None, |_| {}).unwrap();
+        models.push((format, model.params()));
+        std::fs::remove_file(&path).unwrap();
+    }
+    let (_, base) = &models[0];
+    for (format, params) in &models[1..] {
+        let diff = base
+            .iter()
+            .zip(params)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        assert!(diff < 1e-9, "{format}: max difference {diff}");
+    }
+}
+
+#[test]
+fn divergence_names_the_epoch_and_rate() {
+    let (rows, labels) = load("mushrooms", 2000);
+    let rows = shuffled(&rows, 1);
+    let big: Vec<f64> = labels.iter().map(|l| l * 1e150).collect();
+    let path = write_file(&rows, &big, 50, 4096);
+    let loader = Loader::open(&path, LoaderOptions::default()).unwrap();
+    let mut model = Model::new(ModelKind::LinearRegression, 98, 0).unwrap();
+    let options = TrainOptions {
+        learning_rate: 10.0,
+        ..TrainOptions::default()
+    };
+    match train(&mut model, &loader, &options, None, |_| {}) {
+        Err(e @ Error::Diverged { epoch: 0, .. }) => {
+            assert!(e.to_string().contains("learning rate 10"), "{e}");
+        }
+        other => panic!("expected divergence in epoch 0, got {other:?}"),
+    }
+    let bad = TrainOptions {
+        learning_rate: -1.0,
+        ..TrainOptions::default()
+    };
+    assert!(matches!(
+        train(&mut model, &loader, &bad, None, |_| {}),
+        Err(Error::BadArgument { .. })
+    ));
+    let ds = Arc::new(Dataset::open(&path).unwrap());
+    let softmax = Model::new(ModelKind::Softmax { classes: 2 }, 98, 0).unwrap();
+    assert!(matches!(
+        evaluate(&softmax, &ds),
+        Err(Error::BadLabel { .. })
+    ));
+    std::fs::remove_file(&path).unwrap();
+}
