@@ -17,6 +17,14 @@ use crate::kernels::layout::{columns, fill, fill_columns, standard, Shape};
 use crate::kernels::{sum4, Workspace};
 use crate::sparse::SparseBatch;
 
+/// Bytes of a DEN page of `n_rows` x `n_cols` (header and values), computed
+/// without building it: what [`EncodedBatch::encoded_len`] of the encoded
+/// page returns.
+pub(crate) fn den_len(n_rows: usize, n_cols: usize) -> u64 {
+    let shape = Shape { n_rows, n_cols };
+    header_len(shape, &[]) as u64 + 8 * n_rows as u64 * n_cols as u64
+}
+
 /// The batch as a dense row-major `f64` matrix.
 ///
 /// # Errors

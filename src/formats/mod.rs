@@ -26,6 +26,7 @@ mod general;
 mod sparse;
 mod toc;
 
+pub(crate) use dense::den_len;
 pub(crate) use sparse::index_values;
 
 use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};

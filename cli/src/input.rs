@@ -1,0 +1,277 @@
+//! Opening the user's data: LIBSVM or CSV text (plain or gzip), or a
+//! tocpile dataset file, read chunk by chunk.
+
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use tocpile::dataset::{Dataset, FILE_MAGIC};
+use tocpile::ingest::csv::{CsvOptions, CsvReader, Schema};
+use tocpile::ingest::libsvm::{LibsvmOptions, LibsvmReader};
+use tocpile::ingest::Chunk;
+use tocpile::SparseBatch;
+
+use crate::Failure;
+
+/// Rows read per chunk.
+pub const CHUNK_ROWS: usize = 65_536;
+
+/// Text formats of an input file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TextFormat {
+    /// `label idx:val idx:val ...` lines.
+    Libsvm,
+    /// CSV with a header line.
+    Csv,
+}
+
+/// How to read an input file (shared by `encode`, `ratio` and `bench`).
+#[derive(Debug, Clone, Args)]
+pub struct InputArgs {
+    /// Input format; default by extension (`.csv[.gz]` is CSV; `.libsvm`,
+    /// `.svm`, `.txt` and anything else LIBSVM). A tocpile dataset file
+    /// (`.toc`) is recognised by its first bytes, where a command reads
+    /// one.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub input_format: Option<TextFormat>,
+    /// LIBSVM: the column count (default: the largest index seen, which
+    /// reads the file twice).
+    #[arg(long, value_name = "N")]
+    pub cols: Option<usize>,
+    /// LIBSVM: indices start at 0 (default 1).
+    #[arg(long)]
+    pub zero_based: bool,
+    /// CSV: name of the label column.
+    #[arg(long, value_name = "NAME", default_value = "label")]
+    pub label_column: String,
+    /// CSV: the feature columns from a saved schema (a schema text file, as
+    /// `tocpile inspect --schema` prints, or a .toc file encoded from CSV);
+    /// default: inferred from the file (which reads it twice).
+    #[arg(long, value_name = "FILE")]
+    pub schema: Option<PathBuf>,
+}
+
+/// An open input, read chunk by chunk.
+pub enum Input {
+    Libsvm(LibsvmReader),
+    Csv(Box<CsvReader>),
+    /// A dataset file: its rows, page by page.
+    Dataset {
+        dataset: Box<Dataset>,
+        next_block: usize,
+    },
+}
+
+/// Whether `path` starts with the dataset file magic.
+fn is_dataset(path: &Path) -> bool {
+    let mut head = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| head == FILE_MAGIC)
+}
+
+/// The text format of `path`: as asked, else by extension.
+fn text_format(path: &Path, asked: Option<TextFormat>) -> TextFormat {
+    if let Some(format) = asked {
+        return format;
+    }
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    let name = name.strip_suffix(".gz").unwrap_or(&name);
+    if name.ends_with(".csv") {
+        TextFormat::Csv
+    } else {
+        TextFormat::Libsvm
+    }
+}
+
+/// Reads a saved schema: a schema text file, or the schema stored in a
+/// dataset file.
+fn read_schema(path: &Path) -> Result<Schema, Failure> {
+    let text = if is_dataset(path) {
+        let dataset = Dataset::open(path)?;
+        let text = dataset.info().schema.clone();
+        if text.is_empty() {
+            return Err(Failure::about(
+                path,
+                "this dataset file stores no schema (it was not encoded from CSV)",
+            ));
+        }
+        text
+    } else {
+        std::fs::read_to_string(path).map_err(|e| Failure::about(path, e))?
+    };
+    Schema::from_text(&text).map_err(|e| Failure::about(path, e))
+}
+
+impl Input {
+    /// Opens `path` as `args` say. Dataset files are accepted only if
+    /// `datasets` is true.
+    pub fn open(path: &Path, args: &InputArgs, datasets: bool) -> Result<Input, Failure> {
+        if !path.exists() {
+            return Err(Failure::about(path, "no such file"));
+        }
+        if datasets && args.input_format.is_none() && is_dataset(path) {
+            return Ok(Input::Dataset {
+                dataset: Box::new(Dataset::open(path)?),
+                next_block: 0,
+            });
+        }
+        match text_format(path, args.input_format) {
+            TextFormat::Libsvm => {
+                let options = LibsvmOptions {
+                    n_cols: args.cols,
+                    zero_based: args.zero_based,
+                };
+                Ok(Input::Libsvm(LibsvmReader::open(path, options)?))
+            }
+            TextFormat::Csv => {
+                let schema = args.schema.as_deref().map(read_schema).transpose()?;
+                let options = CsvOptions {
+                    label: args.label_column.clone(),
+                    schema,
+                    ..CsvOptions::default()
+                };
+                Ok(Input::Csv(Box::new(CsvReader::open(path, options)?)))
+            }
+        }
+    }
+
+    /// The column count of every row.
+    pub fn n_cols(&self) -> usize {
+        match self {
+            Input::Libsvm(r) => r.n_cols(),
+            Input::Csv(r) => r.n_cols(),
+            Input::Dataset { dataset, .. } => dataset.info().n_cols,
+        }
+    }
+
+    /// The schema to store with the rows (CSV), as text; empty otherwise.
+    pub fn schema_text(&self) -> String {
+        match self {
+            Input::Csv(r) => r.schema().to_text(),
+            Input::Dataset { dataset, .. } => dataset.info().schema.clone(),
+            Input::Libsvm(_) => String::new(),
+        }
+    }
+
+    /// CSV categorical values not in the schema, so far.
+    pub fn unseen_levels(&self) -> u64 {
+        match self {
+            Input::Csv(r) => r.unseen_levels(),
+            _ => 0,
+        }
+    }
+
+    /// The next rows (at most `max_rows` for text; a block for datasets);
+    /// `None` at the end.
+    pub fn next_chunk(&mut self, max_rows: usize) -> Result<Option<Chunk>, Failure> {
+        match self {
+            Input::Libsvm(r) => Ok(r.next_chunk(max_rows)?),
+            Input::Csv(r) => Ok(r.next_chunk(max_rows)?),
+            Input::Dataset {
+                dataset,
+                next_block,
+            } => {
+                if *next_block >= dataset.n_blocks() {
+                    return Ok(None);
+                }
+                let block = dataset.read_block(*next_block)?;
+                *next_block += 1;
+                let mut batch = SparseBatch::with_cols(dataset.info().n_cols)?;
+                let mut labels = Vec::with_capacity(block.n_rows());
+                for p in 0..block.n_pages() {
+                    let (page_labels, page) = block.load_page(p)?;
+                    for (cols, vals) in page.decode().rows() {
+                        batch.push_row(cols, vals)?;
+                    }
+                    labels.extend_from_slice(page_labels);
+                }
+                Ok(Some(Chunk {
+                    batch,
+                    labels,
+                    first_line: 0,
+                }))
+            }
+        }
+    }
+}
+
+/// Reads at most `max_rows` rows of `path` into memory, with a progress
+/// spinner on a terminal.
+pub fn load_rows(
+    path: &Path,
+    args: &InputArgs,
+    max_rows: usize,
+) -> Result<(SparseBatch, Vec<f64>), Failure> {
+    let mut input = Input::open(path, args, true)?;
+    let mut all = SparseBatch::with_cols(input.n_cols())?;
+    let mut labels = Vec::new();
+    let bar = progress(&format!("reading {}", path.display()));
+    while all.n_rows() < max_rows {
+        let want = (max_rows - all.n_rows()).min(CHUNK_ROWS);
+        let Some(chunk) = input.next_chunk(want)? else {
+            break;
+        };
+        let keep = chunk.batch.n_rows().min(max_rows - all.n_rows());
+        for (cols, vals) in chunk.batch.rows().take(keep) {
+            all.push_row(cols, vals)?;
+        }
+        labels.extend_from_slice(&chunk.labels[..keep]);
+        bar.set_position(all.n_rows() as u64);
+    }
+    bar.finish_and_clear();
+    Ok((all, labels))
+}
+
+/// A row-count spinner on stderr, hidden unless stderr is a terminal.
+pub fn progress(message: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new_spinner().with_message(message.to_string());
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg}: {human_pos} rows ({per_sec}, {elapsed})")
+            .expect("valid template"),
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar
+}
+
+/// Rows of `batch` and their labels in a random order fixed by `seed`
+/// (Fisher-Yates with SplitMix64): the TOC paper shuffles once before
+/// cutting mini-batches.
+pub fn shuffled(
+    batch: &SparseBatch,
+    labels: &[f64],
+    seed: u64,
+) -> Result<(SparseBatch, Vec<f64>), Failure> {
+    let mut order: Vec<usize> = (0..batch.n_rows()).collect();
+    let mut state = seed;
+    let mut next = move || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    for i in (1..order.len()).rev() {
+        // Multiply-shift into 0..=i: bias below 2^-32 for fewer than 2^32
+        // rows.
+        let j = ((u128::from(next()) * (i as u128 + 1)) >> 64) as usize;
+        order.swap(i, j);
+    }
+    let mut out = SparseBatch::with_cols(batch.n_cols())?;
+    for &r in &order {
+        let (cols, vals) = batch.row(r);
+        out.push_row(cols, vals)?;
+    }
+    let labels = order
+        .iter()
+        .filter_map(|&r| labels.get(r).copied())
+        .collect();
+    Ok((out, labels))
+}
