@@ -1,0 +1,93 @@
+//! Helpers shared by the loader and training experiments: the shared
+//! datasets as dataset files, in file order or clustered by label (the
+//! CorgiPile paper's "clustered" setting), and page-cache control.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use crate::support::{dataset_cols, load};
+use tocpile::dataset::{DatasetInfo, DatasetWriter, WriterOptions};
+use tocpile::formats::FormatKind;
+use tocpile::SparseBatch;
+
+/// Rows of a shared dataset (at most `max_rows`), sorted by label when
+/// `clustered` (stable: ties keep file order).
+pub fn rows(name: &str, max_rows: usize, clustered: bool) -> (SparseBatch, Vec<f64>) {
+    let (rows, labels) = load(name, max_rows);
+    if !clustered {
+        return (rows, labels);
+    }
+    let mut order: Vec<usize> = (0..labels.len()).collect();
+    order.sort_by(|&a, &b| labels[a].total_cmp(&labels[b]));
+    let mut sorted = SparseBatch::with_cols(dataset_cols(name)).expect("columns");
+    for &i in &order {
+        let (c, v) = rows.row(i);
+        sorted.push_row(c, v).expect("row");
+    }
+    (sorted, order.iter().map(|&i| labels[i]).collect())
+}
+
+/// Writes rows to a dataset file of `blocks` blocks or so (the block size
+/// is chosen from a first TOC encoding of the same rows).
+pub fn write(
+    path: &Path,
+    rows: &SparseBatch,
+    labels: &[f64],
+    format: FormatKind,
+    page_rows: usize,
+    block_bytes: usize,
+) -> tocpile::Result<DatasetInfo> {
+    let options = WriterOptions {
+        page_rows,
+        block_bytes,
+        format,
+        ..WriterOptions::default()
+    };
+    let mut w = DatasetWriter::create(path, rows.n_cols(), options)?;
+    for start in (0..labels.len()).step_by(100_000) {
+        let end = (start + 100_000).min(labels.len());
+        w.push(&rows.slice_rows(start..end), &labels[start..end])?;
+    }
+    w.finish()
+}
+
+/// The block size that cuts `rows` into about `blocks` TOC blocks.
+pub fn block_bytes_for(
+    rows: &SparseBatch,
+    labels: &[f64],
+    page_rows: usize,
+    blocks: usize,
+    scratch: &Path,
+) -> tocpile::Result<usize> {
+    let info = write(
+        scratch,
+        rows,
+        labels,
+        FormatKind::TocFull,
+        page_rows,
+        1 << 30,
+    )?;
+    std::fs::remove_file(scratch).ok();
+    Ok((info.file_bytes as usize / blocks).max(1))
+}
+
+/// A scratch path in the temporary directory.
+pub fn scratch(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("tocpile-{}-{name}", std::process::id()))
+}
+
+/// Flushes dirty pages and drops the page cache (root on Linux), so the
+/// next reads come from disk. Returns whether it worked.
+pub fn drop_page_cache() -> bool {
+    let synced = std::process::Command::new("sync")
+        .status()
+        .is_ok_and(|s| s.success());
+    synced && std::fs::write("/proc/sys/vm/drop_caches", "1").is_ok()
+}
+
+/// Median of a non-empty list.
+pub fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
