@@ -20,7 +20,9 @@
 //! encoded pages and makes a mini-batch of the next pages holding
 //! `batch_rows` rows, with no re-encoding; the file's `page_rows` must then
 //! be a fraction of the batch (say 50 for 250-row batches) or batches
-//! cannot mix blocks ([`Loader::warnings`]).
+//! cannot mix blocks ([`Loader::warnings`]). The default, [`Mode::Auto`],
+//! takes page mode when a mini-batch spans at least four pages and exact
+//! mode otherwise.
 //!
 //! **Engineering.** With double buffering (the default, paper 6.3) a
 //! read-ahead thread reads blocks and a producer thread fills and shuffles
@@ -127,7 +129,17 @@ pub enum Mode {
     Exact,
     /// Whole encoded pages; no re-encoding.
     Page,
+    /// Page mode when a mini-batch spans at least [`AUTO_MIN_PAGES`]
+    /// pages of the file (so that it mixes rows of several blocks), exact
+    /// mode otherwise. The default: page mode trains to the same accuracy
+    /// at a fraction of the loading cost when pages are small (measured in
+    /// `docs/RESULTS.md`), and exact mode is the safe choice when they are
+    /// not.
+    Auto,
 }
+
+/// Pages a mini-batch must span for [`Mode::Auto`] to choose page mode.
+pub const AUTO_MIN_PAGES: usize = 4;
 
 /// The buffer size of CorgiPile, Sliding-Window and MRS.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -146,7 +158,7 @@ pub enum Buffer {
 pub struct LoaderOptions {
     /// The ordering strategy (default CorgiPile).
     pub strategy: Strategy,
-    /// What the buffer shuffles (default exact rows).
+    /// What the buffer shuffles (default [`Mode::Auto`]).
     pub mode: Mode,
     /// Rows per mini-batch (default 250).
     pub batch_rows: usize,
@@ -178,7 +190,7 @@ impl Default for LoaderOptions {
     fn default() -> Self {
         LoaderOptions {
             strategy: Strategy::CorgiPile,
-            mode: Mode::Exact,
+            mode: Mode::Auto,
             batch_rows: 250,
             buffer: Buffer::Fraction(0.1),
             seed: 0,
@@ -328,6 +340,11 @@ impl<S: Source + 'static> Loader<S> {
         &self.options
     }
 
+    /// The mode in use ([`Mode::Auto`] resolved).
+    pub fn mode(&self) -> Mode {
+        self.plan.mode
+    }
+
     /// Blocks the CorgiPile buffer holds (all of this worker's blocks for
     /// Epoch Shuffle).
     pub fn buffer_blocks(&self) -> usize {
@@ -422,9 +439,15 @@ fn make_plan<T: Source>(ds: &Dataset<T>, o: &LoaderOptions) -> (Plan, Vec<String
         (_, Buffer::Fraction(f)) => ((f * n_blocks as f64).ceil() as usize).max(1),
     };
     // Sliding-Window and MRS hold a share of the units (rows, or pages).
-    let units = |b: usize| match o.mode {
-        Mode::Exact => ds.block_rows(b),
+    let page_rows = ds.info().page_rows.max(1);
+    let mode = match o.mode {
+        Mode::Auto if o.batch_rows / page_rows >= AUTO_MIN_PAGES => Mode::Page,
+        Mode::Auto => Mode::Exact,
+        chosen => chosen,
+    };
+    let units = |b: usize| match mode {
         Mode::Page => ds.block_pages(b),
+        _ => ds.block_rows(b),
     };
     let total_units: u64 = (0..n_blocks).map(units).sum();
     let window_units = match o.buffer {
@@ -441,7 +464,7 @@ fn make_plan<T: Source>(ds: &Dataset<T>, o: &LoaderOptions) -> (Plan, Vec<String
             buffer_blocks.min(worker_blocks)
         ));
     }
-    if o.mode == Mode::Page && ds.info().page_rows * 2 > o.batch_rows {
+    if mode == Mode::Page && ds.info().page_rows * 2 > o.batch_rows {
         warnings.push(format!(
             "page mode with {}-row pages and {}-row mini-batches: a mini-batch holds a single \
              page, so its rows all come from one block; write the file with pages of at most \
@@ -452,7 +475,7 @@ fn make_plan<T: Source>(ds: &Dataset<T>, o: &LoaderOptions) -> (Plan, Vec<String
     }
     let plan = Plan {
         strategy: o.strategy,
-        mode: o.mode,
+        mode,
         batch_rows: o.batch_rows,
         buffer_blocks,
         window_units,

@@ -73,7 +73,7 @@ pub(crate) fn block_units(block: &Block, first_row: u64, mode: Mode) -> Result<V
                 batch: Arc::from(batch),
                 first_row: row,
             }))),
-            Mode::Exact => {
+            Mode::Exact | Mode::Auto => {
                 let decoded = batch.decode();
                 for (i, (cols, values)) in decoded.rows().enumerate() {
                     units.push(Unit::Row(Arc::new(RowUnit {

@@ -290,3 +290,24 @@ fn bad_options_are_errors_and_risky_ones_warn() {
     assert_eq!(loader.warnings().len(), 2, "{:?}", loader.warnings());
     std::fs::remove_file(&path).unwrap();
 }
+
+#[test]
+fn auto_mode_takes_pages_only_when_batches_span_several() {
+    let (rows, labels) = numbered_rows(500, 9);
+    for (page_rows, batch_rows, expected) in [
+        (50, 250, Mode::Page),
+        (62, 250, Mode::Page),
+        (63, 250, Mode::Exact),
+        (250, 250, Mode::Exact),
+    ] {
+        let path = write_file(&rows, &labels, page_rows, 100_000);
+        let o = LoaderOptions {
+            batch_rows,
+            ..LoaderOptions::default()
+        };
+        let loader = Loader::open(&path, o).unwrap();
+        assert_eq!(loader.mode(), expected, "{page_rows}-row pages");
+        assert!(loader.warnings().iter().all(|w| !w.contains("page mode")));
+        std::fs::remove_file(&path).unwrap();
+    }
+}
