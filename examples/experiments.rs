@@ -6,14 +6,16 @@
 //! cargo run --release --example experiments -- formats [--dataset NAME] [--rows N] [--epochs N] [--lr X] [--budget X]
 //! ```
 //!
-//! **shuffling** (CorgiPile paper Figure 2 / 12, Table 3): 10% of the rows
-//! (random, seed 42) are held out as the test file; the rest, sorted by
+//! **shuffling** (CorgiPile paper Figure 2 / 12, Table 3): columns are
+//! max-abs scaled (fitted on the training rows), 10% of the rows (random,
+//! seed 42) are held out as the test file; the rest, sorted by
 //! label (clustered), are the training file: TOC_FULL, 50-row pages, about
 //! 1,000 blocks. The model trains with every strategy (10% buffer, exact
 //! mode; CorgiPile also in page mode, and with 1%, 2% and 5% buffers) and
 //! the test accuracy after each epoch is reported.
 //!
-//! **formats** (TOC paper Table 6): the rows shuffled once, stored as
+//! **formats** (TOC paper Table 6): the rows max-abs scaled and shuffled
+//! once, stored as
 //! 250-row pages in every format; logistic regression reads them in file
 //! order (page mode, one page per mini-batch). (a) every file in the page
 //! cache; (b) a memory budget of `--budget` times the TOC file's size
@@ -108,12 +110,16 @@ fn shuffling(args: &Args) -> tocpile::Result<()> {
     let max_rows: usize = args.get("--rows", usize::MAX);
     let epochs: usize = args.get("--epochs", 5);
     let model_name: String = args.get("--model", "lr".to_string());
-    let lr: f64 = args.get("--lr", 0.01);
+    let lr: f64 = args.get("--lr", 0.1);
     let (rows, labels) = shared::rows(&name, max_rows, false);
     let classes = labels.iter().fold(0.0f64, |m, &l| m.max(l)) as usize + 1;
     let kind = ModelKind::from_name(&model_name, classes)?;
-    let [(test_rows, test_labels), (train_rows, train_labels)] = split(&rows, &labels, 0.1);
+    let [(mut test_rows, test_labels), (mut train_rows, train_labels)] =
+        split(&rows, &labels, 0.1);
     drop(rows);
+    let fit = train_rows.clone();
+    shared::maxabs_scale(&fit, &mut [&mut train_rows, &mut test_rows]);
+    drop(fit);
     let (train_rows, train_labels) = sort_by_label(&train_rows, &train_labels);
     let train_path = shared::scratch("train.toc");
     let test_path = shared::scratch("test.toc");
@@ -223,9 +229,12 @@ fn formats(args: &Args) -> tocpile::Result<()> {
     let name: String = args.get("--dataset", "census_fertility".to_string());
     let max_rows: usize = args.get("--rows", usize::MAX);
     let epochs: usize = args.get("--epochs", 10);
-    let lr: f64 = args.get("--lr", 0.01);
+    let lr: f64 = args.get("--lr", 0.1);
     let budget_factor: f64 = args.get("--budget", 2.0);
-    let (rows, labels) = shared::rows(&name, max_rows, false);
+    let (mut rows, labels) = shared::rows(&name, max_rows, false);
+    let fit = rows.clone();
+    shared::maxabs_scale(&fit, &mut [&mut rows]);
+    drop(fit);
     let rows = support::shuffled(&rows, 42);
     let labels = shuffled_labels(&labels, 42);
     let formats = [

@@ -91,3 +91,34 @@ pub fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
     xs[xs.len() / 2]
 }
+
+/// Divides every column by its largest absolute value in `fit` (max-abs
+/// scaling: sparsity is kept, values land in [-1, 1]), applied to each of
+/// `batches`. Raw features of very different magnitudes (a distance in
+/// miles beside one-hot columns) otherwise force a learning rate too small
+/// for the one-hot weights to move.
+pub fn maxabs_scale(fit: &SparseBatch, batches: &mut [&mut SparseBatch]) {
+    let mut max = vec![0.0f64; fit.n_cols()];
+    for (cols, values) in fit.rows() {
+        for (&c, &v) in cols.iter().zip(values) {
+            max[c as usize] = max[c as usize].max(v.abs());
+        }
+    }
+    for batch in batches.iter_mut() {
+        let mut scaled = SparseBatch::with_cols(batch.n_cols()).expect("columns");
+        let mut buf = Vec::new();
+        for (cols, values) in batch.rows() {
+            buf.clear();
+            buf.extend(cols.iter().zip(values).map(|(&c, &v)| {
+                let m = max[c as usize];
+                if m > 0.0 {
+                    v / m
+                } else {
+                    v
+                }
+            }));
+            scaled.push_row(cols, &buf).expect("row");
+        }
+        **batch = scaled;
+    }
+}
