@@ -4,7 +4,16 @@
 //! ```text
 //! cargo run --release --example experiments -- shuffling [--dataset NAME] [--rows N] [--epochs N] [--lr X] [--model lr|svm|softmax]
 //! cargo run --release --example experiments -- formats [--dataset NAME] [--rows N] [--epochs N] [--lr X] [--budget X]
+//! cargo run --release --example experiments -- speed [--dataset NAME] [--epochs N] [--lr X]
 //! ```
+//!
+//! **speed** (against scikit-learn and Vowpal Wabbit, whose side is
+//! `experiments/baselines.sh`): the same preparation as theirs (max-abs
+//! scaling fitted on the training rows, one shuffle, a 90/10 split), the
+//! training rows written as TOC_FULL with 50-row pages; logistic
+//! regression for `--epochs` epochs with No Shuffle (the file is already
+//! shuffled, as their fixed order is) and with CorgiPile. Examples per
+//! second count training time only (as theirs do), not writing the file.
 //!
 //! **shuffling** (CorgiPile paper Figure 2 / 12, Table 3): columns are
 //! max-abs scaled (fitted on the training rows), 10% of the rows (random,
@@ -59,6 +68,7 @@ fn main() -> tocpile::Result<()> {
     match args.0.first().map(String::as_str) {
         Some("shuffling") => shuffling(&args),
         Some("formats") => formats(&args),
+        Some("speed") => speed(&args),
         _ => {
             eprintln!("usage: experiments shuffling|formats [options] (see the source's docs)");
             std::process::exit(2);
@@ -114,8 +124,7 @@ fn shuffling(args: &Args) -> tocpile::Result<()> {
     let (rows, labels) = shared::rows(&name, max_rows, false);
     let classes = labels.iter().fold(0.0f64, |m, &l| m.max(l)) as usize + 1;
     let kind = ModelKind::from_name(&model_name, classes)?;
-    let [(mut test_rows, test_labels), (mut train_rows, train_labels)] =
-        split(&rows, &labels, 0.1);
+    let [(mut test_rows, test_labels), (mut train_rows, train_labels)] = split(&rows, &labels, 0.1);
     drop(rows);
     let fit = train_rows.clone();
     shared::maxabs_scale(&fit, &mut [&mut train_rows, &mut test_rows]);
@@ -339,4 +348,50 @@ fn shuffled_labels(labels: &[f64], seed: u64) -> Vec<f64> {
         .rows()
         .map(|(_, v)| labels[v[0] as usize - 1])
         .collect()
+}
+
+fn speed(args: &Args) -> tocpile::Result<()> {
+    let name: String = args.get("--dataset", "census_fertility".to_string());
+    let epochs: usize = args.get("--epochs", 10);
+    let lr: f64 = args.get("--lr", 0.1);
+    let (rows, labels) = shared::rows(&name, usize::MAX, false);
+    let rows = support::shuffled(&rows, 42);
+    let labels = shuffled_labels(&labels, 42);
+    let n_train = (labels.len() as f64 * 0.9).round() as usize;
+    let mut train_rows = rows.slice_rows(0..n_train);
+    let mut test_rows = rows.slice_rows(n_train..labels.len());
+    drop(rows);
+    let fit = train_rows.clone();
+    shared::maxabs_scale(&fit, &mut [&mut train_rows, &mut test_rows]);
+    drop(fit);
+    let train_path = shared::scratch("speed-train.toc");
+    let test_path = shared::scratch("speed-test.toc");
+    shared::write(&train_path, &train_rows, &labels[..n_train], FormatKind::TocFull, 50, 1 << 20)?;
+    shared::write(&test_path, &test_rows, &labels[n_train..], FormatKind::TocFull, 250, 1 << 22)?;
+    let n_cols = train_rows.n_cols();
+    drop((train_rows, test_rows));
+    let test = Arc::new(Dataset::open(&test_path)?);
+    println!("| dataset | tool | mode | epochs | train rows | seconds | examples/s | test accuracy |");
+    println!("|---|---|---|---:|---:|---:|---:|---:|");
+    for strategy in [Strategy::NoShuffle, Strategy::CorgiPile] {
+        let loader = Loader::open(&train_path, options(strategy, Mode::Auto, 0.1))?;
+        let mut model = Model::new(ModelKind::Logistic, n_cols, 1)?;
+        let train_options = TrainOptions {
+            epochs,
+            learning_rate: lr,
+            ..TrainOptions::default()
+        };
+        let reports = train(&mut model, &loader, &train_options, None, |_| {})?;
+        let secs: f64 = reports.iter().map(|r| r.seconds).sum();
+        let accuracy = evaluate(&model, &test)?.accuracy;
+        println!(
+            "| {name} | tocpile | LR, {strategy}, {:?} mode, batch 250, lr {lr} | {epochs} | {n_train} | {secs:.2} | {:.0} | {:.4} |",
+            loader.mode(),
+            (n_train * epochs) as f64 / secs,
+            accuracy
+        );
+    }
+    std::fs::remove_file(&train_path).ok();
+    std::fs::remove_file(&test_path).ok();
+    Ok(())
 }
