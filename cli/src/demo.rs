@@ -187,10 +187,8 @@ impl Drop for TempFile {
 /// Writes the rows to a temporary dataset file and trains logistic
 /// regression on it with CorgiPile, printing the epochs as they finish.
 fn training_step(demo: &Demo) -> Outcome {
-    let file = TempFile(std::env::temp_dir().join(format!(
-        "tocpile-demo-{}.toc",
-        std::process::id()
-    )));
+    let file =
+        TempFile(std::env::temp_dir().join(format!("tocpile-demo-{}.toc", std::process::id())));
     let options = WriterOptions {
         page_rows: TRAIN_PAGE_ROWS,
         block_bytes: TRAIN_BLOCK_BYTES,

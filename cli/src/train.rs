@@ -298,7 +298,9 @@ fn spinner() -> ProgressBar {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new_spinner();
-    bar.set_style(ProgressStyle::with_template("{spinner} {msg} ({elapsed})").expect("valid template"));
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg} ({elapsed})").expect("valid template"),
+    );
     bar.enable_steady_tick(Duration::from_millis(120));
     bar
 }
@@ -331,7 +333,11 @@ pub fn run(args: &TrainArgs) -> Outcome {
         l2: args.l2,
     };
     let table = Table {
-        metric: if kind.is_regression() { "R^2" } else { "accuracy" },
+        metric: if kind.is_regression() {
+            "R^2"
+        } else {
+            "accuracy"
+        },
         eval: args.eval.is_some(),
         strategy: args.shuffle.len() > 1,
     };
@@ -502,7 +508,11 @@ fn run_json(args: &TrainArgs, kind: &ModelKind, run: &Run) -> RunJson {
     RunJson {
         file: args.file.display().to_string(),
         model: kind.to_string(),
-        metric: if kind.is_regression() { "r2" } else { "accuracy" },
+        metric: if kind.is_regression() {
+            "r2"
+        } else {
+            "accuracy"
+        },
         strategy: run.strategy.name(),
         mode: args.mode.name(),
         batch_size: args.batch_size,
