@@ -769,7 +769,7 @@ fn train_on_a_corrupt_file_names_the_block() {
     std::fs::write(&path, &bytes).unwrap();
     runtime_error(
         &["train", "c.toc", "--epochs", "1"],
-        &dir,
+        dir,
         &["c.toc", "block 0", "checksum"],
     );
 }
@@ -783,7 +783,7 @@ fn train_divergence_exits_1_naming_the_epoch() {
         &[
             "train", "m.toc", "--model", "linreg", "--lr", "1e6", "--json",
         ],
-        &dir,
+        dir,
         &["diverged", "epoch 0", "learning rate"],
     );
     assert!(err.contains("lower the learning rate"), "{err}");
