@@ -11,6 +11,7 @@ mod encode;
 mod input;
 mod output;
 mod ratio;
+mod train;
 
 use std::process::ExitCode;
 
@@ -47,14 +48,15 @@ pub type Outcome = Result<(), Failure>;
 #[command(
     name = "tocpile",
     version,
-    about = "Mini-batch SGD data on compressed form: tuple-oriented compression (TOC) of \
-             LIBSVM/CSV data, compression and kernel studies",
+    about = "Mini-batch SGD on compressed data: tuple-oriented compression (TOC) of \
+             LIBSVM/CSV data, CorgiPile shuffling, training, compression and kernel studies",
     after_help = "Examples:\n  \
         tocpile demo\n  \
         tocpile encode train.libsvm.gz -o train.toc\n  \
         tocpile inspect train.toc\n  \
         tocpile ratio train.libsvm.gz --plot ratio.svg\n  \
-        tocpile bench kernels train.libsvm.gz\n\n\
+        tocpile bench kernels train.libsvm.gz\n  \
+        tocpile train train.toc --eval test.toc --save model.bin\n\n\
         Run `tocpile <command> --help` for each command's options and examples."
 )]
 struct Cli {
@@ -62,8 +64,8 @@ struct Cli {
     command: Command,
 }
 
-/// The commands. A new one (e.g. `train`) is a variant here, its
-/// arguments struct, and one arm in `run`.
+/// The commands. A new one is a variant here, its arguments struct, and
+/// one arm in `run`.
 #[derive(Debug, Subcommand)]
 enum Command {
     Demo(demo::DemoArgs),
@@ -71,6 +73,7 @@ enum Command {
     Inspect(encode::InspectArgs),
     Ratio(ratio::RatioArgs),
     Bench(bench::BenchArgs),
+    Train(train::TrainArgs),
 }
 
 fn run(command: Command) -> Outcome {
@@ -80,6 +83,7 @@ fn run(command: Command) -> Outcome {
         Command::Inspect(args) => encode::run_inspect(&args),
         Command::Ratio(args) => ratio::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Train(args) => train::run(&args),
     }
 }
 
