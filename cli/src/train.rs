@@ -56,8 +56,10 @@ pub struct TrainArgs {
           value_parser = parse_strategy)]
     pub shuffle: Vec<Strategy>,
     /// What the buffer shuffles: rows (exact, re-encoded into each
-    /// mini-batch) or whole encoded pages (page, no re-encoding).
-    #[arg(long, value_enum, default_value = "exact")]
+    /// mini-batch), whole encoded pages (page, no re-encoding), or auto:
+    /// page mode when a mini-batch spans at least four pages of the file,
+    /// exact mode otherwise.
+    #[arg(long, value_enum, default_value = "auto")]
     pub mode: ModeArg,
     /// Epochs to run.
     #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
@@ -111,6 +113,8 @@ pub enum ModeArg {
     Exact,
     /// Shuffle whole encoded pages.
     Page,
+    /// Page mode when batches span four pages or more, else exact.
+    Auto,
 }
 
 impl ModeArg {
@@ -118,6 +122,7 @@ impl ModeArg {
         match self {
             ModeArg::Exact => Mode::Exact,
             ModeArg::Page => Mode::Page,
+            ModeArg::Auto => Mode::Auto,
         }
     }
 
@@ -125,6 +130,7 @@ impl ModeArg {
         match self {
             ModeArg::Exact => "exact",
             ModeArg::Page => "page",
+            ModeArg::Auto => "auto",
         }
     }
 }
@@ -188,6 +194,8 @@ fn parse_fraction(text: &str) -> Result<f64, String> {
 /// One strategy's training run.
 pub struct Run {
     pub strategy: Strategy,
+    /// The mode the loader used (`auto` resolved).
+    pub mode: &'static str,
     pub reports: Vec<EpochReport>,
 }
 
@@ -402,7 +410,15 @@ pub fn run(args: &TrainArgs) -> Outcome {
             }
         };
         printed?;
-        runs.push(Run { strategy, reports });
+        let mode = match loader.mode() {
+            Mode::Page => "page",
+            _ => "exact",
+        };
+        runs.push(Run {
+            strategy,
+            mode,
+            reports,
+        });
         models.push(model);
     }
     bar.finish_and_clear();
@@ -514,7 +530,7 @@ fn run_json(args: &TrainArgs, kind: &ModelKind, run: &Run) -> RunJson {
             "accuracy"
         },
         strategy: run.strategy.name(),
-        mode: args.mode.name(),
+        mode: run.mode,
         batch_size: args.batch_size,
         buffer: args.buffer,
         learning_rate: args.lr,
