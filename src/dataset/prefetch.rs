@@ -69,6 +69,13 @@ impl Iterator for Prefetch {
         if matches!(item, Some(Err(_)) | None) {
             self.rx = None;
         }
+        if item.is_none() {
+            // The thread is done. If it panicked (a bug), do not pass a
+            // truncated order off as a complete one.
+            if let Some(Err(panic)) = self.handle.take().map(JoinHandle::join) {
+                std::panic::resume_unwind(panic);
+            }
+        }
         item
     }
 }

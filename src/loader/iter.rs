@@ -130,10 +130,17 @@ impl Iterator for Epoch {
         let start = Instant::now();
         let item = match &mut self.source {
             EpochSource::Inline(p) => p.next_batch(),
-            EpochSource::Thread { rx, .. } => {
+            EpochSource::Thread { rx, handle, .. } => {
                 let item = rx.as_ref()?.recv().ok();
                 if !matches!(item, Some(Ok(_))) {
                     *rx = None;
+                }
+                if item.is_none() {
+                    // The producer is done. If it panicked (a bug), do not
+                    // pass a truncated epoch off as a complete one.
+                    if let Some(Err(panic)) = handle.take().map(JoinHandle::join) {
+                        std::panic::resume_unwind(panic);
+                    }
                 }
                 item
             }
