@@ -20,10 +20,12 @@
 mod labels;
 mod prefetch;
 mod reader;
+mod source;
 mod writer;
 
 pub use prefetch::Prefetch;
-pub use reader::{Block, Dataset, LoadedPage, Page, Source};
+pub use reader::{Block, Dataset, LoadedPage, Page};
+pub use source::Source;
 pub(crate) use writer::io_error;
 pub use writer::{DatasetWriter, WriterOptions};
 

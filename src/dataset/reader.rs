@@ -7,6 +7,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use super::labels::read_labels;
+use super::source::{read_at, Source};
 use super::writer::io_error;
 use super::{BlockEntry, DatasetInfo, FILE_MAGIC, FILE_VERSION, HEADER_LEN, TRAILER_LEN};
 use crate::codec::wire::{write_varint, Reader};
@@ -16,43 +17,6 @@ use crate::formats::{EncodedBatch, FormatKind};
 use crate::sparse::MAX_COLS;
 
 const FOOTER_MAGIC: [u8; 4] = *b"TOCF";
-
-/// Where a dataset's bytes live: a file (positional reads) or memory.
-pub trait Source: Send + Sync {
-    /// Total bytes.
-    fn size(&self) -> std::io::Result<u64>;
-    /// Fills `buf` from byte `offset`.
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()>;
-}
-
-impl Source for File {
-    fn size(&self) -> std::io::Result<u64> {
-        Ok(self.metadata()?.len())
-    }
-
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-        read_exact_at(self, buf, offset)
-    }
-}
-
-impl Source for Vec<u8> {
-    fn size(&self) -> std::io::Result<u64> {
-        Ok(self.len() as u64)
-    }
-
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-        let end = offset
-            .checked_add(buf.len() as u64)
-            .filter(|&e| e <= self.len() as u64);
-        match end {
-            Some(end) => {
-                buf.copy_from_slice(&self[offset as usize..end as usize]);
-                Ok(())
-            }
-            None => Err(std::io::ErrorKind::UnexpectedEof.into()),
-        }
-    }
-}
 
 /// A page's labels and its batch, loaded in the file's page format.
 pub type LoadedPage<'a> = (&'a [f64], Box<dyn EncodedBatch>);
@@ -443,26 +407,6 @@ fn check_rows(labels: usize, rows: usize) -> Result<()> {
         });
     }
     Ok(())
-}
-
-fn read_at<S: Source>(source: &S, path: &Path, offset: u64, len: u64) -> Result<Vec<u8>> {
-    let mut buf = vec![0u8; len as usize];
-    source
-        .read_exact_at(&mut buf, offset)
-        .map_err(|e| io_error(path, &e))?;
-    Ok(buf)
-}
-
-#[cfg(unix)]
-fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
-}
-
-#[cfg(not(unix))]
-fn read_exact_at(mut file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    use std::io::{Read, Seek, SeekFrom};
-    file.seek(SeekFrom::Start(offset))?;
-    file.read_exact(buf)
 }
 
 fn check_header(header: &[u8]) -> Result<()> {

@@ -1,0 +1,277 @@
+//! `tocpile train` end to end: JSON fields, saved models, evaluation,
+//! strategy comparisons with a plot, bad arguments, corrupt files and
+//! divergence. No wall-clock thresholds.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use serde_json::Value;
+
+/// Encodes the built-in mushrooms data (5,644 rows x 98 columns) into
+/// `name` in `dir`: 50-row pages in blocks of about 1 KiB (57 blocks, so
+/// that CorgiPile's 10% buffer holds six and no warning is printed).
+fn mushrooms(dir: &Path, name: &str) {
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/mushrooms.libsvm.gz");
+    ok(
+        &[
+            "encode",
+            data,
+            "-o",
+            name,
+            "--cols",
+            "98",
+            "--page-rows",
+            "50",
+            "--block-bytes",
+            "1024",
+        ],
+        dir,
+    );
+}
+
+fn number(v: &Value, field: &str) -> f64 {
+    v[field]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{field} is not a number in {v}"))
+}
+
+#[test]
+fn train_json_has_the_documented_fields_and_saves_a_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    mushrooms(dir, "m.toc");
+    let v = json(
+        &[
+            "train", "m.toc", "--epochs", "3", "--lr", "0.5", "--seed", "7", "--json", "--save",
+            "lr.model",
+        ],
+        dir,
+    );
+    let epochs = v["epochs"].as_array().unwrap();
+    assert_eq!(epochs.len(), 3);
+    for (i, e) in epochs.iter().enumerate() {
+        assert_eq!(e["epoch"], i);
+        for field in ["loss", "accuracy", "seconds", "wait_seconds"] {
+            assert!(number(e, field) >= 0.0, "{field}: {e}");
+        }
+        assert!(e.get("eval").is_none(), "{e}");
+    }
+    assert!(number(&epochs[2], "accuracy") > number(&epochs[0], "accuracy") - 0.01);
+    let last = &epochs[2];
+    assert_eq!(v["final"]["loss"], last["loss"]);
+    assert_eq!(v["final"]["accuracy"], last["accuracy"]);
+    assert!(number(&v["final"], "accuracy") > 0.9, "{v}");
+    assert!(v.get("final_eval").is_none());
+    assert_eq!(v["strategy"], "corgipile");
+    assert_eq!(v["model"], "lr");
+    assert_eq!(v["learning_rate"], 0.5);
+    // The saved model reads back.
+    let model = tocpile::model::Model::load(dir.join("lr.model")).unwrap();
+    assert_eq!(model.kind(), &tocpile::model::ModelKind::Logistic);
+    assert_eq!(model.n_cols(), 98);
+    // The same seed gives the same figures.
+    let again = json(
+        &[
+            "train", "m.toc", "--epochs", "3", "--lr", "0.5", "--seed", "7", "--json",
+        ],
+        dir,
+    );
+    assert_eq!(again["final"], v["final"]);
+}
+
+#[test]
+fn train_eval_adds_eval_figures_and_text_prints_the_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    mushrooms(dir, "m.toc");
+    // The same rows with another layout serve as the evaluation file.
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/mushrooms.libsvm.gz");
+    ok(&["encode", data, "-o", "test.toc", "--cols", "98"], dir);
+    let v = json(
+        &[
+            "train", "m.toc", "--epochs", "2", "--lr", "0.5", "--eval", "test.toc", "--model",
+            "svm", "--mode", "page", "--json",
+        ],
+        dir,
+    );
+    for e in v["epochs"].as_array().unwrap() {
+        assert!(number(&e["eval"], "loss") >= 0.0, "{e}");
+        assert!(number(&e["eval"], "accuracy") > 0.5, "{e}");
+    }
+    assert_eq!(v["final_eval"], v["epochs"][1]["eval"]);
+    assert_eq!(v["model"], "svm");
+    assert_eq!(v["mode"], "page");
+    let text = ok(
+        &[
+            "train", "m.toc", "--epochs", "2", "--eval", "test.toc", "--model", "softmax",
+        ],
+        dir,
+    );
+    assert!(text.contains("softmax (2 classes)"), "{text}");
+    assert!(
+        text.contains(
+            "| epoch | loss | accuracy | seconds | wait share | eval loss | eval accuracy |"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("\n| 1 | "), "{text}");
+    assert!(text.contains("final (corgipile): loss"), "{text}");
+    // Linear regression reports R^2.
+    let v = json(
+        &[
+            "train", "m.toc", "--epochs", "2", "--model", "linreg", "--json",
+        ],
+        dir,
+    );
+    assert_eq!(v["metric"], "r2");
+    assert!(number(&v["final"], "accuracy") <= 1.0);
+}
+
+#[test]
+fn train_compares_strategies_in_one_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    mushrooms(dir, "m.toc");
+    let v = json(
+        &[
+            "train",
+            "m.toc",
+            "--epochs",
+            "2",
+            "--shuffle",
+            "corgipile,none,once",
+            "--plot",
+            "shuffles.svg",
+            "--json",
+        ],
+        dir,
+    );
+    let runs = v["runs"].as_array().unwrap();
+    let names: Vec<&str> = runs
+        .iter()
+        .map(|r| r["strategy"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["corgipile", "none", "once"]);
+    for r in runs {
+        assert_eq!(r["epochs"].as_array().unwrap().len(), 2);
+        assert!(number(&r["final"], "loss") > 0.0);
+    }
+    let svg = std::fs::read_to_string(dir.join("shuffles.svg")).unwrap();
+    assert!(svg.starts_with("<svg"), "{svg}");
+    for name in ["corgipile", "none", "once", "loss", "accuracy"] {
+        assert!(svg.contains(name), "{name}");
+    }
+    // Shuffle Once's scratch copy is gone.
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("shuffled"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    // Text: one row per epoch per strategy.
+    let text = ok(
+        &[
+            "train",
+            "m.toc",
+            "--epochs",
+            "2",
+            "--shuffle",
+            "block,epoch",
+        ],
+        dir,
+    );
+    for row in [
+        "| block | 0 |",
+        "| block | 1 |",
+        "| epoch | 0 |",
+        "| epoch | 1 |",
+    ] {
+        assert!(text.contains(row), "{row}: {text}");
+    }
+}
+
+#[test]
+fn train_rejects_bad_arguments() {
+    let (_guard, dir) = fixture();
+    ok(&["encode", "small.libsvm", "-o", "s.toc"], &dir);
+    usage_error(
+        &["train", "s.toc", "--model", "nope"],
+        &dir,
+        "unknown model \"nope\"",
+    );
+    usage_error(&["train", "s.toc", "--buffer", "0"], &dir, "--buffer");
+    usage_error(&["train", "s.toc", "--buffer", "1.5"], &dir, "(0, 1]");
+    usage_error(&["train", "s.toc", "--lr", "-1"], &dir, "positive");
+    usage_error(&["train", "s.toc", "--decay", "0"], &dir, "--decay");
+    usage_error(&["train", "s.toc", "--epochs", "0"], &dir, "--epochs");
+    usage_error(
+        &["train", "s.toc", "--shuffle", "corgipile,bogus"],
+        &dir,
+        "unknown shuffling strategy \"bogus\"",
+    );
+    usage_error(&["train"], &dir, "FILE.toc");
+    runtime_error(&["train", "missing.toc"], &dir, &["missing.toc"]);
+    runtime_error(&["train", "small.libsvm"], &dir, &["small.libsvm"]);
+    runtime_error(
+        &[
+            "train",
+            "s.toc",
+            "--shuffle",
+            "none,once",
+            "--save",
+            "m.model",
+        ],
+        &dir,
+        &["--save", "single"],
+    );
+    assert!(!dir.join("m.model").exists());
+    // Softmax needs class indices.
+    std::fs::write(dir.join("half.svm"), "0.5 1:1\n1 2:1\n").unwrap();
+    ok(&["encode", "half.svm", "-o", "half.toc"], &dir);
+    runtime_error(
+        &[
+            "train",
+            "half.toc",
+            "--model",
+            "softmax",
+            "--shuffle",
+            "none",
+        ],
+        &dir,
+        &["half.toc", "row 0", "label 0.5", "class index"],
+    );
+}
+
+#[test]
+fn train_on_a_corrupt_file_names_the_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    mushrooms(dir, "c.toc");
+    let path = dir.join("c.toc");
+    let mut bytes = std::fs::read(&path).unwrap();
+    // The header is 8 bytes; byte 12 lies in block 0.
+    bytes[12] ^= 0x40;
+    std::fs::write(&path, &bytes).unwrap();
+    runtime_error(
+        &["train", "c.toc", "--epochs", "1"],
+        dir,
+        &["c.toc", "block 0", "checksum"],
+    );
+}
+
+#[test]
+fn train_divergence_exits_1_naming_the_epoch() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    mushrooms(dir, "m.toc");
+    let err = runtime_error(
+        &[
+            "train", "m.toc", "--model", "linreg", "--lr", "1e6", "--json",
+        ],
+        dir,
+        &["diverged", "epoch 0", "learning rate"],
+    );
+    assert!(err.contains("lower the learning rate"), "{err}");
+}
