@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release --example experiments -- shuffling [--dataset NAME] [--rows N] [--epochs N] [--lr X] [--model lr|svm|softmax]
-//! cargo run --release --example experiments -- formats [--dataset NAME] [--rows N] [--epochs N] [--lr X] [--budget X]
+//! cargo run --release --example experiments -- formats [--dataset NAME] [--rows N] [--epochs N] [--lr X] [--budget X] [--formats A,B]
 //! cargo run --release --example experiments -- speed [--dataset NAME] [--epochs N] [--lr X]
 //! ```
 //!
@@ -246,15 +246,17 @@ fn formats(args: &Args) -> tocpile::Result<()> {
     drop(fit);
     let rows = support::shuffled(&rows, 42);
     let labels = shuffled_labels(&labels, 42);
-    let formats = [
-        FormatKind::TocFull,
-        FormatKind::Csr,
-        FormatKind::Cvi,
-        FormatKind::Dvi,
-        FormatKind::Den,
-        FormatKind::Gzip,
-        FormatKind::Snappy,
-    ];
+    let names: String = args.get(
+        "--formats",
+        "TOC_FULL,CSR,CVI,DVI,DEN,gzip,snappy".to_string(),
+    );
+    let mut formats: Vec<FormatKind> = names
+        .split(',')
+        .map(|n| FormatKind::from_name(n).expect("--formats: format names"))
+        .collect();
+    // TOC first: the others are reported as ratios to it.
+    formats.retain(|&f| f != FormatKind::TocFull);
+    formats.insert(0, FormatKind::TocFull);
     let mut files: Vec<(FormatKind, PathBuf, u64)> = Vec::new();
     for f in formats {
         let path = shared::scratch(&format!("formats-{}.toc", f.name()));
@@ -366,12 +368,28 @@ fn speed(args: &Args) -> tocpile::Result<()> {
     drop(fit);
     let train_path = shared::scratch("speed-train.toc");
     let test_path = shared::scratch("speed-test.toc");
-    shared::write(&train_path, &train_rows, &labels[..n_train], FormatKind::TocFull, 50, 1 << 20)?;
-    shared::write(&test_path, &test_rows, &labels[n_train..], FormatKind::TocFull, 250, 1 << 22)?;
+    shared::write(
+        &train_path,
+        &train_rows,
+        &labels[..n_train],
+        FormatKind::TocFull,
+        50,
+        1 << 20,
+    )?;
+    shared::write(
+        &test_path,
+        &test_rows,
+        &labels[n_train..],
+        FormatKind::TocFull,
+        250,
+        1 << 22,
+    )?;
     let n_cols = train_rows.n_cols();
     drop((train_rows, test_rows));
     let test = Arc::new(Dataset::open(&test_path)?);
-    println!("| dataset | tool | mode | epochs | train rows | seconds | examples/s | test accuracy |");
+    println!(
+        "| dataset | tool | mode | epochs | train rows | seconds | examples/s | test accuracy |"
+    );
     println!("|---|---|---|---:|---:|---:|---:|---:|");
     for strategy in [Strategy::NoShuffle, Strategy::CorgiPile] {
         let loader = Loader::open(&train_path, options(strategy, Mode::Auto, 0.1))?;
