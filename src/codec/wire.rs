@@ -247,34 +247,37 @@ pub(crate) fn unpack_into(payload: &[u8], width: u8, count: usize, out: &mut Vec
     }
 }
 
-/// The general bit-width path: a 64-bit accumulator refilled a word at a
-/// time while eight bytes remain, a byte at a time at the tail.
+/// The general bit-width path. Value `i` starts at bit `i * width`; while
+/// the eight bytes from its first byte lie inside the payload it is one
+/// unaligned load, a shift and a mask (no data-dependent branch, so the
+/// loop pipelines); the few values at the tail are assembled byte by byte.
+/// The layout checked that the payload holds `ceil(count * width / 8)`
+/// bytes; a shorter one reads missing bytes as zeros rather than panic.
 fn unpack_bits(payload: &[u8], width: u8, count: usize, out: &mut Vec<u32>) {
-    let w = width as u32;
+    let w = width as usize;
     let mask = (1u64 << w) - 1;
-    let mut acc: u64 = 0;
-    let mut nbits: u32 = 0;
-    let mut p = 0usize;
-    for _ in 0..count {
-        if nbits < w {
-            if p + 8 <= payload.len() {
-                let word = u64::from_le_bytes(payload[p..p + 8].try_into().expect("8 bytes"));
-                acc |= word << nbits;
-                let take = (63 - nbits) / 8;
-                p += take as usize;
-                nbits += take * 8;
-            } else {
-                while nbits <= 56 && p < payload.len() {
-                    acc |= (payload[p] as u64) << nbits;
-                    p += 1;
-                    nbits += 8;
-                }
-            }
-        }
-        out.push((acc & mask) as u32);
-        acc >>= w;
-        nbits -= w;
-    }
+    let fast = match payload.len().checked_sub(8) {
+        Some(room) => ((room * 8 + 7) / w + 1).min(count),
+        None => 0,
+    };
+    out.extend((0..fast).map(|i| {
+        let bit = i * w;
+        let at = bit >> 3;
+        let word = u64::from_le_bytes(payload[at..at + 8].try_into().expect("8 bytes"));
+        ((word >> (bit & 7)) & mask) as u32
+    }));
+    out.extend((fast..count).map(|i| {
+        let bit = i * w;
+        // 5 bytes hold the 7 + 32 bits a value can span.
+        let word = payload
+            .get(bit >> 3..)
+            .unwrap_or_default()
+            .iter()
+            .take(5)
+            .enumerate()
+            .fold(0u64, |acc, (k, &b)| acc | (b as u64) << (8 * k));
+        ((word >> (bit & 7)) & mask) as u32
+    }));
 }
 
 #[cfg(test)]
