@@ -10,7 +10,9 @@ use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use tocpile::dataset::Dataset;
-use tocpile::loader::{labels_in_file_order, Buffer, Loader, LoaderOptions, Mode, Strategy};
+use tocpile::loader::{
+    labels_in_file_order, Buffer, Loader, LoaderOptions, Mode, Strategy, AUTO_MIN_PAGES,
+};
 use tocpile::model::{Model, ModelKind};
 use tocpile::train::{train, EpochReport, Score, TrainOptions};
 
@@ -351,13 +353,19 @@ pub fn run(args: &TrainArgs) -> Outcome {
     };
     if !args.json {
         let info = dataset.info();
+        let spans = args.batch_size as usize / info.page_rows.max(1);
+        let mode = match args.mode {
+            ModeArg::Auto if spans >= AUTO_MIN_PAGES => "page (auto)",
+            ModeArg::Auto => "exact (auto)",
+            other => other.name(),
+        };
         emit(&format!(
             "training {kind} on {}: {} rows x {n_cols} columns in {} blocks; {} mode, \
              {}-row mini-batches, buffer {}, lr {} (decay {}), l2 {}, seed {}\n\n{}",
             args.file.display(),
             info.n_rows,
             info.n_blocks,
-            args.mode.name(),
+            mode,
             args.batch_size,
             args.buffer,
             args.lr,
