@@ -19,7 +19,7 @@
 //!   [`TocBatch::from_bytes_with_tree`](super::TocBatch::from_bytes_with_tree)
 //!   needs no second build before the kernels run.
 //! - After validation, nodes that no code refers to are dropped (most of
-//!   them, on real data): see `DecodeTree::grow_compact`. The complete `C'`
+//!   them, on real data): see `DecodeTree::grow`. The complete `C'`
 //!   of Algorithm 2 remains available from
 //!   [`TocBatch::full_tree`](super::TocBatch::full_tree).
 //! - Flat batches (level `Sparse`) have no tree: the pairs are the rows, and
@@ -116,18 +116,14 @@ impl DecodeTree {
     /// content rule on the way (see the module docs for the order).
     ///
     /// With `compact`, nodes that no code refers to are dropped afterwards
-    /// (see `DecodeTree::grow_compact`).
+    /// (see `DecodeTree::grow`).
     pub(crate) fn build(&mut self, blob: &[u8], layout: &Layout, compact: bool) -> Result<()> {
         self.n_cols = layout.n_cols;
         self.zeros_possible = false;
         self.load_pairs(blob, layout)?;
         self.load_rows(blob, layout)?;
         if layout.has_tree() {
-            if compact {
-                self.grow_compact()
-            } else {
-                self.grow()
-            }
+            self.grow(compact)
         } else {
             self.flat()
         }
@@ -149,26 +145,34 @@ impl DecodeTree {
     /// build then stores a created node only when it is marked and rewrites
     /// each code to its compact id as it goes. Limits and error positions
     /// are those of the full tree, so both builds accept the same blobs.
-    fn grow_compact(&mut self) -> Result<()> {
+    ///
+    /// Without `compact` every created id is marked, so every node is kept
+    /// with its Algorithm 2 id: the complete `C'` of Table 4.
+    fn grow(&mut self, compact: bool) -> Result<()> {
         let n_first = self.pair_cols.len();
         let n_nodes = self.count_nodes()?;
         let n_created = n_nodes - n_first;
         // new_id[id - n_first] for created ids: 0 = unused, UNASSIGNED =
         // used but not yet built, else the compact id (>= n_first >= 1).
-        const UNASSIGNED: u32 = u32::MAX;
         let mut new_id = std::mem::take(&mut self.scratch);
         new_id.clear();
-        new_id.resize(n_created, 0);
-        let mut used = 0usize;
-        for &c in &self.codes {
-            // Out-of-range codes are reported by the loop below, in order.
-            if let Some(slot) = (c as usize).checked_sub(n_first) {
-                if let Some(m) = new_id.get_mut(slot) {
-                    used += (*m == 0) as usize;
-                    *m = UNASSIGNED;
+        let used = if compact {
+            new_id.resize(n_created, 0);
+            let mut used = 0usize;
+            for &c in &self.codes {
+                // Out-of-range codes are reported by the loop below, in order.
+                if let Some(slot) = (c as usize).checked_sub(n_first) {
+                    if let Some(m) = new_id.get_mut(slot) {
+                        used += (*m == 0) as usize;
+                        *m = UNASSIGNED;
+                    }
                 }
             }
-        }
+            used
+        } else {
+            new_id.resize(n_created, UNASSIGNED);
+            n_created
+        };
         self.reset_first_layer(n_first + used);
         for v in [
             &mut self.parent,
@@ -333,53 +337,6 @@ impl DecodeTree {
         self.depth.resize(n_first, 1);
     }
 
-    /// Algorithm 2, phase II, with the content checks.
-    fn grow(&mut self) -> Result<()> {
-        let n_rows = self.n_rows();
-        let n_nodes = self.count_nodes()?;
-        self.reset_first_layer(n_nodes);
-        let mut nnz = 0u64;
-        for row in 0..n_rows {
-            let (s, e) = (
-                self.row_starts[row] as usize,
-                self.row_starts[row + 1] as usize,
-            );
-            let limit = self.parent.len() as u32;
-            let mut prev = 0u32;
-            for (j, &code) in self.codes[s..e].iter().enumerate() {
-                if code == 0 || code >= limit {
-                    return Err(Error::CodeOutOfRange {
-                        row,
-                        position: j,
-                        code: code as u64,
-                        limit: limit as u64,
-                    });
-                }
-                if j > 0 {
-                    let last_col = self.pair_cols[self.key[prev as usize] as usize];
-                    let key = self.first[code as usize];
-                    let next_col = self.pair_cols[key as usize];
-                    if last_col >= next_col {
-                        return Err(Error::ColumnsNotAscending {
-                            row,
-                            position: j,
-                            prev: last_col as u64,
-                            col: next_col as u64,
-                        });
-                    }
-                    self.parent.push(prev);
-                    self.key.push(key);
-                    self.first.push(self.first[prev as usize]);
-                    self.depth.push(self.depth[prev as usize] + 1);
-                }
-                nnz += self.depth[code as usize] as u64;
-                prev = code;
-            }
-        }
-        self.decoded_nnz = nnz;
-        Ok(())
-    }
-
     /// A flat batch: no nodes beyond the first layer; rows must still have
     /// strictly ascending columns.
     fn flat(&mut self) -> Result<()> {
@@ -486,6 +443,9 @@ fn resolve_dict(blob: &[u8], dict: &Dict, scratch: &mut Vec<u32>) -> Result<Vec<
     Ok(out)
 }
 
+/// Marks a created id that a code uses but that has not been built yet.
+const UNASSIGNED: u32 = u32::MAX;
+
 /// The node arrays of a compact tree being built, pre-sized to the nodes
 /// that will be kept, as plain slices so the hot loop indexes registers
 /// rather than reloading `Vec` fields after every push.
@@ -497,7 +457,7 @@ struct Nodes<'a> {
 }
 
 impl Nodes<'_> {
-    /// The loop of [`DecodeTree::grow_compact`]: checks every code, stores
+    /// The loop of [`DecodeTree::grow`]: checks every code, stores
     /// the created nodes marked in `new_id`, rewrites codes to compact ids
     /// and returns the decoded non-zero count.
     fn grow(
@@ -507,7 +467,6 @@ impl Nodes<'_> {
         codes: &mut [u32],
         new_id: &mut [u32],
     ) -> Result<u64> {
-        const UNASSIGNED: u32 = u32::MAX;
         let n_first = pair_cols.len();
         let mut next = n_first as u32;
         let mut created = n_first as u32;
