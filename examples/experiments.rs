@@ -40,6 +40,8 @@ mod support;
 #[path = "shared/mod.rs"]
 mod shared;
 
+use shared::Args;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -51,20 +53,8 @@ use tocpile::model::{Model, ModelKind};
 use tocpile::train::{evaluate, train, TrainOptions};
 use tocpile::SparseBatch;
 
-struct Args(Vec<String>);
-
-impl Args {
-    fn get<T: std::str::FromStr>(&self, name: &str, default: T) -> T {
-        self.0
-            .iter()
-            .position(|a| a == name)
-            .and_then(|i| self.0.get(i + 1))
-            .map_or(default, |s| s.parse().ok().expect(name))
-    }
-}
-
 fn main() -> tocpile::Result<()> {
-    let args = Args(std::env::args().skip(1).collect());
+    let args = Args::from_env();
     match args.0.first().map(String::as_str) {
         Some("shuffling") => shuffling(&args),
         Some("formats") => formats(&args),
@@ -104,17 +94,6 @@ fn split(rows: &SparseBatch, labels: &[f64], share: f64) -> [(SparseBatch, Vec<f
     parts
 }
 
-fn sort_by_label(rows: &SparseBatch, labels: &[f64]) -> (SparseBatch, Vec<f64>) {
-    let mut order: Vec<usize> = (0..labels.len()).collect();
-    order.sort_by(|&a, &b| labels[a].total_cmp(&labels[b]));
-    let mut sorted = SparseBatch::with_cols(rows.n_cols()).expect("cols");
-    for &i in &order {
-        let (c, v) = rows.row(i);
-        sorted.push_row(c, v).expect("row");
-    }
-    (sorted, order.iter().map(|&i| labels[i]).collect())
-}
-
 fn shuffling(args: &Args) -> tocpile::Result<()> {
     let name: String = args.get("--dataset", "census_fertility".to_string());
     let max_rows: usize = args.get("--rows", usize::MAX);
@@ -129,7 +108,7 @@ fn shuffling(args: &Args) -> tocpile::Result<()> {
     let fit = train_rows.clone();
     shared::maxabs_scale(&fit, &mut [&mut train_rows, &mut test_rows]);
     drop(fit);
-    let (train_rows, train_labels) = sort_by_label(&train_rows, &train_labels);
+    let (train_rows, train_labels) = support::sort_by_label(&train_rows, &train_labels);
     let train_path = shared::scratch("train.toc");
     let test_path = shared::scratch("test.toc");
     let block_bytes = shared::block_bytes_for(&train_rows, &train_labels, 50, 1000, &train_path)?;
@@ -244,8 +223,9 @@ fn formats(args: &Args) -> tocpile::Result<()> {
     let fit = rows.clone();
     shared::maxabs_scale(&fit, &mut [&mut rows]);
     drop(fit);
-    let rows = support::shuffled(&rows, 42);
-    let labels = shuffled_labels(&labels, 42);
+    let order = support::shuffle_order(labels.len(), 42);
+    let rows = support::reorder(&rows, &order);
+    let labels: Vec<f64> = order.iter().map(|&i| labels[i]).collect();
     let names: String = args.get(
         "--formats",
         "TOC_FULL,CSR,CVI,DVI,DEN,gzip,snappy".to_string(),
@@ -340,25 +320,14 @@ fn formats(args: &Args) -> tocpile::Result<()> {
     Ok(())
 }
 
-/// Labels in the order `support::shuffled` puts rows in (same seed).
-fn shuffled_labels(labels: &[f64], seed: u64) -> Vec<f64> {
-    let mut tagged = SparseBatch::with_cols(1).expect("one column");
-    for i in 0..labels.len() {
-        tagged.push_row(&[0], &[i as f64 + 1.0]).expect("row");
-    }
-    support::shuffled(&tagged, seed)
-        .rows()
-        .map(|(_, v)| labels[v[0] as usize - 1])
-        .collect()
-}
-
 fn speed(args: &Args) -> tocpile::Result<()> {
     let name: String = args.get("--dataset", "census_fertility".to_string());
     let epochs: usize = args.get("--epochs", 10);
     let lr: f64 = args.get("--lr", 0.1);
     let (rows, labels) = shared::rows(&name, usize::MAX, false);
-    let rows = support::shuffled(&rows, 42);
-    let labels = shuffled_labels(&labels, 42);
+    let order = support::shuffle_order(labels.len(), 42);
+    let rows = support::reorder(&rows, &order);
+    let labels: Vec<f64> = order.iter().map(|&i| labels[i]).collect();
     let n_train = (labels.len() as f64 * 0.9).round() as usize;
     let mut train_rows = rows.slice_rows(0..n_train);
     let mut test_rows = rows.slice_rows(n_train..labels.len());

@@ -31,18 +31,12 @@ use tocpile::model::{Gradient, Model, ModelKind};
 use tocpile::train::parts_of;
 
 fn main() -> tocpile::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let flag = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
-    let name = flag("--dataset").unwrap_or_else(|| "census_fertility".into());
-    let max_rows: usize = flag("--rows").map_or(usize::MAX, |s| s.parse().expect("--rows N"));
-    let blocks: usize = flag("--blocks").map_or(400, |s| s.parse().expect("--blocks N"));
-    let rounds: usize = flag("--rounds").map_or(5, |s| s.parse().expect("--rounds N"));
-    let cold = args.iter().any(|a| a == "--cold");
+    let args = shared::Args::from_env();
+    let name: String = args.get("--dataset", "census_fertility".to_string());
+    let max_rows: usize = args.get("--rows", usize::MAX);
+    let blocks: usize = args.get("--blocks", 400);
+    let rounds: usize = args.get("--rounds", 5);
+    let cold = args.has("--cold");
 
     let (rows, labels) = shared::rows(&name, max_rows, true);
     let path = shared::scratch("loader.toc");

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{dataset_cols, load};
+use crate::support::{load, sort_by_label};
 use tocpile::dataset::{DatasetInfo, DatasetWriter, WriterOptions};
 use tocpile::formats::FormatKind;
 use tocpile::SparseBatch;
@@ -15,17 +15,39 @@ use tocpile::SparseBatch;
 /// `clustered` (stable: ties keep file order).
 pub fn rows(name: &str, max_rows: usize, clustered: bool) -> (SparseBatch, Vec<f64>) {
     let (rows, labels) = load(name, max_rows);
-    if !clustered {
-        return (rows, labels);
+    if clustered {
+        sort_by_label(&rows, &labels)
+    } else {
+        (rows, labels)
     }
-    let mut order: Vec<usize> = (0..labels.len()).collect();
-    order.sort_by(|&a, &b| labels[a].total_cmp(&labels[b]));
-    let mut sorted = SparseBatch::with_cols(dataset_cols(name)).expect("columns");
-    for &i in &order {
-        let (c, v) = rows.row(i);
-        sorted.push_row(c, v).expect("row");
+}
+
+/// Command-line options of the experiment examples: `--name value`
+/// pairs after an optional subcommand.
+pub struct Args(pub Vec<String>);
+
+impl Args {
+    /// The process's arguments.
+    pub fn from_env() -> Args {
+        Args(std::env::args().skip(1).collect())
     }
-    (sorted, order.iter().map(|&i| labels[i]).collect())
+
+    /// The value after `name` parsed, or `default` when absent.
+    ///
+    /// # Panics
+    /// If the value does not parse (a usage error in an example).
+    pub fn get<T: std::str::FromStr>(&self, name: &str, default: T) -> T {
+        self.0
+            .iter()
+            .position(|a| a == name)
+            .and_then(|i| self.0.get(i + 1))
+            .map_or(default, |s| s.parse().ok().expect(name))
+    }
+
+    /// Whether the flag `name` is present.
+    pub fn has(&self, name: &str) -> bool {
+        self.0.iter().any(|a| a == name)
+    }
 }
 
 /// Writes rows to a dataset file of `blocks` blocks or so (the block size

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::{temp_path, write_file};
-use crate::support::load;
+use crate::support::{load, sort_by_label};
 use tocpile::dataset::Dataset;
 use tocpile::loader::{
     labels_in_file_order, shuffle_file, Buffer, Loader, LoaderOptions, Mode, ShuffleQuality,
@@ -16,14 +16,7 @@ use tocpile::SparseBatch;
 /// Mushrooms with its rows sorted by label (negatives first).
 fn clustered() -> (SparseBatch, Vec<f64>) {
     let (rows, labels) = load("mushrooms", usize::MAX);
-    let mut order: Vec<usize> = (0..labels.len()).collect();
-    order.sort_by(|&a, &b| labels[a].total_cmp(&labels[b]));
-    let mut sorted = SparseBatch::with_cols(rows.n_cols()).unwrap();
-    for &i in &order {
-        let (c, v) = rows.row(i);
-        sorted.push_row(c, v).unwrap();
-    }
-    (sorted, order.iter().map(|&i| labels[i]).collect())
+    sort_by_label(&rows, &labels)
 }
 
 fn quality(path: &std::path::Path, strategy: Strategy, mode: Mode) -> ShuffleQuality {

@@ -87,7 +87,12 @@ pub fn load_file(
 /// Rows of `batch` permuted by a fixed-seed shuffle (the paper shuffles
 /// once before cutting mini-batches).
 pub fn shuffled(batch: &SparseBatch, seed: u64) -> SparseBatch {
-    let mut order: Vec<usize> = (0..batch.n_rows()).collect();
+    reorder(batch, &shuffle_order(batch.n_rows(), seed))
+}
+
+/// The permutation `shuffled` applies to `n` rows.
+pub fn shuffle_order(n: usize, seed: u64) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
     let mut state = seed
         .wrapping_mul(6364136223846793005)
         .wrapping_add(1442695040888963407);
@@ -100,12 +105,26 @@ pub fn shuffled(batch: &SparseBatch, seed: u64) -> SparseBatch {
         z ^= z >> 31;
         order.swap(i, (z % (i as u64 + 1)) as usize);
     }
+    order
+}
+
+/// The rows of `batch` in the order `order` lists them.
+pub fn reorder(batch: &SparseBatch, order: &[usize]) -> SparseBatch {
     let mut out = SparseBatch::with_cols(batch.n_cols()).unwrap();
-    for &r in &order {
+    for &r in order {
         let (c, v) = batch.row(r);
         out.push_row(c, v).unwrap();
     }
     out
+}
+
+/// Rows and labels sorted by label, ties in their original order: the
+/// CorgiPile paper's "clustered" dataset.
+pub fn sort_by_label(rows: &SparseBatch, labels: &[f64]) -> (SparseBatch, Vec<f64>) {
+    let mut order: Vec<usize> = (0..labels.len()).collect();
+    order.sort_by(|&a, &b| labels[a].total_cmp(&labels[b]));
+    let sorted_labels = order.iter().map(|&i| labels[i]).collect();
+    (reorder(rows, &order), sorted_labels)
 }
 
 /// Cuts `batch` into consecutive batches of `rows` rows (the last may be
