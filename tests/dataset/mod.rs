@@ -3,22 +3,13 @@
 //! every truncation of a small file detected, atomic writes.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 mod prefetch;
 
-use crate::support::{batches, load};
+use crate::support::{batches, load, temp_path};
 use tocpile::dataset::{Dataset, DatasetWriter, WriterOptions};
 use tocpile::formats::FormatKind;
 use tocpile::{Error, SparseBatch};
-
-/// A fresh path in the temporary directory.
-fn temp_path(name: &str) -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!("tocpile-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(format!("{}-{name}.toc", N.fetch_add(1, Ordering::Relaxed)))
-}
 
 fn write(
     path: &PathBuf,

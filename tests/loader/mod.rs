@@ -7,21 +7,13 @@
 mod quality;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use crate::support::temp_path;
 use proptest::prelude::*;
 use tocpile::dataset::{Dataset, DatasetWriter, WriterOptions};
 use tocpile::loader::{Buffer, Loader, LoaderOptions, Mode, Strategy};
 use tocpile::{Error, SparseBatch};
-
-/// A fresh path in the temporary directory.
-pub(crate) fn temp_path(name: &str) -> PathBuf {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!("tocpile-loader-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(format!("{}-{name}.toc", N.fetch_add(1, Ordering::Relaxed)))
-}
 
 /// Rows whose label is their row number, and whose first entry encodes it
 /// too, so every row can be checked where it lands.

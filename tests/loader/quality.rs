@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use super::{temp_path, write_file};
-use crate::support::{load, sort_by_label};
+use super::write_file;
+use crate::support::{load, sort_by_label, temp_path};
 use tocpile::dataset::Dataset;
 use tocpile::loader::{
     labels_in_file_order, shuffle_file, Buffer, Loader, LoaderOptions, Mode, ShuffleQuality,

@@ -84,6 +84,16 @@ pub fn load_file(
     (batch, labels)
 }
 
+/// A fresh `.toc` path in this process's temporary directory (unique per
+/// call, so tests running in parallel never share a file).
+pub fn temp_path(name: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!("tocpile-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(format!("{}-{name}.toc", N.fetch_add(1, Ordering::Relaxed)))
+}
+
 /// Rows of `batch` permuted by a fixed-seed shuffle (the paper shuffles
 /// once before cutting mini-batches).
 pub fn shuffled(batch: &SparseBatch, seed: u64) -> SparseBatch {

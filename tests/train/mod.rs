@@ -16,7 +16,7 @@ use tocpile::Error;
 
 fn mushrooms_file(format: FormatKind, page_rows: usize) -> PathBuf {
     let (rows, labels) = load("mushrooms", usize::MAX);
-    let path = crate::loader::temp_path(format.name());
+    let path = crate::support::temp_path(format.name());
     let options = WriterOptions {
         page_rows,
         block_bytes: 8192,
