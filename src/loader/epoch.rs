@@ -146,8 +146,6 @@ impl<S: Source + 'static> EpochState<S> {
                         }
                     }
                 }
-                let held: usize = buffer.iter().map(Unit::bytes).sum();
-                self.peak = self.peak.max(held + self.pending_bytes);
                 let labels = [
                     STREAM_TUPLES,
                     self.epoch,
