@@ -295,6 +295,28 @@ pub enum Error {
         /// What was wrong.
         error: Box<Error>,
     },
+    /// A message between the ranks of a distributed run went wrong: a
+    /// peer stopped or timed out, or the ranks called different
+    /// collectives.
+    Communication {
+        /// The rank that saw the problem.
+        rank: usize,
+        /// The rank it was talking to.
+        peer: usize,
+        /// What went wrong.
+        message: String,
+    },
+    /// A worker could not recover its blocks from a shuffle: a packet it
+    /// cannot decode, a block that never arrived, or a recovered block
+    /// whose checksum differs from the server's.
+    Shuffle {
+        /// The worker (0-based; rank `worker + 1`).
+        worker: usize,
+        /// The epoch being shuffled into.
+        epoch: u64,
+        /// What went wrong.
+        message: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -473,6 +495,16 @@ impl fmt::Display for Error {
                 offset,
                 error,
             } => write!(f, "{path}: {section} (at byte {offset}): {error}"),
+            Error::Communication {
+                rank,
+                peer,
+                message,
+            } => write!(f, "rank {rank}, talking to rank {peer}: {message}"),
+            Error::Shuffle {
+                worker,
+                epoch,
+                message,
+            } => write!(f, "worker {worker}, shuffle into epoch {epoch}: {message}"),
         }
     }
 }

@@ -47,6 +47,7 @@
 pub mod bench;
 pub mod codec;
 pub mod dataset;
+pub mod dist;
 mod error;
 pub mod formats;
 pub mod ingest;

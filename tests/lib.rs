@@ -5,6 +5,7 @@ mod support;
 
 mod codec;
 mod dataset;
+mod dist;
 mod formats;
 mod ingest;
 mod kernels;

@@ -1,0 +1,3 @@
+//! Beyond one machine: the UberShuffle planner (`tocpile::dist`).
+
+mod planner;
