@@ -1,3 +1,5 @@
-//! Beyond one machine: the UberShuffle planner (`tocpile::dist`).
+//! Beyond one machine: the communicator and the UberShuffle planner
+//! (`tocpile::dist`).
 
+mod comm;
 mod planner;
