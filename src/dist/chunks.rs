@@ -6,7 +6,7 @@
 //! Padding therefore happens only where a block's short last chunk shares
 //! a packet with a longer chunk: at most one chunk per block delivered,
 //! whatever the spread of block sizes. The alternatives measured against
-//! it in every shuffle report: padding every block to the
+//! it in every [`super::ShuffleReport`]: padding every block to the
 //! largest block costs the largest-to-mean ratio on every packet; coding
 //! whole blocks with each packet as long as its longest block is close to
 //! chunks on files whose blocks are nearly equal (TOC blocks close at the

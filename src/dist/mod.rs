@@ -1,9 +1,22 @@
 //! Beyond one machine: a [`Communicator`] for ranks that exchange
-//! messages (with [`InProcess`], ranks as threads), and UberShuffle's
-//! coded shuffling of dataset blocks (Chung, Lee, Pedarsani,
-//! Papailiopoulos and Ramchandran, "UberShuffle: communication-efficient
-//! data shuffling for SGD via coding theory", 2017), starting with the
-//! pure planner.
+//! messages, and UberShuffle's coded shuffling of dataset blocks (Chung,
+//! Lee, Pedarsani, Papailiopoulos and Ramchandran, "UberShuffle:
+//! communication-efficient data shuffling for SGD via coding theory",
+//! 2017), from the pure planner to a transport that moves real blocks.
+//!
+//! ```text
+//! Assignment (loader's slices of the epoch's block permutation)  Caches (alpha q blocks each)
+//!        \________________________  ________________________/
+//!                                 \/
+//!            demands: (item, worker, holders)          items = chunks of blocks   [chunks]
+//!                                 |
+//!      plan(Scheme): Uncoded | Coded (Tables::index, encode) | UberShuffle (+ carpool)
+//!                                 |
+//!            packets: XOR of parts, one part per worker                             [plan]
+//!                                 |
+//! ShuffleServer --Communicator (broadcast plan, multicast packets)--> ShuffleWorker::Decoder
+//!                                                      CRC-32 per block, cache update [shuffle]
+//! ```
 //!
 //! | paper | here |
 //! |---|---|
@@ -12,21 +25,59 @@
 //! | 2.2, coded shuffling: indexing, encoding, decoding (Algorithms 1-3, Theorem 2) | [`Tables::index`], [`Tables::encode`], [`Decoder`], [`sim::coded_theory`] |
 //! | 3, UberShuffle: the DAG of columns and the greedy flow (Algorithm 4) | [`Tables::carpool`], [`Scheme::UberShuffle`] |
 //! | 3, Figure 5: packets per epoch | [`sim::figure5`] |
+//! | 4.1, parameter server and compute nodes | [`ShuffleServer`], [`ShuffleWorker`], [`loopback`] |
 //! | 4.2, efficient multicast (Theorem 4) | [`Communicator::multicast`] (default) |
+//!
+//! **Communicator.** Rank, size, an allreduce that sums in rank order (so
+//! results are bit-identical whatever the timing), broadcast, barrier,
+//! tagged point-to-point messages and a multicast to a group. The
+//! in-process implementation, [`InProcess`], runs ranks as threads for
+//! tests and the single-process path; the trait maps one-to-one onto MPI
+//! (see [`Communicator`]) for an implementation behind a cargo feature.
+//!
+//! **Where this departs from the paper.**
+//! - Items are equal-size chunks of blocks, not unit-size points; a packet
+//!   is as long as its longest chunk ([`ChunkLayout`] says why).
+//! - The assignment is the CorgiPile loader's: contiguous slices of the
+//!   epoch's block permutation (the paper draws a random equal partition:
+//!   the same distribution), so a shuffle delivers exactly what each
+//!   worker's loader reads.
+//! - The cache update is the paper's unstated choice made explicit: keep
+//!   the new blocks and a uniform random choice of the other cached
+//!   blocks; it keeps Theorem 2's model (a non-assigned block is cached
+//!   with probability `p`) and is drawn from the seed, so the server
+//!   mirrors every cache without messages.
+//! - The server broadcasts the plan (each packet's parts) instead of the
+//!   cache matrix and assignment for every worker to index itself; its
+//!   size is reported ([`ShuffleReport::plan_bytes`]).
+//! - A table row goes only to the workers with a part in it (rows with
+//!   empty slots skip the members of short columns), not to the whole
+//!   subset.
+//! - Tables of one size are visited in ascending order of their members'
+//!   bits, and so are supersets (the paper leaves both orders arbitrary).
+//! - The multicast is Theorem 4's relay over point-to-point messages, not
+//!   MPI communicators per subset, so no communicator merging (4.3) is
+//!   needed; shuffling is not pipelined with training (4.1).
 
 mod assign;
 mod chunks;
 mod comm;
 mod in_process;
+mod loopback;
 mod plan;
 mod set;
+mod shuffle;
 pub mod sim;
 mod tables;
+mod wire;
 
 pub use assign::{capacity_for, next_cache, placement, Assignment, Caches};
 pub use chunks::{xor_into, ChunkLayout, Decoder};
 pub use comm::{Communicator, Tag, Traffic, RESERVED_TAGS};
 pub use in_process::InProcess;
+pub use loopback::loopback;
 pub use plan::{plan, Demand, Packet, Part, Plan, Scheme};
 pub use set::WorkerSet;
+pub use shuffle::{read_blocks, ShuffleOptions, ShuffleReport, ShuffleServer, ShuffleWorker};
 pub use tables::Tables;
+pub use wire::{plan_from_bytes, plan_to_bytes, Session};

@@ -1,5 +1,6 @@
-//! Beyond one machine: the communicator and the UberShuffle planner
-//! (`tocpile::dist`).
+//! Beyond one machine: the communicator, the UberShuffle planner and the
+//! shuffle transport (`tocpile::dist`).
 
 mod comm;
 mod planner;
+mod transport;
