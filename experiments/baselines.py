@@ -7,6 +7,11 @@ tocpile's update rule, and Vowpal Wabbit (if installed), and reports
 examples/s and accuracy. Only training is timed; loading, shuffling,
 splitting, format conversion and evaluation are not.
 
+With --versus-tocpile BIN it times only the scipy mini-batch loop against
+`tocpile train` with its default options, on the same training rows written
+with `tocpile encode`'s default options, in interleaved rounds, and reports
+the ratio from the same run.
+
 Run through experiments/baselines.sh, which sets up a throw-away venv.
 tocpile itself never depends on any of these tools.
 """
@@ -15,6 +20,7 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import time
@@ -41,8 +47,9 @@ BATCH = 250
 def parse_args(argv):
     here = os.path.dirname(os.path.abspath(__file__))
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--datasets", default="census_fertility,flights3m",
-                   help="comma-separated names (default: census_fertility,flights3m)")
+    p.add_argument("--datasets", default=None,
+                   help="comma-separated names (default: census_fertility,flights3m; "
+                        "flights3m with --versus-tocpile)")
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--data-dir", default=os.environ.get(
@@ -64,7 +71,15 @@ def parse_args(argv):
                    help="epochs for sklearn plain fit if fewer than --epochs are feasible")
     p.add_argument("--skip", default="",
                    help="comma-separated modes to skip: partial_fit,fit,scipy,vw")
-    return p.parse_args(argv)
+    p.add_argument("--versus-tocpile", metavar="BIN", default=None,
+                   help="time only the scipy loop and `BIN train` (default options) on the "
+                        "same rows; default dataset flights3m")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="--versus-tocpile: interleaved rounds, medians reported (default 3)")
+    args = p.parse_args(argv)
+    if args.datasets is None:
+        args.datasets = "flights3m" if args.versus_tocpile else "census_fertility,flights3m"
+    return args
 
 
 # ----------------------------------------------------------------- data
@@ -218,6 +233,134 @@ def vw_train_eval(name, Xtr, ytr, Xte, yte, epochs, tmp):
     return secs, accs[0], accs[1], log
 
 
+# ------------------------------------------- scipy loop against tocpile train
+
+def write_libsvm(path, X, y):
+    """LIBSVM text with 1-based indices; values in numpy's shortest
+    round-trip form, so tocpile reads exactly the rows scipy trains on."""
+    with open(path, "w", buffering=1 << 20) as f:
+        for start in range(0, X.shape[0], 100_000):
+            chunk = X[start:start + 100_000]
+            tokens = np.char.add(np.char.add((chunk.indices + 1).astype(str), ":"),
+                                 chunk.data.astype(str))
+            labels = [format(v, "g") for v in y[start:start + 100_000]]
+            ptr = chunk.indptr
+            f.write("\n".join(labels[r] + " " + " ".join(tokens[ptr[r]:ptr[r + 1]])
+                              for r in range(chunk.shape[0])))
+            f.write("\n")
+
+
+def tocpile_train(binary, train_file, test_file, epochs):
+    """`tocpile train` with its defaults (CorgiPile, --mode auto, batch 250,
+    lr 0.1, decay 0.95); training seconds are the sum of its epochs'."""
+    cmd = [binary, "train", train_file, "--epochs", str(epochs), "--eval", test_file, "--json"]
+    res = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    doc = json.loads(res.stdout)
+    secs = sum(e["seconds"] for e in doc["epochs"])
+    wait = sum(e["wait_seconds"] for e in doc["epochs"])
+    return doc, secs, wait, " ".join(cmd), res.stderr.strip()
+
+
+def versus_tocpile(args, name, Xtr, ytr, Xte, yte):
+    """The scipy loop and `tocpile train` on the same training rows, in
+    interleaved rounds; examples/s of training only, medians."""
+    binary, E, n = args.versus_tocpile, args.epochs, Xtr.shape[0]
+    with tempfile.TemporaryDirectory(prefix="tocpile-versus-") as tmp:
+        files = {}
+        for part, X, y in (("train", Xtr, ytr), ("test", Xte, yte)):
+            text = os.path.join(tmp, f"{name}.{part}.libsvm")
+            write_libsvm(text, X, y)
+            files[part] = os.path.join(tmp, f"{name}.{part}.toc")
+            enc = [binary, "encode", text, "--cols", str(X.shape[1]), "-o", files[part], "--json"]
+            info = json.loads(subprocess.run(enc, check=True, capture_output=True,
+                                             text=True).stdout)
+            if part == "train":
+                encode_cmd, encode_info = " ".join(enc), info
+            os.remove(text)
+        scipy_secs, toc_secs, toc_wait, toc_docs = [], [], [], []
+        for r in range(args.rounds):
+            w, b, secs = scipy_minibatch(Xtr, ytr, E, args)
+            scipy_secs.append(secs)
+            doc, secs, wait, train_cmd, warnings = tocpile_train(
+                binary, files["train"], files["test"], E)
+            toc_secs.append(secs)
+            toc_wait.append(wait / secs)
+            toc_docs.append(doc)
+            print(f"[{name}] round {r + 1}: scipy {scipy_secs[-1]:.2f}s, tocpile {secs:.2f}s "
+                  f"({100 * wait / secs:.0f}% waiting)", file=sys.stderr, flush=True)
+    s_med, t_med = float(np.median(scipy_secs)), float(np.median(toc_secs))
+    last = toc_docs[-1]
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.strip()
+    return {
+        "dataset": name, "train_rows": n, "epochs": E, "rounds": args.rounds,
+        "tocpile_version": version,
+        "scipy": {"seconds": scipy_secs, "median_seconds": s_med,
+                  "examples_per_second": n * E / s_med,
+                  "test_accuracy": linear_accuracy(Xte, yte, w, b),
+                  "train_accuracy": linear_accuracy(Xtr, ytr, w, b)},
+        "tocpile": {"seconds": toc_secs, "median_seconds": t_med,
+                    "examples_per_second": n * E / t_med,
+                    "wait_share": float(np.median(toc_wait)),
+                    "mode": last["mode"], "strategy": last["strategy"],
+                    "test_accuracy": last["final_eval"]["accuracy"],
+                    "train_accuracy_running": last["final"]["accuracy"],
+                    "encode_command": encode_cmd, "train_command": train_cmd,
+                    "file": {k: encode_info[k] for k in
+                             ("file_bytes", "page_rows", "block_bytes", "blocks", "pages")},
+                    "warnings": warnings},
+        "tocpile_over_scipy": s_med / t_med,
+    }
+
+
+def versus_table(rows):
+    out = ["| dataset | train rows | epochs | scipy loop s | scipy examples/s | tocpile s "
+           "| tocpile examples/s | tocpile / scipy | tocpile mode | tocpile wait share "
+           "| test accuracy scipy / tocpile |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|"]
+    for v in rows:
+        s, t = v["scipy"], v["tocpile"]
+        out.append(f"| {v['dataset']} | {v['train_rows']:,} | {v['epochs']} "
+                   f"| {s['median_seconds']:.2f} | {s['examples_per_second'] / 1e6:.2f}M "
+                   f"| {t['median_seconds']:.2f} | {t['examples_per_second'] / 1e6:.2f}M "
+                   f"| {v['tocpile_over_scipy']:.2f}x | {t['mode']}, {t['strategy']} "
+                   f"| {100 * t['wait_share']:.0f}% "
+                   f"| {s['test_accuracy']:.4f} / {t['test_accuracy']:.4f} |")
+    return "\n".join(out)
+
+
+def versus_main(args, versions):
+    load_start = os.getloadavg()
+    rows = []
+    for name in filter(None, args.datasets.split(",")):
+        if name not in N_FEATURES:
+            sys.exit(f"unknown dataset {name!r}; known: {', '.join(N_FEATURES)}")
+        Xtr, ytr, Xte, yte = load(args.data_dir, name, args.seed)
+        rows.append(versus_tocpile(args, name, Xtr, ytr, Xte, yte))
+    table = versus_table(rows)
+    ver_line = "Versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v) \
+        + f", {rows[0]['tocpile_version']}"
+    print(table)
+    print()
+    print(ver_line)
+    with open(args.json, "w") as f:
+        json.dump({"versions": versions, "batch_rows": BATCH, "seed": args.seed,
+                   "split": "90/10 after one shuffle",
+                   "load_average": {"start": load_start, "end": os.getloadavg()},
+                   "results": rows}, f, indent=2)
+        f.write("\n")
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(f"# scipy mini-batch loop against `tocpile train`: {args.datasets}, "
+                    f"{args.epochs} epochs, median of {args.rounds} interleaved rounds\n\n"
+                    f"Generated by `bash experiments/baselines.sh --versus-tocpile BIN` on "
+                    f"{time.strftime('%Y-%m-%d')} ({os.cpu_count()} cores, shared: timings "
+                    f"are noisy; load average {load_start[0]:.1f} at the start, "
+                    f"{os.getloadavg()[0]:.1f} at the end). Training time only. tocpile reads a file written by "
+                    "`tocpile encode` with default options and trains with default options; "
+                    "the scipy loop trains on CSR batches prepared in memory, in a fixed "
+                    "order. Commands are in the JSON.\n\n" + table + "\n\n" + ver_line + "\n")
+
+
 # -------------------------------------------------------------------- main
 
 def fmt_table(rows):
@@ -244,6 +387,9 @@ def main(argv):
         "vowpalwabbit": vw_info if vw_ok else None,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
     }
+    if args.versus_tocpile:
+        versions.pop("vowpalwabbit")
+        return versus_main(args, versions)
     if not vw_ok:
         vw_note = vw_note or f"Vowpal Wabbit: not installable here ({vw_info})"
         print(vw_note, file=sys.stderr)

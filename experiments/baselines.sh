@@ -3,6 +3,11 @@
 # Wabbit when installable) on tocpile's LIBSVM data sets.
 #
 #   bash experiments/baselines.sh [--datasets a,b] [--epochs N] [--seed S] [...]
+#   bash experiments/baselines.sh --versus-tocpile target/release/tocpile [--rounds N]
+#
+# The second form times only the scipy mini-batch loop against `tocpile
+# train` (default options) on the same rows and writes versus_tocpile.json
+# and versus_tocpile.md instead.
 #
 # Everything is installed into a throw-away virtualenv under $TMPDIR; tocpile
 # itself never depends on these tools. Extra arguments go to baselines.py
@@ -19,6 +24,17 @@ if [[ ! -x "$PY" ]]; then
 fi
 "$PY" -m pip install --quiet --disable-pip-version-check --upgrade pip >&2 || true
 "$PY" -m pip install --quiet --disable-pip-version-check numpy scipy scikit-learn >&2
+
+OUT_NAME=baselines
+for arg in "$@"; do
+    if [[ "$arg" == --versus-tocpile* ]]; then
+        OUT_NAME=versus_tocpile
+    fi
+done
+if [[ "$OUT_NAME" == versus_tocpile ]]; then
+    exec "$PY" "$HERE/baselines.py" \
+        --json "$HERE/$OUT_NAME.json" --markdown "$HERE/$OUT_NAME.md" "$@"
+fi
 
 # Vowpal Wabbit: the wheel carries the whole VW library (same driver as the vw
 # CLI, usable as `python -m vowpalwabbit ...`), so a wheel is all we need.
