@@ -267,9 +267,9 @@ pub enum Error {
     /// A label cannot be used by the model: a class label that is not an
     /// integer in `0..classes`, or a label that is not finite.
     BadLabel {
-        /// Index of the part (page) within the mini-batch.
-        part: usize,
-        /// Row within the part.
+        /// Index of the page within the mini-batch.
+        page: usize,
+        /// Row within the page.
         row: usize,
         /// The label found.
         label: f64,
@@ -451,13 +451,13 @@ impl fmt::Display for Error {
                 "{path}: {section} at byte {offset} is damaged: checksum {found:08x}, expected {expected:08x}"
             ),
             Error::BadLabel {
-                part,
+                page,
                 row,
                 label,
                 expected,
             } => write!(
                 f,
-                "part {part}, row {row}: label {label} is not {expected}"
+                "page {page}, row {row}: label {label} is not {expected}"
             ),
             Error::Diverged {
                 epoch,

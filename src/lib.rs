@@ -53,6 +53,7 @@ pub mod ingest;
 pub mod kernels;
 pub mod loader;
 pub mod model;
+mod page;
 mod rng;
 mod sparse;
 pub mod train;
@@ -62,6 +63,7 @@ pub use codec::{
 };
 pub use error::{Error, Result};
 pub use kernels::Workspace;
+pub use page::Page;
 pub use sparse::{SparseBatch, MAX_COLS};
 
 /// The README's code blocks, compiled and run as doc-tests.

@@ -333,6 +333,10 @@ pub fn run(args: &TrainArgs) -> Outcome {
     if dataset.info().n_rows == 0 {
         return Err(Failure::about(&args.file, "no rows to train on"));
     }
+    let eval = match &args.eval {
+        Some(path) => Some(Arc::new(Dataset::open(path)?)),
+        None => None,
+    };
     let kind = model_kind(&args.model, args.classes, &dataset, &args.file)?;
     let n_cols = dataset.info().n_cols;
     let initial = Model::new(kind.clone(), n_cols, args.seed)?;
@@ -394,22 +398,16 @@ pub fn run(args: &TrainArgs) -> Outcome {
         let mut model = initial.clone();
         bar.set_message(format!("{strategy}: epoch 0 of {}", options.epochs));
         let mut printed = Ok(());
-        let reports = train(
-            &mut model,
-            &loader,
-            &options,
-            args.eval.as_deref(),
-            |report| {
-                bar.set_message(format!(
-                    "{strategy}: epoch {} of {}",
-                    report.epoch + 1,
-                    options.epochs
-                ));
-                if !args.json && printed.is_ok() {
-                    printed = bar.suspend(|| emit(&table.row(strategy, report)));
-                }
-            },
-        );
+        let reports = train(&mut model, &loader, &options, eval.as_ref(), |report| {
+            bar.set_message(format!(
+                "{strategy}: epoch {} of {}",
+                report.epoch + 1,
+                options.epochs
+            ));
+            if !args.json && printed.is_ok() {
+                printed = bar.suspend(|| emit(&table.row(strategy, report)));
+            }
+        });
         let reports = match reports {
             Ok(r) => r,
             Err(e) => {

@@ -92,6 +92,24 @@ impl DecodeTree {
         self.decoded_nnz
     }
 
+    /// Heap bytes the tree holds: every array's allocation, scratch
+    /// included. After validation it is typically several times the
+    /// encoded bytes (it holds the codes and pairs unpacked, and per-node
+    /// arrays).
+    pub fn heap_bytes(&self) -> usize {
+        let u32s = [
+            &self.pair_cols,
+            &self.parent,
+            &self.key,
+            &self.first,
+            &self.depth,
+            &self.codes,
+            &self.row_starts,
+            &self.scratch,
+        ];
+        4 * u32s.iter().map(|v| v.capacity()).sum::<usize>() + 8 * self.pair_vals.capacity()
+    }
+
     /// Parent of every node (Table 4's "ParentIndex"; the root's is 0).
     pub fn parents(&self) -> &[u32] {
         &self.parent

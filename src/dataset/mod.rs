@@ -24,7 +24,7 @@ mod source;
 mod writer;
 
 pub use prefetch::Prefetch;
-pub use reader::{Block, Dataset, LoadedPage, Page};
+pub use reader::{Block, Dataset, TocView};
 pub use source::Source;
 pub(crate) use writer::io_error;
 pub use writer::{DatasetWriter, WriterOptions};

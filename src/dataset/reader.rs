@@ -13,13 +13,11 @@ use super::{BlockEntry, DatasetInfo, FILE_MAGIC, FILE_VERSION, HEADER_LEN, TRAIL
 use crate::codec::wire::{write_varint, Reader};
 use crate::codec::{DecodeTree, TocBatch};
 use crate::error::{Error, Result};
-use crate::formats::{EncodedBatch, FormatKind};
+use crate::formats::FormatKind;
+use crate::page::Page;
 use crate::sparse::MAX_COLS;
 
 const FOOTER_MAGIC: [u8; 4] = *b"TOCF";
-
-/// A page's labels and its batch, loaded in the file's page format.
-pub type LoadedPage<'a> = (&'a [f64], Box<dyn EncodedBatch>);
 
 /// An open dataset: a file by default, or bytes in memory.
 #[derive(Debug)]
@@ -49,10 +47,14 @@ struct PageSpan {
     payload: Range<usize>,
 }
 
-/// One page of a block: its labels and its encoded batch (validated, and
-/// borrowing the block's bytes: no copy).
+/// A borrowed view of one TOC page of a block: its labels and its
+/// [`TocBatch`], validated and pointing into the block's bytes (no copy),
+/// its decode tree in a [`DecodeTree`] the caller reuses. The zero-copy
+/// path of a sequential scan ([`Dataset::for_each_toc_view`]); the owned
+/// page of any format, as the loader and the model use it, is a
+/// [`Page`] ([`Block::page`]).
 #[derive(Debug)]
-pub struct Page<'a> {
+pub struct TocView<'a> {
     /// One label per row.
     pub labels: &'a [f64],
     /// The rows.
@@ -180,23 +182,23 @@ impl<S: Source> Dataset<S> {
         self.index[i].len
     }
 
-    /// Visits every page of a TOC file in file order (the No Shuffle
-    /// path): reads each block once, validates each page into one reused
-    /// decode tree, and calls `f` with the page and the tree, ready for
-    /// kernels. Files of other page formats: [`Block::load_page`].
+    /// Visits every page of a TOC file in file order without copying:
+    /// reads each block once, validates each page into one reused decode
+    /// tree, and calls `f` with the [`TocView`] and the tree, ready for
+    /// kernels. Files of other page formats: [`Block::pages`].
     ///
     /// # Errors
     /// The first error of a block or page, or of `f`.
-    pub fn for_each_page(
+    pub fn for_each_toc_view(
         &self,
-        mut f: impl FnMut(&Page<'_>, &DecodeTree) -> Result<()>,
+        mut f: impl FnMut(&TocView<'_>, &DecodeTree) -> Result<()>,
     ) -> Result<()> {
         let mut tree = DecodeTree::default();
         for b in 0..self.n_blocks() {
             let block = self.read_block(b)?;
             for p in 0..block.n_pages() {
-                let page = block.page_with_tree(p, &mut tree)?;
-                f(&page, &tree)?;
+                let view = block.toc_view(p, &mut tree)?;
+                f(&view, &tree)?;
             }
         }
         Ok(())
@@ -204,7 +206,7 @@ impl<S: Source> Dataset<S> {
 
     /// Reads block `i` with one positional read and verifies its checksum
     /// and page structure. Page contents are validated when a page is
-    /// taken ([`Block::page`]).
+    /// taken ([`Block::page`], [`Block::toc_view`]).
     ///
     /// # Errors
     /// [`Error::Io`], [`Error::ChecksumMismatch`] naming the block, or
@@ -296,16 +298,16 @@ impl Block {
         self.pages.iter().map(|p| p.rows)
     }
 
-    /// Every page of the block loaded as by [`Block::load_page`], in
-    /// parallel across pages (rayon), with its labels.
+    /// Every page of the block, as by [`Block::page`], validated in
+    /// parallel across pages (rayon).
     ///
     /// # Errors
-    /// The first failing page's error, as [`Block::load_page`].
-    pub fn load_pages(&self) -> Result<Vec<LoadedPage<'_>>> {
+    /// The first failing page's error, as [`Block::page`].
+    pub fn pages(&self) -> Result<Vec<Page>> {
         use rayon::prelude::*;
         (0..self.n_pages())
             .into_par_iter()
-            .map(|j| self.load_page(j))
+            .map(|j| self.page(j))
             .collect()
     }
 
@@ -320,27 +322,24 @@ impl Block {
     }
 
     /// Page `j` in whatever format the file holds, validated (see
-    /// [`FormatKind::load`]), with its labels: the path that compares
-    /// formats on identical data.
+    /// [`FormatKind::load`]; a TOC page's decode tree is built once, here)
+    /// and owning its bytes and labels.
     ///
     /// # Errors
     /// [`Error::InFile`] naming the block and page.
     ///
     /// # Panics
     /// If `j >= n_pages()`.
-    pub fn load_page(&self, j: usize) -> Result<(&[f64], Box<dyn EncodedBatch>)> {
+    pub fn page(&self, j: usize) -> Result<Page> {
         let span = &self.pages[j];
         let checked = self
             .format
             .load(&self.bytes[span.payload.clone()])
-            .and_then(|page| {
-                check_rows(span.rows, page.n_rows())?;
-                Ok(page)
+            .and_then(|batch| {
+                check_rows(span.rows, batch.n_rows())?;
+                Page::new(batch, &self.labels[span.labels.clone()])
             });
-        match checked {
-            Ok(page) => Ok((&self.labels[span.labels.clone()], page)),
-            Err(error) => Err(self.page_error(j, error)),
-        }
+        checked.map_err(|error| self.page_error(j, error))
     }
 
     fn page_error(&self, j: usize, error: Error) -> Error {
@@ -352,35 +351,25 @@ impl Block {
         }
     }
 
-    /// Page `j` of a TOC file, validated (see [`TocBatch::from_bytes`]) and
-    /// borrowing the block's bytes; other formats: [`Block::load_page`].
+    /// Page `j` of a TOC file as a [`TocView`]: validated (see
+    /// [`TocBatch::from_bytes`]) into `tree`, so kernels can run on it at
+    /// once, and borrowing the block's bytes. Other formats:
+    /// [`Block::page`].
     ///
     /// # Errors
-    /// [`Error::InFile`] naming the block and page.
+    /// [`Error::InFile`] naming the block and page; its inner error is
+    /// [`Error::WrongFormat`] for a file of another page format.
     ///
     /// # Panics
     /// If `j >= n_pages()`.
-    pub fn page(&self, j: usize) -> Result<Page<'_>> {
-        self.page_with_tree(j, &mut DecodeTree::default())
-    }
-
-    /// Page `j`, validated into `tree` so kernels can run on it at once.
-    ///
-    /// # Errors
-    /// As [`Block::page`].
-    ///
-    /// # Panics
-    /// If `j >= n_pages()`.
-    pub fn page_with_tree(&self, j: usize, tree: &mut DecodeTree) -> Result<Page<'_>> {
+    pub fn toc_view(&self, j: usize, tree: &mut DecodeTree) -> Result<TocView<'_>> {
         let span = &self.pages[j];
         let payload = &self.bytes[span.payload.clone()];
-        let checked = match self.format {
-            FormatKind::TocSparse | FormatKind::TocLogical | FormatKind::TocFull => {
-                TocBatch::from_bytes_with_tree(payload, tree)
-            }
-            other => Err(Error::WrongFormat {
+        let checked = match self.format.level() {
+            Some(_) => TocBatch::from_bytes_with_tree(payload, tree),
+            None => Err(Error::WrongFormat {
                 expected: "TOC",
-                found: other.name(),
+                found: self.format.name(),
             }),
         }
         .and_then(|batch| {
@@ -388,7 +377,7 @@ impl Block {
             Ok(batch)
         });
         match checked {
-            Ok(batch) => Ok(Page {
+            Ok(batch) => Ok(TocView {
                 labels: &self.labels[span.labels.clone()],
                 batch,
             }),

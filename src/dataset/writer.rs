@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use super::labels::write_labels;
 use super::{BlockEntry, DatasetInfo, FILE_MAGIC, FILE_VERSION, HEADER_LEN};
 use crate::codec::wire::write_varint;
-use crate::codec::{EncodeOptions, Encoder, Level};
+use crate::codec::{EncodeOptions, Encoder};
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
 use crate::sparse::SparseBatch;
@@ -160,7 +160,11 @@ impl DatasetWriter {
         let pages: Vec<Result<(Vec<u8>, usize)>> = starts
             .par_iter()
             .map_init(
-                || toc_level(format).map(|level| Encoder::new(EncodeOptions::level(level))),
+                || {
+                    format
+                        .level()
+                        .map(|level| Encoder::new(EncodeOptions::level(level)))
+                },
                 |encoder, &s| {
                     let e = (s + page_rows).min(full);
                     encode_page(
@@ -277,16 +281,6 @@ impl Drop for DatasetWriter {
         if self.file.take().is_some() {
             let _ = fs::remove_file(&self.tmp);
         }
-    }
-}
-
-/// The TOC level of a page format, if it is one.
-pub(crate) fn toc_level(format: FormatKind) -> Option<Level> {
-    match format {
-        FormatKind::TocSparse => Some(Level::Sparse),
-        FormatKind::TocLogical => Some(Level::Logical),
-        FormatKind::TocFull => Some(Level::Full),
-        _ => None,
     }
 }
 

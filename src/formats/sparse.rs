@@ -13,7 +13,7 @@ use super::bytes::{
     check_rows, finish, header_len, read_f64s, read_ids, write_f64s, write_header, write_ids,
     write_u32s, Structure,
 };
-use super::{EncodedBatch, FormatKind};
+use super::FormatKind;
 use crate::error::{Error, Result};
 use crate::kernels::layout::{columns, fill, fill_columns, standard, Shape};
 use crate::kernels::{sum4, Workspace};
@@ -39,6 +39,15 @@ impl Ids {
             Ids::U16(ids.into_iter().map(|i| i as u16).collect())
         } else {
             Ids::U32(ids)
+        }
+    }
+
+    /// Heap bytes the ids hold (their allocation, not their length).
+    pub(super) fn heap_bytes(&self) -> usize {
+        match self {
+            Ids::U8(ids) => ids.capacity(),
+            Ids::U16(ids) => 2 * ids.capacity(),
+            Ids::U32(ids) => 4 * ids.capacity(),
         }
     }
 
@@ -221,7 +230,7 @@ fn offsets_u32(batch: &SparseBatch) -> Result<Vec<u32>> {
 
 /// CSR: `u32` row offsets, `u32` column ids and `f64` values.
 #[derive(Debug, Clone)]
-pub(crate) struct Csr {
+pub struct Csr {
     shape: Shape,
     offsets: Vec<u32>,
     cols: Vec<u32>,
@@ -243,7 +252,7 @@ impl Csr {
     }
 
     /// Validates a CSR page (`docs/FORMAT.md`). Stored zeros are allowed
-    /// (a page written after [`EncodedBatch::scale`] by 0 holds them):
+    /// (a page written after [`Batch::scale`](super::Batch::scale) by 0 holds them):
     /// kernels multiply by them and `decode` drops them.
     ///
     /// # Errors
@@ -277,55 +286,75 @@ impl Csr {
     }
 }
 
-impl EncodedBatch for Csr {
-    fn kind(&self) -> FormatKind {
+impl Csr {
+    /// Heap bytes held: offsets, columns and values.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        4 * self.offsets.capacity() + 4 * self.cols.capacity() + 8 * self.values.capacity()
+    }
+
+    pub(crate) fn kind(&self) -> FormatKind {
         FormatKind::Csr
     }
 
     /// The header, then `4 * (n_rows + 1) + 12 * nnz`.
-    fn encoded_len(&self) -> usize {
+    pub(crate) fn encoded_len(&self) -> usize {
         header_len(self.shape, &[])
             + 4 * self.offsets.len()
             + 4 * self.cols.len()
             + 8 * self.values.len()
     }
 
-    fn write_bytes(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write_bytes(&self, out: &mut Vec<u8>) {
         write_header(out, FormatKind::Csr, self.shape, &[]);
         write_u32s(out, &self.offsets);
         write_u32s(out, &self.cols);
         write_f64s(out, &self.values);
     }
 
-    fn n_rows(&self) -> usize {
+    pub(crate) fn n_rows(&self) -> usize {
         self.shape.n_rows
     }
 
-    fn n_cols(&self) -> usize {
+    pub(crate) fn n_cols(&self) -> usize {
         self.shape.n_cols
     }
 
-    fn decode(&self) -> SparseBatch {
+    pub(crate) fn decode(&self) -> SparseBatch {
         self.view().decode()
     }
 
-    fn scale(&mut self, c: f64) {
+    pub(crate) fn scale(&mut self, c: f64) {
         self.values.iter_mut().for_each(|x| *x *= c);
     }
 
-    fn matvec_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn matvec_into(
+        &self,
+        v: ArrayView1<'_, f64>,
+        out: ArrayViewMut1<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         self.view().matvec(v, out, ws);
     }
 
-    fn vecmat_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn vecmat_into(
+        &self,
+        v: ArrayView1<'_, f64>,
+        out: ArrayViewMut1<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         self.view().vecmat(v, out, ws);
     }
 
-    fn matmat_into(&self, m: ArrayView2<'_, f64>, out: ArrayViewMut2<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn matmat_into(
+        &self,
+        m: ArrayView2<'_, f64>,
+        out: ArrayViewMut2<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         self.view().matmat(m, out, ws);
     }
 
-    fn left_matmat_into(
+    pub(crate) fn left_matmat_into(
         &self,
         m: ArrayView2<'_, f64>,
         out: ArrayViewMut2<'_, f64>,
@@ -338,7 +367,7 @@ impl EncodedBatch for Csr {
 /// CVI (CSR-VI): CSR with each value replaced by an id into a dictionary
 /// of the distinct values (by bits).
 #[derive(Debug, Clone)]
-pub(crate) struct Cvi {
+pub struct Cvi {
     shape: Shape,
     offsets: Vec<u32>,
     cols: Vec<u32>,
@@ -402,14 +431,22 @@ macro_rules! cvi_view {
     }};
 }
 
-impl EncodedBatch for Cvi {
-    fn kind(&self) -> FormatKind {
+impl Cvi {
+    /// Heap bytes held: offsets, columns, ids and the dictionary.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        4 * self.offsets.capacity()
+            + 4 * self.cols.capacity()
+            + self.ids.heap_bytes()
+            + 8 * self.dict.capacity()
+    }
+
+    pub(crate) fn kind(&self) -> FormatKind {
         FormatKind::Cvi
     }
 
     /// The header (with the dictionary length), offsets and columns as
     /// CSR, the ids, the dictionary.
-    fn encoded_len(&self) -> usize {
+    pub(crate) fn encoded_len(&self) -> usize {
         header_len(self.shape, &[self.dict.len() as u64])
             + 4 * self.offsets.len()
             + 4 * self.cols.len()
@@ -417,7 +454,7 @@ impl EncodedBatch for Cvi {
             + 8 * self.dict.len()
     }
 
-    fn write_bytes(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write_bytes(&self, out: &mut Vec<u8>) {
         write_header(out, FormatKind::Cvi, self.shape, &[self.dict.len() as u64]);
         write_u32s(out, &self.offsets);
         write_u32s(out, &self.cols);
@@ -425,36 +462,51 @@ impl EncodedBatch for Cvi {
         write_f64s(out, &self.dict);
     }
 
-    fn n_rows(&self) -> usize {
+    pub(crate) fn n_rows(&self) -> usize {
         self.shape.n_rows
     }
 
-    fn n_cols(&self) -> usize {
+    pub(crate) fn n_cols(&self) -> usize {
         self.shape.n_cols
     }
 
-    fn decode(&self) -> SparseBatch {
+    pub(crate) fn decode(&self) -> SparseBatch {
         cvi_view!(self, decode())
     }
 
     /// Touches only the dictionary.
-    fn scale(&mut self, c: f64) {
+    pub(crate) fn scale(&mut self, c: f64) {
         self.dict.iter_mut().for_each(|x| *x *= c);
     }
 
-    fn matvec_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn matvec_into(
+        &self,
+        v: ArrayView1<'_, f64>,
+        out: ArrayViewMut1<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         cvi_view!(self, matvec(v, out, ws))
     }
 
-    fn vecmat_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn vecmat_into(
+        &self,
+        v: ArrayView1<'_, f64>,
+        out: ArrayViewMut1<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         cvi_view!(self, vecmat(v, out, ws))
     }
 
-    fn matmat_into(&self, m: ArrayView2<'_, f64>, out: ArrayViewMut2<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn matmat_into(
+        &self,
+        m: ArrayView2<'_, f64>,
+        out: ArrayViewMut2<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         cvi_view!(self, matmat(m, out, ws))
     }
 
-    fn left_matmat_into(
+    pub(crate) fn left_matmat_into(
         &self,
         m: ArrayView2<'_, f64>,
         out: ArrayViewMut2<'_, f64>,

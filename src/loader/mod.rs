@@ -60,7 +60,8 @@ use epoch::{EpochState, Produce};
 
 use crate::dataset::{Dataset, Source};
 use crate::error::{Error, Result};
-use crate::formats::{EncodedBatch, FormatKind};
+use crate::formats::FormatKind;
+use crate::page::Page;
 use crate::rng::Rng;
 
 /// How tuples are ordered each epoch (see the module docs).
@@ -205,25 +206,18 @@ impl Default for LoaderOptions {
     }
 }
 
-/// A part of a mini-batch: one encoded batch and its labels.
-#[derive(Debug, Clone)]
-pub struct BatchPart {
-    /// One label per row.
-    pub labels: Arc<[f64]>,
-    /// The rows, encoded (TOC tree already built for TOC formats).
-    pub batch: Arc<dyn EncodedBatch>,
-}
-
-/// One mini-batch: in exact mode one freshly encoded part, in page mode
-/// the pages it is made of. Gradients add up part by part.
+/// One mini-batch: in exact mode one freshly encoded page, in page mode
+/// the file's pages it is made of (shared with the loader's buffer, not
+/// copied). [`Model::gradient`](crate::model::Model::gradient) takes the
+/// pages as they are; gradients add up page by page.
 #[derive(Debug, Clone)]
 pub struct MiniBatch {
-    /// The parts.
-    pub parts: Vec<BatchPart>,
+    /// The pages, validated (TOC decode trees built).
+    pub pages: Vec<Page>,
     /// True for MRS's batches looping over the reservoir (rows already
     /// visited, or to be visited, by the epoch's stream).
     pub replay: bool,
-    /// Global row numbers (file order) of the rows, part by part, when
+    /// Global row numbers (file order) of the rows, page by page, when
     /// tracing.
     pub rows: Option<Vec<u64>>,
 }
@@ -231,7 +225,7 @@ pub struct MiniBatch {
 impl MiniBatch {
     /// Rows in the mini-batch.
     pub fn n_rows(&self) -> usize {
-        self.parts.iter().map(|p| p.labels.len()).sum()
+        self.pages.iter().map(Page::n_rows).sum()
     }
 }
 

@@ -2,7 +2,7 @@
 //! kernels **on the encoded batch**, never on a decoded copy (TOC paper
 //! section 2.1.4, Table 1, and the models of section 5.3).
 //!
-//! | [`ModelKind`] | loss | kernels per part | paper |
+//! | [`ModelKind`] | loss | kernels per page | paper |
 //! |---|---|---|---|
 //! | `Logistic` | log-loss | `A.v` (margins), `v.A` (gradient) | TOC 5.3 "LR", CorgiPile 7.4.1 |
 //! | `Svm` | hinge | `A.v`, `v.A` | TOC 5.3 "SVM", CorgiPile 7.4.1 |
@@ -10,18 +10,18 @@
 //! | `Softmax { classes }` | cross-entropy | `A.M` (logits), `M.A` (gradient) | CorgiPile 7.4.2 |
 //! | `Mlp { hidden, outputs }` | cross-entropy | `A.M` (first layer), `M.A` (its gradient); the rest dense | TOC 5.3 "NN" |
 //!
-//! A mini-batch is a slice of [`Part`]s, each one encoded page and its
-//! labels; gradients add up part by part, so a batch is never concatenated.
-//! [`Model::gradient`] gives the **mean** loss gradient over every row of
-//! the parts plus `l2 * w` (the gradient of `l2 / 2 * |w|^2`, biases and
-//! intercepts excluded), [`Model::step`] applies it.
+//! A mini-batch is a slice of [`Page`]s, each rows in some format and
+//! their labels; gradients add up page by page, so a batch is never
+//! concatenated. [`Model::gradient`] gives the **mean** loss gradient over
+//! every row of the pages plus `l2 * w` (the gradient of `l2 / 2 * |w|^2`,
+//! biases and intercepts excluded), [`Model::step`] applies it.
 //!
 //! Labels:
 //! - binary models (`Logistic`, `Svm`, and `Mlp` with one output) take a
 //!   label `> 0` as the positive class, so 0/1 and -1/+1 labels both work;
 //! - `Softmax` and `Mlp` with several outputs take the label as a class
 //!   index: a label that is not an integer in `0..classes` is an
-//!   [`Error::BadLabel`] naming the part and row;
+//!   [`Error::BadLabel`] naming the page and row;
 //! - `LinearRegression` uses the label as it is.
 //!
 //! Every model rejects a label that is not finite (`Error::BadLabel`).
@@ -35,8 +35,8 @@
 //!   sigmoid or softmax output, cross-entropy) is the one built here, with
 //!   any number of hidden layers.
 //! - The paper trains the network "in parallel the classical way"; here
-//!   the parts of a mini-batch are processed in parallel (rayon) and their
-//!   gradients summed in part order, so results do not depend on the
+//!   the pages of a mini-batch are processed in parallel (rayon) and their
+//!   gradients summed in page order, so results do not depend on the
 //!   thread count.
 //!
 //! Model files (save and load) are specified in `docs/FORMAT.md`, "Model
@@ -50,21 +50,12 @@ mod stats;
 use ndarray::{Array1, Array2};
 
 use crate::error::{Error, Result};
-use crate::formats::EncodedBatch;
 use crate::kernels::Workspace;
+use crate::page::Page;
 use crate::rng::Rng;
 use crate::sparse::MAX_COLS;
 
 pub use stats::{BatchStats, Metrics};
-
-/// One part of a mini-batch: an encoded page and the labels of its rows.
-#[derive(Clone, Copy)]
-pub struct Part<'a> {
-    /// One label per row of `batch`.
-    pub labels: &'a [f64],
-    /// The rows, in any format.
-    pub batch: &'a dyn EncodedBatch,
-}
 
 /// The hidden layer widths of the TOC paper's network (section 5.3).
 pub const DEFAULT_HIDDEN: [usize; 2] = [200, 50];
@@ -298,9 +289,9 @@ impl Gradient {
             .sqrt()
     }
 
-    /// Makes sure the gradient has `model`'s shape and `parts` workspaces,
+    /// Makes sure the gradient has `model`'s shape and `pages` workspaces,
     /// then zeroes it.
-    fn reset(&mut self, model: &Model, parts: usize) {
+    fn reset(&mut self, model: &Model, pages: usize) {
         let same = self.layers.len() == model.layers.len()
             && self
                 .layers
@@ -314,8 +305,8 @@ impl Gradient {
             };
         }
         self.layers.iter_mut().for_each(|l| l.fill(0.0));
-        if self.work.len() < parts.max(1) {
-            self.work.resize_with(parts.max(1), Workspace::new);
+        if self.work.len() < pages.max(1) {
+            self.work.resize_with(pages.max(1), Workspace::new);
         }
     }
 
@@ -437,24 +428,23 @@ impl Model {
     }
 
     /// Writes into `grad` the mean gradient of the loss over every row of
-    /// `parts`, plus `l2 * w` for the weights (not the biases), and returns
-    /// the loss and accuracy figures of the rows under the current
-    /// parameters (the loss excludes the penalty: see
+    /// `pages` (a mini-batch), plus `l2 * w` for the weights (not the
+    /// biases), and returns the loss and accuracy figures of the rows under
+    /// the current parameters (the loss excludes the penalty: see
     /// [`penalty`](Self::penalty)). With no rows the data term is zero.
     /// `grad` is reshaped to the model if needed.
     ///
     /// # Errors
-    /// [`Error::LengthMismatch`] for a part whose column count differs
-    /// from the model's or whose label count differs from its rows;
-    /// [`Error::BadLabel`] for a label the model cannot use (see the
-    /// module docs). `grad` is unspecified after an error.
-    pub fn gradient(&self, parts: &[Part<'_>], l2: f64, grad: &mut Gradient) -> Result<BatchStats> {
-        let rows = self.check_parts(parts)?;
-        grad.reset(self, parts.len());
+    /// [`Error::LengthMismatch`] for a page whose column count differs
+    /// from the model's; [`Error::BadLabel`] for a label the model cannot
+    /// use (see the module docs). `grad` is unspecified after an error.
+    pub fn gradient(&self, pages: &[Page], l2: f64, grad: &mut Gradient) -> Result<BatchStats> {
+        let rows = self.check_pages(pages)?;
+        grad.reset(self, pages.len());
         let stats = if self.is_linear() {
-            linear::run(self, parts, Some(grad))?
+            linear::run(self, pages, Some(grad))?
         } else {
-            network::run(self, parts, Some(grad))?
+            network::run(self, pages, Some(grad))?
         };
         grad.finish(self, rows, l2);
         Ok(stats)
@@ -481,17 +471,17 @@ impl Model {
         }
     }
 
-    /// Loss and accuracy figures of the rows of `parts` under the current
+    /// Loss and accuracy figures of the rows of `pages` under the current
     /// parameters, without a gradient.
     ///
     /// # Errors
     /// As [`gradient`](Self::gradient).
-    pub fn evaluate(&self, parts: &[Part<'_>]) -> Result<BatchStats> {
-        self.check_parts(parts)?;
+    pub fn evaluate(&self, pages: &[Page]) -> Result<BatchStats> {
+        self.check_pages(pages)?;
         if self.is_linear() {
-            linear::run(self, parts, None)
+            linear::run(self, pages, None)
         } else {
-            network::run(self, parts, None)
+            network::run(self, pages, None)
         }
     }
 
@@ -502,28 +492,22 @@ impl Model {
         )
     }
 
-    /// Checks the parts' shapes and labels; returns the total row count.
-    fn check_parts(&self, parts: &[Part<'_>]) -> Result<usize> {
+    /// Checks the pages' shapes and labels (a [`Page`] has one label per
+    /// row by construction); returns the total row count.
+    fn check_pages(&self, pages: &[Page]) -> Result<usize> {
         let classes = self.kind.classes();
         let mut rows = 0usize;
-        for (p, part) in parts.iter().enumerate() {
-            if part.batch.n_cols() != self.n_cols {
+        for (p, page) in pages.iter().enumerate() {
+            if page.n_cols() != self.n_cols {
                 return Err(Error::LengthMismatch {
-                    what: "columns of a part (the model's n_cols)",
+                    what: "columns of a page (the model's n_cols)",
                     expected: self.n_cols as u64,
-                    found: part.batch.n_cols() as u64,
+                    found: page.n_cols() as u64,
                 });
             }
-            if part.labels.len() != part.batch.n_rows() {
-                return Err(Error::LengthMismatch {
-                    what: "labels of a part (one per row)",
-                    expected: part.batch.n_rows() as u64,
-                    found: part.labels.len() as u64,
-                });
-            }
-            for (row, &label) in part.labels.iter().enumerate() {
+            for (row, &label) in page.labels().iter().enumerate() {
                 let bad = |expected: String| Error::BadLabel {
-                    part: p,
+                    page: p,
                     row,
                     label,
                     expected,
@@ -537,7 +521,7 @@ impl Model {
                     }
                 }
             }
-            rows += part.labels.len();
+            rows += page.n_rows();
         }
         Ok(rows)
     }
