@@ -7,6 +7,8 @@
 //! sections) panic.
 
 use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
 
 /// Everything that can go wrong in tocpile.
 ///
@@ -190,8 +192,10 @@ pub enum Error {
         /// The maximum supported.
         max: u64,
     },
-    /// Reading or decompressing an input file failed (the file is missing,
-    /// unreadable, or a compressed stream is corrupt or truncated).
+    /// Reading, writing or decompressing a file failed (the file is
+    /// missing or unreadable, the disk is full, a compressed stream is
+    /// corrupt or truncated). Made by [`Error::io`];
+    /// [`source`](std::error::Error::source) returns the underlying error.
     Io {
         /// The file (or the name given to an in-memory reader).
         path: String,
@@ -200,6 +204,8 @@ pub enum Error {
         /// The underlying error's message, with the line being read where
         /// known.
         message: String,
+        /// The underlying error itself.
+        source: IoSource,
     },
     /// A text input (LIBSVM, CSV, schema text) holds something that does not
     /// fit its format.
@@ -406,11 +412,7 @@ impl fmt::Display for Error {
             Error::TooLarge { what, value, max } => {
                 write!(f, "{what} is {value}, at most {max} supported")
             }
-            Error::Io {
-                path,
-                kind: _,
-                message,
-            } => write!(f, "{path}: {message}"),
+            Error::Io { path, message, .. } => write!(f, "{path}: {message}"),
             Error::Parse {
                 path,
                 line,
@@ -477,7 +479,47 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl Error {
+    /// An [`Error::Io`] for `path` (a file, or the name of an in-memory
+    /// input), keeping `error`'s kind and the error itself as the
+    /// [`source`](std::error::Error::source).
+    pub fn io(path: impl AsRef<Path>, error: std::io::Error) -> Error {
+        Error::Io {
+            path: path.as_ref().display().to_string(),
+            kind: error.kind(),
+            message: error.to_string(),
+            source: IoSource(Arc::new(error)),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source.get()),
+            _ => None,
+        }
+    }
+}
+
+/// The underlying error of an [`Error::Io`], shared so that [`Error`]
+/// stays `Clone`. Two are equal when their kinds and messages are.
+#[derive(Debug, Clone)]
+pub struct IoSource(Arc<std::io::Error>);
+
+impl IoSource {
+    /// The I/O error.
+    pub fn get(&self) -> &std::io::Error {
+        &self.0
+    }
+}
+
+impl PartialEq for IoSource {
+    fn eq(&self, other: &IoSource) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+            || (self.0.kind() == other.0.kind() && self.0.to_string() == other.0.to_string())
+    }
+}
 
 /// Shorthand for results in this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

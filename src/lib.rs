@@ -44,6 +44,7 @@
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+mod atomic;
 pub mod bench;
 pub mod codec;
 pub mod dataset;
@@ -57,11 +58,12 @@ mod page;
 mod rng;
 mod sparse;
 pub mod train;
+mod wire;
 
 pub use codec::{
     decode_bytes, encode, DecodeTree, EncodeOptions, Encoder, Level, Packing, TocBatch,
 };
-pub use error::{Error, Result};
+pub use error::{Error, IoSource, Result};
 pub use kernels::Workspace;
 pub use page::Page;
 pub use sparse::{SparseBatch, MAX_COLS};

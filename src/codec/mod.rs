@@ -16,7 +16,6 @@
 mod encoder;
 mod layout;
 mod tree;
-pub(crate) mod wire;
 
 pub use encoder::{EncodeOptions, Encoder, Level, Packing};
 pub use layout::{MAGIC, VERSION};

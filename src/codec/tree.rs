@@ -25,10 +25,10 @@
 //! - Flat batches (level `Sparse`) have no tree: the pairs are the rows, and
 //!   the tree holds the first layer only, with the codes `1..=nnz`.
 
-use super::layout::{f64_at, Dict, Layout, Values};
-use super::wire::unpack_into;
+use super::layout::{Dict, Layout, Values};
 use crate::error::{Error, Result};
 use crate::sparse::{is_zero, SparseBatch};
+use crate::wire::{f64_at, unpack_into};
 
 /// The rebuilt prefix tree of one batch, plus its unpacked codes: the
 /// structure every kernel on the encoded form runs on.

@@ -54,7 +54,7 @@ impl<S: Source + 'static> Dataset<S> {
                     }
                 }
             })
-            .map_err(|e| crate::dataset::writer::io_error(self.path(), &e))?;
+            .map_err(|e| Error::io(self.path(), e))?;
         Ok(Prefetch {
             rx: Some(rx),
             handle: Some(handle),

@@ -6,18 +6,15 @@ use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use super::footer::{check_header, check_trailer, parse_footer, HEADER_LEN, TRAILER_LEN};
 use super::labels::read_labels;
 use super::source::{read_at, Source};
-use super::writer::io_error;
-use super::{BlockEntry, DatasetInfo, FILE_MAGIC, FILE_VERSION, HEADER_LEN, TRAILER_LEN};
-use crate::codec::wire::{write_varint, Reader};
+use super::{BlockEntry, DatasetInfo};
 use crate::codec::{DecodeTree, TocBatch};
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
 use crate::page::Page;
-use crate::sparse::MAX_COLS;
-
-const FOOTER_MAGIC: [u8; 4] = *b"TOCF";
+use crate::wire::Reader;
 
 /// An open dataset: a file by default, or bytes in memory.
 #[derive(Debug)]
@@ -70,7 +67,7 @@ impl Dataset {
     /// damaged footer.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
-        let file = File::open(&path).map_err(|e| io_error(&path, &e))?;
+        let file = File::open(&path).map_err(|e| Error::io(&path, e))?;
         Dataset::from_source(file, path)
     }
 }
@@ -93,7 +90,7 @@ impl<S: Source> Dataset<S> {
     /// # Errors
     /// As [`Dataset::open`].
     pub fn from_source(source: S, path: PathBuf) -> Result<Self> {
-        let len = source.size().map_err(|e| io_error(&path, &e))?;
+        let len = source.size().map_err(|e| Error::io(&path, e))?;
         let name = path.display().to_string();
         let wrap = |section: &str, offset: u64| {
             let name = name.clone();
@@ -396,168 +393,4 @@ fn check_rows(labels: usize, rows: usize) -> Result<()> {
         });
     }
     Ok(())
-}
-
-fn check_header(header: &[u8]) -> Result<()> {
-    if header[..4] != FILE_MAGIC {
-        return Err(Error::BadMagic {
-            found: header[..4].to_vec(),
-        });
-    }
-    if header[4] != FILE_VERSION {
-        return Err(Error::UnsupportedVersion {
-            found: header[4],
-            supported: FILE_VERSION,
-        });
-    }
-    if header[5..] != [0, 0, 0] {
-        return Err(Error::UnknownFlags {
-            offset: 5,
-            flags: header[5] | header[6] | header[7],
-        });
-    }
-    Ok(())
-}
-
-/// The footer's offset and checksum, checked to lie between the header and
-/// the trailer.
-fn check_trailer(trailer: &[u8], trailer_at: u64) -> Result<(u64, u32)> {
-    if trailer[12..] != FILE_MAGIC {
-        return Err(Error::BadMagic {
-            found: trailer[12..].to_vec(),
-        });
-    }
-    let footer_at = u64::from_le_bytes(trailer[..8].try_into().expect("8 bytes"));
-    if footer_at < HEADER_LEN || footer_at > trailer_at {
-        return Err(Error::FieldOutOfRange {
-            what: "footer offset",
-            offset: 0,
-            value: footer_at,
-            max: trailer_at,
-        });
-    }
-    Ok((
-        footer_at,
-        u32::from_le_bytes(trailer[8..12].try_into().expect("4 bytes")),
-    ))
-}
-
-/// The footer grammar (see `docs/FORMAT.md`).
-pub(crate) fn write_footer(info: &DatasetInfo, index: &[BlockEntry]) -> Vec<u8> {
-    let mut out = FOOTER_MAGIC.to_vec();
-    for v in [info.n_cols as u64, info.n_rows, info.nnz] {
-        write_varint(&mut out, v);
-    }
-    let format = FormatKind::ALL
-        .iter()
-        .position(|&k| k == info.format)
-        .expect("known format");
-    out.push(format as u8);
-    for v in [
-        info.page_rows as u64,
-        info.block_bytes as u64,
-        info.n_pages,
-        info.payload_bytes,
-    ] {
-        write_varint(&mut out, v);
-    }
-    write_varint(&mut out, info.schema.len() as u64);
-    out.extend_from_slice(info.schema.as_bytes());
-    write_varint(&mut out, index.len() as u64);
-    for e in index {
-        for v in [e.len, e.rows, e.pages] {
-            write_varint(&mut out, v);
-        }
-        out.extend_from_slice(&e.crc.to_le_bytes());
-    }
-    out
-}
-
-fn parse_footer(footer: &[u8], footer_at: u64) -> Result<(DatasetInfo, Vec<BlockEntry>)> {
-    let mut r = Reader::new(footer);
-    if r.bytes(4, "footer magic")? != FOOTER_MAGIC {
-        return Err(Error::BadMagic {
-            found: footer[..4].to_vec(),
-        });
-    }
-    let n_cols = r.varint_max("n_cols", MAX_COLS as u64)? as usize;
-    let n_rows = r.varint("n_rows")?;
-    let nnz = r.varint("nnz")?;
-    let format_at = r.offset();
-    let format =
-        *FormatKind::ALL
-            .get(r.u8("page format")? as usize)
-            .ok_or(Error::FieldOutOfRange {
-                what: "page format",
-                offset: format_at,
-                value: footer[format_at] as u64,
-                max: FormatKind::ALL.len() as u64 - 1,
-            })?;
-    let page_rows = r.varint_max("page_rows", u32::MAX as u64)? as usize;
-    let block_bytes = r.varint_max("block_bytes", u32::MAX as u64)? as usize;
-    let n_pages = r.varint("n_pages")?;
-    let payload_bytes = r.varint("payload bytes")?;
-    let schema_len = r.varint("schema length")?;
-    let schema_at = r.offset();
-    let schema = String::from_utf8(r.bytes(schema_len, "schema")?.to_vec()).map_err(|_| {
-        Error::FieldOutOfRange {
-            what: "schema (not UTF-8)",
-            offset: schema_at,
-            value: schema_len,
-            max: schema_len,
-        }
-    })?;
-    // Every entry takes at least 7 bytes: bound the count before allocating.
-    let n_blocks = r.varint_max("block count", r.remaining() as u64 / 7)? as usize;
-    let mut index = Vec::with_capacity(n_blocks);
-    let (mut offset, mut rows, mut pages) = (HEADER_LEN, 0u64, 0u64);
-    for _ in 0..n_blocks {
-        let len = r.varint_max("block length", footer_at - offset)?;
-        let block_rows = r.varint("block rows")?;
-        let block_pages = r.varint_max("block pages", len)?;
-        let crc = u32::from_le_bytes(r.bytes(4, "block checksum")?.try_into().expect("4 bytes"));
-        index.push(BlockEntry {
-            offset,
-            len,
-            rows: block_rows,
-            pages: block_pages,
-            crc,
-        });
-        offset += len;
-        rows = rows.saturating_add(block_rows);
-        pages += block_pages;
-    }
-    if r.remaining() > 0 {
-        return Err(Error::TrailingBytes {
-            offset: r.offset(),
-            len: r.remaining(),
-        });
-    }
-    for (what, expected, found) in [
-        ("bytes of all blocks (up to the footer)", footer_at, offset),
-        ("rows of all blocks", n_rows, rows),
-        ("pages of all blocks", n_pages, pages),
-    ] {
-        if expected != found {
-            return Err(Error::LengthMismatch {
-                what,
-                expected,
-                found,
-            });
-        }
-    }
-    let info = DatasetInfo {
-        n_rows,
-        n_cols,
-        nnz,
-        format,
-        page_rows,
-        block_bytes,
-        n_blocks,
-        n_pages,
-        file_bytes: 0,
-        payload_bytes,
-        schema,
-    };
-    Ok((info, index))
 }

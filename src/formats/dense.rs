@@ -7,8 +7,7 @@
 use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
 use super::bytes::{
-    check_rows, finish, header_len, read_f64s, read_header, read_ids, write_f64s, write_header,
-    write_ids,
+    check_rows, finish, header_len, read_header, read_ids, write_header, write_ids,
 };
 use super::sparse::{index_values, with_ids, Ids};
 use super::FormatKind;
@@ -16,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::kernels::layout::{columns, fill, fill_columns, standard, Shape};
 use crate::kernels::{sum4, Workspace};
 use crate::sparse::SparseBatch;
+use crate::wire::write_f64s;
 
 /// Bytes of a DEN page of `n_rows` x `n_cols` (header and values), computed
 /// without building it: what [`Batch::encoded_len`](super::Batch::encoded_len) of the encoded
@@ -236,7 +236,7 @@ impl Den {
                 found: r.remaining() as u64,
             });
         }
-        let values = read_f64s(&mut r, (want / 8) as u64, "values")?;
+        let values = r.f64s((want / 8) as u64, "values")?;
         finish(&r)?;
         Ok(Den { shape, values })
     }
@@ -366,7 +366,7 @@ impl Dvi {
         let cells = u64::try_from(cells).unwrap_or(u64::MAX);
         let ids = read_ids(&mut r, cells, dict_len + 1, "value ids")?;
         let mut dict = vec![0.0];
-        dict.extend(read_f64s(&mut r, dict_len, "dictionary")?);
+        dict.extend(r.f64s(dict_len, "dictionary")?);
         finish(&r)?;
         Ok(Dvi { shape, ids, dict })
     }

@@ -38,13 +38,11 @@ pub(crate) enum Codec {
 /// Largest dense batch the codecs take, in bytes (snappy's limit).
 const MAX_RAW_BYTES: u64 = u32::MAX as u64;
 
-/// An `io::Error`-like failure of a decompressor on a page, as [`Error::Io`].
+/// A decompressor's failure on a page, as [`Error::Io`] (kind
+/// `InvalidData`, as a corrupt gzip stream read from a file would be).
 fn corrupt(codec: Codec, message: String) -> Error {
-    Error::Io {
-        path: format!("{} page", codec.kind().name()),
-        kind: std::io::ErrorKind::InvalidData,
-        message,
-    }
+    let error = std::io::Error::new(std::io::ErrorKind::InvalidData, message);
+    Error::io(format!("{} page", codec.kind().name()), error)
 }
 
 impl Codec {

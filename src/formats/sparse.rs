@@ -9,15 +9,13 @@ use hashbrown::hash_map::Entry;
 use hashbrown::HashMap;
 use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
-use super::bytes::{
-    check_rows, finish, header_len, read_f64s, read_ids, write_f64s, write_header, write_ids,
-    write_u32s, Structure,
-};
+use super::bytes::{check_rows, finish, header_len, read_ids, write_header, write_ids, Structure};
 use super::FormatKind;
 use crate::error::{Error, Result};
 use crate::kernels::layout::{columns, fill, fill_columns, standard, Shape};
 use crate::kernels::{sum4, Workspace};
 use crate::sparse::SparseBatch;
+use crate::wire::{write_f64s, write_u32s};
 
 /// Value ids at the narrowest width that holds the largest id.
 #[derive(Debug, Clone)]
@@ -265,7 +263,7 @@ impl Csr {
             cols,
             ..
         } = Structure::read(bytes, FormatKind::Csr)?;
-        let values = read_f64s(&mut r, cols.len() as u64, "values")?;
+        let values = r.f64s(cols.len() as u64, "values")?;
         finish(&r)?;
         Ok(Csr {
             shape,
@@ -409,7 +407,7 @@ impl Cvi {
             cols,
         } = Structure::read(bytes, FormatKind::Cvi)?;
         let ids = read_ids(&mut r, cols.len() as u64, dict_len, "value ids")?;
-        let dict = read_f64s(&mut r, dict_len, "dictionary")?;
+        let dict = r.f64s(dict_len, "dictionary")?;
         finish(&r)?;
         Ok(Cvi {
             shape,

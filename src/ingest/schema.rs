@@ -271,6 +271,16 @@ impl Schema {
         out
     }
 
+    /// Writes the text form to `path` atomically (a temporary file beside
+    /// it, fsynced, renamed), for `tocpile encode --schema` or
+    /// [`Schema::from_text`] to read back.
+    ///
+    /// # Errors
+    /// [`Error::Io`]; `path` is then untouched.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        crate::atomic::write(path.as_ref(), self.to_text().as_bytes())
+    }
+
     /// Reads the text form (see the [type docs](Schema)).
     ///
     /// # Errors

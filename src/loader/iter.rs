@@ -91,7 +91,7 @@ impl Epoch {
                 }
                 shared.store(producer.peak_bytes(), Ordering::Relaxed);
             })
-            .map_err(|e| crate::dataset::io_error(path, &e))?;
+            .map_err(|e| crate::error::Error::io(path, e))?;
         Ok(Epoch {
             source: EpochSource::Thread {
                 rx: Some(rx),
