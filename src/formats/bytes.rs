@@ -9,12 +9,11 @@
 //! is allocated, then the contents (offsets, columns, ids) are validated
 //! once, so the kernels never index out of range.
 
-use super::sparse::Ids;
 use super::FormatKind;
 use crate::error::{Error, Result};
 use crate::kernels::layout::Shape;
 use crate::sparse::MAX_COLS;
-use crate::wire::{varint_len, write_u32s, write_varint, Reader};
+use crate::wire::{varint_len, write_varint, Reader};
 
 /// Version of every comparison-format page layout.
 pub(super) const PAGE_VERSION: u8 = 1;
@@ -120,66 +119,6 @@ pub(super) fn check_rows(shape: Shape) -> Result<()> {
         });
     }
     Ok(())
-}
-
-/// Appends the ids at their stored width, little-endian.
-pub(super) fn write_ids(out: &mut Vec<u8>, ids: &Ids) {
-    match ids {
-        Ids::U8(ids) => out.extend_from_slice(ids),
-        Ids::U16(ids) => ids
-            .iter()
-            .for_each(|v| out.extend_from_slice(&v.to_le_bytes())),
-        Ids::U32(ids) => write_u32s(out, ids),
-    }
-}
-
-/// Reads `count` value ids at the width [`Ids::narrow`] picks for a
-/// dictionary of `dict_len` entries, each of which must be below
-/// `dict_len`.
-///
-/// # Errors
-/// [`Error::Truncated`], or [`Error::ValueIdOutOfRange`] naming the first
-/// bad id by its position.
-pub(super) fn read_ids(
-    r: &mut Reader<'_>,
-    count: u64,
-    dict_len: u64,
-    what: &'static str,
-) -> Result<Ids> {
-    let check = |position: usize, id: u64| {
-        if id >= dict_len {
-            return Err(Error::ValueIdOutOfRange {
-                position,
-                id,
-                dict_len,
-            });
-        }
-        Ok(())
-    };
-    let ids = if dict_len <= 1 << 8 {
-        let ids = r.bytes(count, what)?.to_vec();
-        ids.iter()
-            .enumerate()
-            .try_for_each(|(i, &id)| check(i, id.into()))?;
-        Ids::U8(ids)
-    } else if dict_len <= 1 << 16 {
-        let ids: Vec<u16> = r
-            .bytes(count.saturating_mul(2), what)?
-            .chunks_exact(2)
-            .map(|b| u16::from_le_bytes([b[0], b[1]]))
-            .collect();
-        ids.iter()
-            .enumerate()
-            .try_for_each(|(i, &id)| check(i, id.into()))?;
-        Ids::U16(ids)
-    } else {
-        let ids = r.u32s(count, what)?;
-        ids.iter()
-            .enumerate()
-            .try_for_each(|(i, &id)| check(i, id.into()))?;
-        Ids::U32(ids)
-    };
-    Ok(ids)
 }
 
 /// Reads `n_rows + 1` row offsets and checks that they start at 0 and

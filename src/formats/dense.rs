@@ -6,10 +6,8 @@
 
 use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
-use super::bytes::{
-    check_rows, finish, header_len, read_header, read_ids, write_header, write_ids,
-};
-use super::sparse::{index_values, with_ids, Ids};
+use super::bytes::{check_rows, finish, header_len, read_header, write_header};
+use super::ids::{index_values, read_ids, with_ids, write_ids, Ids};
 use super::FormatKind;
 use crate::error::{Error, Result};
 use crate::kernels::layout::{columns, fill, fill_columns, standard, Shape};

@@ -29,6 +29,7 @@ mod batch;
 mod bytes;
 mod dense;
 mod general;
+mod ids;
 mod sparse;
 mod toc;
 
@@ -36,7 +37,7 @@ pub use batch::Batch;
 pub(crate) use dense::den_len;
 pub use dense::{Den, Dvi};
 pub use general::Compressed;
-pub(crate) use sparse::index_values;
+pub(crate) use ids::index_values;
 pub use sparse::{Csr, Cvi};
 pub use toc::TocPage;
 

@@ -1,117 +1,19 @@
 //! CSR (the baseline every format is compared to) and CVI (CSR with the
-//! values replaced by ids into a dictionary), plus the value indexing that
-//! CVI and DVI share.
+//! values replaced by ids into a dictionary, see [`ids`](super::ids)).
 //!
 //! The kernels are plain sparse loops written once, generic over how a
 //! stored value is read, so CSR and CVI run the same code.
 
-use hashbrown::hash_map::Entry;
-use hashbrown::HashMap;
 use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
-use super::bytes::{check_rows, finish, header_len, read_ids, write_header, write_ids, Structure};
+use super::bytes::{check_rows, finish, header_len, write_header, Structure};
+use super::ids::{index_values, read_ids, with_ids, write_ids, Ids};
 use super::FormatKind;
 use crate::error::{Error, Result};
 use crate::kernels::layout::{columns, fill, fill_columns, standard, Shape};
 use crate::kernels::{sum4, Workspace};
 use crate::sparse::SparseBatch;
 use crate::wire::{write_f64s, write_u32s};
-
-/// Value ids at the narrowest width that holds the largest id.
-#[derive(Debug, Clone)]
-pub(super) enum Ids {
-    /// Dictionaries of at most 256 entries.
-    U8(Vec<u8>),
-    /// Dictionaries of at most 65,536 entries.
-    U16(Vec<u16>),
-    /// Larger dictionaries.
-    U32(Vec<u32>),
-}
-
-impl Ids {
-    /// Stores `ids`, all below `dict_len`, at the narrowest width.
-    pub(super) fn narrow(ids: Vec<u32>, dict_len: usize) -> Self {
-        if dict_len <= 1 << 8 {
-            Ids::U8(ids.into_iter().map(|i| i as u8).collect())
-        } else if dict_len <= 1 << 16 {
-            Ids::U16(ids.into_iter().map(|i| i as u16).collect())
-        } else {
-            Ids::U32(ids)
-        }
-    }
-
-    /// Heap bytes the ids hold (their allocation, not their length).
-    pub(super) fn heap_bytes(&self) -> usize {
-        match self {
-            Ids::U8(ids) => ids.capacity(),
-            Ids::U16(ids) => 2 * ids.capacity(),
-            Ids::U32(ids) => 4 * ids.capacity(),
-        }
-    }
-
-    /// Bytes the ids take.
-    pub(super) fn byte_len(&self) -> usize {
-        match self {
-            Ids::U8(ids) => ids.len(),
-            Ids::U16(ids) => 2 * ids.len(),
-            Ids::U32(ids) => 4 * ids.len(),
-        }
-    }
-}
-
-/// Runs `$body` with `$slice` bound to the ids (a `&Vec` of the stored
-/// width) and `$val` to a closure looking an id up in `$dict`.
-macro_rules! with_ids {
-    ($ids:expr, $dict:expr, $slice:ident, $val:ident => $body:expr) => {{
-        let dict: &[f64] = $dict;
-        match $ids {
-            $crate::formats::sparse::Ids::U8(ids) => {
-                let $slice: &[u8] = ids;
-                let $val = |i: u8| dict[usize::from(i)];
-                $body
-            }
-            $crate::formats::sparse::Ids::U16(ids) => {
-                let $slice: &[u16] = ids;
-                let $val = |i: u16| dict[usize::from(i)];
-                $body
-            }
-            $crate::formats::sparse::Ids::U32(ids) => {
-                let $slice: &[u32] = ids;
-                let $val = |i: u32| dict[i as usize];
-                $body
-            }
-        }
-    }};
-}
-pub(super) use with_ids;
-
-/// Value indexing: one id per value and the dictionary of distinct values
-/// (by bits) in order of first appearance. With `reserve_zero`, id 0 is
-/// `0.0` and the values get ids from 1.
-///
-/// # Errors
-/// [`Error::TooLarge`] if the ids do not fit in `u32`.
-pub(crate) fn index_values(values: &[f64], reserve_zero: bool) -> Result<(Vec<u32>, Vec<f64>)> {
-    let mut dict = if reserve_zero { vec![0.0] } else { Vec::new() };
-    let mut map: HashMap<u64, u32> = HashMap::new();
-    let mut ids = Vec::with_capacity(values.len());
-    for &v in values {
-        let id = match map.entry(v.to_bits()) {
-            Entry::Occupied(e) => *e.get(),
-            Entry::Vacant(e) => {
-                let id = u32::try_from(dict.len()).map_err(|_| Error::TooLarge {
-                    what: "distinct values (u32 value ids)",
-                    value: dict.len() as u64 + 1,
-                    max: u32::MAX as u64 + 1 - u64::from(reserve_zero),
-                })?;
-                dict.push(v);
-                *e.insert(id)
-            }
-        };
-        ids.push(id);
-    }
-    Ok((ids, dict))
-}
 
 /// CSR arrays with values of type `T` read as `f64` through `val`.
 #[derive(Debug, Clone, Copy)]
