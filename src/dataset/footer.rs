@@ -74,11 +74,7 @@ fn footer(info: &DatasetInfo, index: &[BlockEntry]) -> Vec<u8> {
     for v in [info.n_cols as u64, info.n_rows, info.nnz] {
         write_varint(&mut out, v);
     }
-    let format = FormatKind::ALL
-        .iter()
-        .position(|&k| k == info.format)
-        .expect("known format");
-    out.push(format as u8);
+    out.push(info.format.code());
     for v in [
         info.page_rows as u64,
         info.block_bytes as u64,
@@ -131,15 +127,18 @@ pub(super) fn parse_footer(
     let n_rows = r.varint("n_rows")?;
     let nnz = r.varint("nnz")?;
     let format_at = r.offset();
-    let format =
-        *FormatKind::ALL
-            .get(r.u8("page format")? as usize)
-            .ok_or(Error::FieldOutOfRange {
-                what: "page format",
-                offset: format_at,
-                value: footer[format_at] as u64,
-                max: FormatKind::ALL.len() as u64 - 1,
-            })?;
+    let code = r.u8("page format")?;
+    let format = FormatKind::from_code(code).ok_or(Error::FieldOutOfRange {
+        what: "page format (a format code)",
+        offset: format_at,
+        value: code.into(),
+        max: FormatKind::ALL
+            .iter()
+            .map(|k| k.code())
+            .max()
+            .unwrap_or(0)
+            .into(),
+    })?;
     let page_rows = r.varint_max("page_rows", u32::MAX as u64)? as usize;
     let block_bytes = r.varint_max("block_bytes", u32::MAX as u64)? as usize;
     let n_pages = r.varint("n_pages")?;

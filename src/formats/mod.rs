@@ -46,32 +46,48 @@ use crate::error::Result;
 use crate::sparse::SparseBatch;
 
 /// Every format tocpile can compare, by the names the paper uses.
+///
+/// Each format has a fixed code ([`FormatKind::code`]), the byte a
+/// dataset file's footer stores: codes are never reused or renumbered,
+/// whatever the order of [`FormatKind::ALL`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
 pub enum FormatKind {
     /// Dense `f64` rows.
-    Den,
+    Den = 0,
     /// Compressed sparse rows.
-    Csr,
+    Csr = 1,
     /// CSR with value indexing.
-    Cvi,
+    Cvi = 2,
     /// Dense with value indexing.
-    Dvi,
+    Dvi = 3,
     /// snappy over the dense bytes.
-    Snappy,
+    Snappy = 4,
     /// gzip (level 6) over the dense bytes.
-    Gzip,
+    Gzip = 5,
     /// LZ4 (block format) over the dense bytes.
-    Lz4,
+    Lz4 = 6,
     /// TOC, sparse encoding only.
-    TocSparse,
+    TocSparse = 7,
     /// TOC, sparse and logical encoding.
-    TocLogical,
+    TocLogical = 8,
     /// TOC, all three stages (the default format).
-    TocFull,
+    TocFull = 9,
 }
 
 impl FormatKind {
-    /// Every format, in table order.
+    /// The format's code in files (`docs/FORMAT.md`): fixed forever.
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The format of code `code`, if there is one.
+    pub fn from_code(code: u8) -> Option<FormatKind> {
+        Self::ALL.into_iter().find(|k| k.code() == code)
+    }
+
+    /// Every format, in table order (for tables and loops; files store
+    /// [`code`](Self::code)s, not positions in this list).
     pub const ALL: [FormatKind; 10] = [
         FormatKind::Den,
         FormatKind::Csr,

@@ -143,47 +143,33 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
     for _ in 0..n_layers {
         widths.push(r.u64_max("layer width", u32::MAX as u64)? as usize);
     }
-    let kind = match code {
-        0..=2 => {
-            if n_layers != 1 {
-                return Err(Error::FieldOutOfRange {
-                    what: "layers of a linear model",
-                    offset: FIXED - 4,
-                    value: n_layers as u64,
-                    max: 1,
-                });
-            }
-            if widths[0] != 1 {
-                return Err(Error::FieldOutOfRange {
-                    what: "output width of a linear model",
-                    offset: FIXED,
-                    value: widths[0] as u64,
-                    max: 1,
-                });
-            }
-            [
-                ModelKind::Logistic,
-                ModelKind::Svm,
-                ModelKind::LinearRegression,
-            ][code as usize]
-                .clone()
-        }
-        3 => {
-            if n_layers != 1 {
-                return Err(Error::FieldOutOfRange {
-                    what: "layers of a softmax model",
-                    offset: FIXED - 4,
-                    value: n_layers as u64,
-                    max: 1,
-                });
-            }
-            ModelKind::Softmax { classes: widths[0] }
-        }
-        _ => ModelKind::Mlp {
-            hidden: widths[..n_layers - 1].to_vec(),
-            outputs: widths[n_layers - 1],
-        },
-    };
+    // The kind's shape rules, each reported at its field.
+    if code <= 3 && n_layers != 1 {
+        return Err(Error::FieldOutOfRange {
+            what: if code == 3 {
+                "layers of a softmax model"
+            } else {
+                "layers of a linear model"
+            },
+            offset: FIXED - 4,
+            value: n_layers as u64,
+            max: 1,
+        });
+    }
+    if code <= 2 && widths[0] != 1 {
+        return Err(Error::FieldOutOfRange {
+            what: "output width of a linear model",
+            offset: FIXED,
+            value: widths[0] as u64,
+            max: 1,
+        });
+    }
+    let kind = ModelKind::from_code(code, &widths).ok_or(Error::FieldOutOfRange {
+        what: "model kind",
+        offset: 5,
+        value: code.into(),
+        max: 4,
+    })?;
     // Widths of 0 (and a softmax of one class) are rejected where they are.
     let min_width = if code == 3 { 2 } else { 1 };
     if let Some(i) = (0..n_layers).find(|&i| widths[i] < min_width) {

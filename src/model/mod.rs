@@ -138,14 +138,36 @@ impl ModelKind {
         matches!(self, ModelKind::LinearRegression)
     }
 
-    /// The kind's number in model files.
-    fn code(&self) -> u8 {
+    /// The kind's code in model files (`docs/FORMAT.md`, "Model files"):
+    /// 0 logistic regression, 1 SVM, 2 linear regression, 3 softmax,
+    /// 4 MLP. Fixed forever: codes are never reused or renumbered.
+    pub const fn code(&self) -> u8 {
         match self {
             ModelKind::Logistic => 0,
             ModelKind::Svm => 1,
             ModelKind::LinearRegression => 2,
             ModelKind::Softmax { .. } => 3,
             ModelKind::Mlp { .. } => 4,
+        }
+    }
+
+    /// The kind of code `code` whose layers have the output widths
+    /// `widths` (input layer excluded, as a model file stores them):
+    /// `[1]` for the linear kinds, `[classes]` for a softmax, the hidden
+    /// widths then the output width for an MLP. `None` for an unknown code
+    /// or widths that do not fit it (their values are checked by
+    /// [`Model::new`]).
+    pub fn from_code(code: u8, widths: &[usize]) -> Option<ModelKind> {
+        match (code, widths) {
+            (0, [1]) => Some(ModelKind::Logistic),
+            (1, [1]) => Some(ModelKind::Svm),
+            (2, [1]) => Some(ModelKind::LinearRegression),
+            (3, &[classes]) => Some(ModelKind::Softmax { classes }),
+            (4, [hidden @ .., outputs]) => Some(ModelKind::Mlp {
+                hidden: hidden.to_vec(),
+                outputs: *outputs,
+            }),
+            _ => None,
         }
     }
 

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+mod golden;
 mod prefetch;
 
 use crate::support::{batches, load, temp_path};

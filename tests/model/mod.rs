@@ -2,6 +2,7 @@
 //! training on the shared datasets, model files, labels.
 
 mod files;
+mod golden;
 mod gradients;
 mod labels;
 mod training;
