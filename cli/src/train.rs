@@ -10,9 +10,7 @@ use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use tocpile::dataset::Dataset;
-use tocpile::loader::{
-    labels_in_file_order, Buffer, Loader, LoaderOptions, Mode, Strategy, AUTO_MIN_PAGES,
-};
+use tocpile::loader::{labels_in_file_order, Buffer, Loader, LoaderOptions, Mode, Strategy};
 use tocpile::model::{Model, ModelKind};
 use tocpile::train::{train, EpochReport, Score, TrainOptions};
 
@@ -125,14 +123,6 @@ impl ModeArg {
             ModeArg::Exact => Mode::Exact,
             ModeArg::Page => Mode::Page,
             ModeArg::Auto => Mode::Auto,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            ModeArg::Exact => "exact",
-            ModeArg::Page => "page",
-            ModeArg::Auto => "auto",
         }
     }
 }
@@ -357,11 +347,13 @@ pub fn run(args: &TrainArgs) -> Outcome {
     };
     if !args.json {
         let info = dataset.info();
-        let spans = args.batch_size as usize / info.page_rows.max(1);
-        let mode = match args.mode {
-            ModeArg::Auto if spans >= AUTO_MIN_PAGES => "page (auto)",
-            ModeArg::Auto => "exact (auto)",
-            other => other.name(),
+        // The library decides what auto means; the header only reports it.
+        let chosen = args.mode.mode();
+        let batch_rows = usize::try_from(args.batch_size).unwrap_or(usize::MAX);
+        let resolved = chosen.resolve(info.page_rows, batch_rows);
+        let mode = match chosen {
+            Mode::Auto => format!("{} (auto)", resolved.name()),
+            _ => resolved.name().to_string(),
         };
         emit(&format!(
             "training {kind} on {}: {} rows x {n_cols} columns in {} blocks; {} mode, \
@@ -416,13 +408,9 @@ pub fn run(args: &TrainArgs) -> Outcome {
             }
         };
         printed?;
-        let mode = match loader.mode() {
-            Mode::Page => "page",
-            _ => "exact",
-        };
         runs.push(Run {
             strategy,
-            mode,
+            mode: loader.mode().name(),
             reports,
         });
         models.push(model);

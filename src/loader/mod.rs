@@ -142,6 +142,39 @@ pub enum Mode {
 /// Pages a mini-batch must span for [`Mode::Auto`] to choose page mode.
 pub const AUTO_MIN_PAGES: usize = 4;
 
+impl Mode {
+    /// The mode a loader uses for mini-batches of `batch_rows` rows over a
+    /// file of `page_rows`-row pages: [`Mode::Auto`] resolved (page mode
+    /// when a mini-batch spans at least [`AUTO_MIN_PAGES`] pages), any
+    /// other mode as it is. [`Loader::mode`] is this for its file and
+    /// options; callers that describe a run before making a loader ask
+    /// here rather than repeat the rule.
+    ///
+    /// ```
+    /// use tocpile::loader::Mode;
+    ///
+    /// assert_eq!(Mode::Auto.resolve(50, 250), Mode::Page);
+    /// assert_eq!(Mode::Auto.resolve(250, 250), Mode::Exact);
+    /// assert_eq!(Mode::Exact.resolve(50, 250), Mode::Exact);
+    /// ```
+    pub fn resolve(self, page_rows: usize, batch_rows: usize) -> Mode {
+        match self {
+            Mode::Auto if batch_rows / page_rows.max(1) >= AUTO_MIN_PAGES => Mode::Page,
+            Mode::Auto => Mode::Exact,
+            chosen => chosen,
+        }
+    }
+
+    /// The mode's name on the command line: "exact", "page" or "auto".
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Exact => "exact",
+            Mode::Page => "page",
+            Mode::Auto => "auto",
+        }
+    }
+}
+
 /// The buffer size of CorgiPile, Sliding-Window and MRS.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Buffer {
@@ -433,12 +466,7 @@ fn make_plan<T: Source>(ds: &Dataset<T>, o: &LoaderOptions) -> (Plan, Vec<String
         (_, Buffer::Fraction(f)) => ((f * n_blocks as f64).ceil() as usize).max(1),
     };
     // Sliding-Window and MRS hold a share of the units (rows, or pages).
-    let page_rows = ds.info().page_rows.max(1);
-    let mode = match o.mode {
-        Mode::Auto if o.batch_rows / page_rows >= AUTO_MIN_PAGES => Mode::Page,
-        Mode::Auto => Mode::Exact,
-        chosen => chosen,
-    };
+    let mode = o.mode.resolve(ds.info().page_rows, o.batch_rows);
     let units = |b: usize| match mode {
         Mode::Page => ds.block_pages(b),
         _ => ds.block_rows(b),
