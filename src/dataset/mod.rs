@@ -17,6 +17,7 @@
 //! trailer and footer only; [`Dataset::read_block`] reads one block with a
 //! positional read and verifies its checksum before anything is parsed.
 
+mod block;
 mod footer;
 mod labels;
 mod prefetch;
@@ -24,8 +25,9 @@ mod reader;
 mod source;
 mod writer;
 
+pub use block::{Block, TocView};
 pub use prefetch::Prefetch;
-pub use reader::{Block, Dataset, TocView};
+pub use reader::Dataset;
 pub use source::Source;
 pub use writer::{DatasetWriter, WriterOptions};
 

@@ -10,7 +10,8 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::reader::{Block, Dataset};
+use super::block::Block;
+use super::reader::Dataset;
 use super::source::Source;
 use crate::error::{Error, Result};
 
