@@ -41,6 +41,19 @@
 //!
 //! Bad bytes are an [`Error`] naming what was wrong and where, never a
 //! panic. The byte format is specified in `docs/FORMAT.md`.
+//!
+//! Training goes from a dataset file to the model through one page type:
+//!
+//! ```text
+//! dataset::DatasetWriter --> file --> dataset::Block::page --> Page { labels, formats::Batch }
+//!   --> loader::Loader (CorgiPile) --> MiniBatch { pages } --> model::Model::gradient(&[Page])
+//!   --> train::train (epochs, learning rate, evaluation on a Dataset)
+//! ```
+//!
+//! A [`Page`] is rows in any format ([`formats::Batch`]: TOC or one of the
+//! paper's comparison formats) plus their labels; see [`loader`] and
+//! [`model`] for runnable examples, and [`kernels`] for the products on
+//! the decode tree.
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 

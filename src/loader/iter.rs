@@ -117,7 +117,7 @@ impl Epoch {
     }
 
     /// The rows visited so far, in order (with
-    /// [`LoaderOptions::trace`]).
+    /// [`LoaderOptions::trace`](super::LoaderOptions::trace)).
     pub fn trace(&self) -> Option<&Trace> {
         self.trace.as_ref()
     }

@@ -35,6 +35,39 @@
 //! batches aside); partial pages and blocks are kept, and the last
 //! mini-batch of an epoch may be short.
 //!
+//! ```
+//! use std::sync::Arc;
+//! use tocpile::dataset::{Dataset, DatasetWriter, WriterOptions};
+//! use tocpile::loader::{Loader, LoaderOptions, Mode, Strategy};
+//! use tocpile::SparseBatch;
+//!
+//! // 1,000 rows in 50-row pages, blocks of about 1 KiB.
+//! let path = std::env::temp_dir().join(format!("tocpile-loader-doc-{}.toc", std::process::id()));
+//! let rows: Vec<[f64; 2]> = (0..1000).map(|i| [1.0, i as f64]).collect();
+//! let labels: Vec<f64> = (0..1000).map(|i| (i % 2) as f64).collect();
+//! let layout = WriterOptions { page_rows: 50, block_bytes: 1024, ..WriterOptions::default() };
+//! let mut writer = DatasetWriter::create(&path, 2, layout)?;
+//! writer.push(&SparseBatch::from_dense_rows(2, &rows)?, &labels)?;
+//! writer.finish()?;
+//!
+//! let options = LoaderOptions { strategy: Strategy::CorgiPile, trace: true, ..LoaderOptions::default() };
+//! let loader = Loader::new(Arc::new(Dataset::open(&path)?), options)?;
+//! assert_eq!(loader.mode(), Mode::Page); // 250-row mini-batches span five pages
+//! let mut epoch = loader.epoch(0)?;
+//! let mut seen = 0;
+//! for batch in epoch.by_ref() {
+//!     let batch = batch?; // pages, ready for Model::gradient
+//!     seen += batch.n_rows();
+//! }
+//! assert_eq!(seen, 1000); // every row once per epoch
+//! let mut order = epoch.trace().expect("traced").rows().to_vec();
+//! assert_ne!(order, (0..1000).collect::<Vec<u64>>()); // in a shuffled order,
+//! order.sort();
+//! assert_eq!(order, (0..1000).collect::<Vec<u64>>()); // a permutation of the rows
+//! std::fs::remove_file(&path).ok();
+//! # Ok::<(), tocpile::Error>(())
+//! ```
+//!
 //! Departures from the paper: Sliding-Window and MRS read blocks in file
 //! order and, at the end of an epoch, release what they hold in random
 //! order (the paper leaves the end unspecified); MRS's two threads are
@@ -137,7 +170,7 @@ impl<S: Source + 'static> Loader<S> {
     /// shuffled copy first ([`shuffle_file`]).
     ///
     /// # Errors
-    /// [`Error::BadArgument`] for options that cannot work (zero batch
+    /// [`Error::BadArgument`](crate::Error::BadArgument) for options that cannot work (zero batch
     /// rows, a worker number not below `workers`, a buffer fraction
     /// outside (0, 1]); errors of writing Shuffle Once's copy.
     pub fn new(dataset: Arc<Dataset<S>>, options: LoaderOptions) -> Result<Self> {

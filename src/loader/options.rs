@@ -89,7 +89,7 @@ impl Mode {
     /// The mode a loader uses for mini-batches of `batch_rows` rows over a
     /// file of `page_rows`-row pages: [`Mode::Auto`] resolved (page mode
     /// when a mini-batch spans at least [`AUTO_MIN_PAGES`] pages), any
-    /// other mode as it is. [`Loader::mode`] is this for its file and
+    /// other mode as it is. [`Loader::mode`](super::Loader::mode) is this for its file and
     /// options; callers that describe a run before making a loader ask
     /// here rather than repeat the rule.
     ///
@@ -130,7 +130,7 @@ pub enum Buffer {
     Blocks(usize),
 }
 
-/// Everything a [`Loader`] needs besides the file.
+/// Everything a [`Loader`](super::Loader) needs besides the file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoaderOptions {
     /// The ordering strategy (default CorgiPile).
@@ -153,8 +153,9 @@ pub struct LoaderOptions {
     /// Blocks the read-ahead thread may hold beyond the one being read
     /// (double buffering only; default 2).
     pub read_ahead: usize,
-    /// Record each mini-batch's rows (see [`MiniBatch::rows`] and
-    /// [`Epoch::trace`]).
+    /// Record each mini-batch's rows (see
+    /// [`MiniBatch::rows`](super::MiniBatch::rows) and
+    /// [`Epoch::trace`](super::Epoch::trace)).
     pub trace: bool,
     /// Page format of exact-mode mini-batches (default: the file's).
     pub format: Option<FormatKind>,

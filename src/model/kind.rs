@@ -102,7 +102,7 @@ impl ModelKind {
     /// `[1]` for the linear kinds, `[classes]` for a softmax, the hidden
     /// widths then the output width for an MLP. `None` for an unknown code
     /// or widths that do not fit it (their values are checked by
-    /// [`Model::new`]).
+    /// [`Model::new`](super::Model::new)).
     pub fn from_code(code: u8, widths: &[usize]) -> Option<ModelKind> {
         match (code, widths) {
             (0, [1]) => Some(ModelKind::Logistic),

@@ -16,6 +16,32 @@
 //! every row of the pages plus `l2 * w` (the gradient of `l2 / 2 * |w|^2`,
 //! biases and intercepts excluded), [`Model::step`] applies it.
 //!
+//! ```
+//! use tocpile::formats::FormatKind;
+//! use tocpile::model::{Gradient, Model, ModelKind};
+//! use tocpile::{Page, SparseBatch};
+//!
+//! // A mini-batch of two TOC pages; the label is 1 when the first column is set.
+//! let page = |rows: &[[f64; 3]], labels: &[f64]| {
+//!     Page::encode(FormatKind::TocFull, &SparseBatch::from_dense_rows(3, rows)?, labels)
+//! };
+//! let batch = [
+//!     page(&[[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]], &[1.0, 0.0])?,
+//!     page(&[[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]], &[1.0, 0.0])?,
+//! ];
+//! let mut model = Model::new(ModelKind::Logistic, 3, 0)?;
+//! let mut grad = Gradient::new(&model);
+//! let before = model.evaluate(&batch)?.mean_loss();
+//! for _ in 0..50 {
+//!     model.gradient(&batch, 0.0, &mut grad)?; // A.v and v.A on the encoded pages
+//!     model.step(&grad, 0.5);
+//! }
+//! let after = model.evaluate(&batch)?;
+//! assert!(after.mean_loss() < before);
+//! assert_eq!(after.accuracy(), 1.0);
+//! # Ok::<(), tocpile::Error>(())
+//! ```
+//!
 //! Labels:
 //! - binary models (`Logistic`, `Svm`, and `Mlp` with one output) take a
 //!   label `> 0` as the positive class, so 0/1 and -1/+1 labels both work;
