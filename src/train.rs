@@ -12,7 +12,6 @@
 //! step), as the papers plot them; [`evaluate`] gives exact figures on any
 //! dataset. MRS's replay batches train the model too (that is the strategy)
 //! but are left out of the epoch's figures, which cover each row once.
-
 //!
 //! The trainer knows no file format: mini-batches arrive as
 //! [`Page`](crate::Page)s, whatever the file holds, and the model's
