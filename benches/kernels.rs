@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ndarray::{Array1, Array2};
-use tocpile::formats::{EncodedBatch, FormatKind};
+use tocpile::formats::{Batch, FormatKind};
 use tocpile::Workspace;
 
 const FORMATS: [FormatKind; 4] = [
@@ -44,8 +44,7 @@ fn kernels(c: &mut Criterion) {
             if kind == FormatKind::Gzip && cols > 1000 {
                 continue; // dense decompression of nycflights13 is minutes of bench time
             }
-            let mut pages: Vec<Box<dyn EncodedBatch>> =
-                batches.iter().map(|b| kind.encode(b).unwrap()).collect();
+            let mut pages: Vec<Batch> = batches.iter().map(|b| kind.encode(b).unwrap()).collect();
             let bytes: usize = pages.iter().map(|p| p.encoded_len()).sum();
             let mut ws = Workspace::new();
             let mut g = c.benchmark_group(format!("{name}/{}", kind.name()));

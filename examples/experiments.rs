@@ -131,6 +131,7 @@ fn shuffling(args: &Args) -> tocpile::Result<()> {
     let n_cols = train_rows.n_cols();
     drop((train_rows, test_rows));
     let dataset = Arc::new(Dataset::open(&train_path)?);
+    let test = Arc::new(Dataset::open(&test_path)?);
     println!(
         "{name}: {} training rows sorted by label ({} blocks), {} test rows; {kind}, \
          {epochs} epochs, lr {lr} (decay 0.95), batch 250\n",
@@ -163,7 +164,7 @@ fn shuffling(args: &Args) -> tocpile::Result<()> {
             ..TrainOptions::default()
         };
         print!("| {label} |");
-        let reports = train(&mut model, &loader, &train_options, Some(&test_path), |r| {
+        let reports = train(&mut model, &loader, &train_options, Some(&test), |r| {
             let eval = r.eval.expect("test file given");
             print!(" {:.2}% |", 100.0 * eval.accuracy);
             use std::io::Write as _;

@@ -166,8 +166,7 @@ fn read_plain(ds: &Dataset) -> tocpile::Result<usize> {
     for b in 0..ds.n_blocks() {
         let block = ds.read_block(b)?;
         for p in 0..block.n_pages() {
-            let (labels, page) = block.load_page(p)?;
-            rows += labels.len().min(page.n_rows());
+            rows += block.page(p)?.n_rows();
         }
     }
     Ok(rows)
@@ -178,8 +177,8 @@ fn read_plain(ds: &Dataset) -> tocpile::Result<usize> {
 fn read_pipelined(ds: &Arc<Dataset>) -> tocpile::Result<usize> {
     let mut rows = 0;
     for block in ds.prefetch((0..ds.n_blocks()).collect(), 2)? {
-        for (labels, page) in block?.load_pages()? {
-            rows += labels.len().min(page.n_rows());
+        for page in block?.pages()? {
+            rows += page.n_rows();
         }
     }
     Ok(rows)

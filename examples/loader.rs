@@ -28,7 +28,6 @@ use tocpile::dataset::Dataset;
 use tocpile::formats::FormatKind;
 use tocpile::loader::{labels_in_file_order, Buffer, Loader, LoaderOptions, Mode, Strategy};
 use tocpile::model::{Gradient, Model, ModelKind};
-use tocpile::train::parts_of;
 
 fn main() -> tocpile::Result<()> {
     let args = shared::Args::from_env();
@@ -90,8 +89,8 @@ fn main() -> tocpile::Result<()> {
             let start = Instant::now();
             let mut sum = 0.0;
             for batch in l.epoch(round as u64)? {
-                for part in &batch?.parts {
-                    sum += part.labels.iter().sum::<f64>();
+                for page in &batch?.pages {
+                    sum += page.labels().iter().sum::<f64>();
                 }
             }
             std::hint::black_box(sum);
@@ -138,7 +137,7 @@ fn main() -> tocpile::Result<()> {
                 let mut epoch = l.epoch(round as u64)?;
                 for batch in epoch.by_ref() {
                     let batch = batch?;
-                    model.gradient(&parts_of(&batch), 0.0, &mut grad)?;
+                    model.gradient(&batch.pages, 0.0, &mut grad)?;
                     model.step(&grad, 0.1);
                 }
                 let s = start.elapsed().as_secs_f64();

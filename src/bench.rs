@@ -17,7 +17,7 @@ use ndarray::{Array1, Array2};
 use rayon::prelude::*;
 
 use crate::error::Result;
-use crate::formats::{den_len, EncodedBatch, FormatKind};
+use crate::formats::{den_len, Batch, FormatKind};
 use crate::kernels::Workspace;
 use crate::sparse::SparseBatch;
 
@@ -177,7 +177,7 @@ pub fn kernel_table(batches: &[SparseBatch], config: &KernelBenchConfig) -> Resu
     if !formats.contains(&FormatKind::Csr) {
         formats.insert(0, FormatKind::Csr);
     }
-    let mut encoded: Vec<(FormatKind, Vec<Box<dyn EncodedBatch>>)> = Vec::new();
+    let mut encoded: Vec<(FormatKind, Vec<Batch>)> = Vec::new();
     for &kind in &formats {
         let pages = batches
             .iter()
@@ -271,7 +271,7 @@ impl Operands {
 /// Seconds for one pass of `op` over every page, repeating passes until
 /// `min_time` has passed.
 fn time_op(
-    pages: &mut [Box<dyn EncodedBatch>],
+    pages: &mut [Batch],
     op: Op,
     x: &Operands,
     ws: &mut Workspace,

@@ -7,6 +7,8 @@
 //! sections) panic.
 
 use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
 
 /// Everything that can go wrong in tocpile.
 ///
@@ -190,8 +192,10 @@ pub enum Error {
         /// The maximum supported.
         max: u64,
     },
-    /// Reading or decompressing an input file failed (the file is missing,
-    /// unreadable, or a compressed stream is corrupt or truncated).
+    /// Reading, writing or decompressing a file failed (the file is
+    /// missing or unreadable, the disk is full, a compressed stream is
+    /// corrupt or truncated). Made by [`Error::io`];
+    /// [`source`](std::error::Error::source) returns the underlying error.
     Io {
         /// The file (or the name given to an in-memory reader).
         path: String,
@@ -200,6 +204,8 @@ pub enum Error {
         /// The underlying error's message, with the line being read where
         /// known.
         message: String,
+        /// The underlying error itself.
+        source: IoSource,
     },
     /// A text input (LIBSVM, CSV, schema text) holds something that does not
     /// fit its format.
@@ -267,9 +273,9 @@ pub enum Error {
     /// A label cannot be used by the model: a class label that is not an
     /// integer in `0..classes`, or a label that is not finite.
     BadLabel {
-        /// Index of the part (page) within the mini-batch.
-        part: usize,
-        /// Row within the part.
+        /// Index of the page within the mini-batch.
+        page: usize,
+        /// Row within the page.
         row: usize,
         /// The label found.
         label: f64,
@@ -428,11 +434,7 @@ impl fmt::Display for Error {
             Error::TooLarge { what, value, max } => {
                 write!(f, "{what} is {value}, at most {max} supported")
             }
-            Error::Io {
-                path,
-                kind: _,
-                message,
-            } => write!(f, "{path}: {message}"),
+            Error::Io { path, message, .. } => write!(f, "{path}: {message}"),
             Error::Parse {
                 path,
                 line,
@@ -473,13 +475,13 @@ impl fmt::Display for Error {
                 "{path}: {section} at byte {offset} is damaged: checksum {found:08x}, expected {expected:08x}"
             ),
             Error::BadLabel {
-                part,
+                page,
                 row,
                 label,
                 expected,
             } => write!(
                 f,
-                "part {part}, row {row}: label {label} is not {expected}"
+                "page {page}, row {row}: label {label} is not {expected}"
             ),
             Error::Diverged {
                 epoch,
@@ -509,7 +511,47 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl Error {
+    /// An [`Error::Io`] for `path` (a file, or the name of an in-memory
+    /// input), keeping `error`'s kind and the error itself as the
+    /// [`source`](std::error::Error::source).
+    pub fn io(path: impl AsRef<Path>, error: std::io::Error) -> Error {
+        Error::Io {
+            path: path.as_ref().display().to_string(),
+            kind: error.kind(),
+            message: error.to_string(),
+            source: IoSource(Arc::new(error)),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source.get()),
+            _ => None,
+        }
+    }
+}
+
+/// The underlying error of an [`Error::Io`], shared so that [`Error`]
+/// stays `Clone`. Two are equal when their kinds and messages are.
+#[derive(Debug, Clone)]
+pub struct IoSource(Arc<std::io::Error>);
+
+impl IoSource {
+    /// The I/O error.
+    pub fn get(&self) -> &std::io::Error {
+        &self.0
+    }
+}
+
+impl PartialEq for IoSource {
+    fn eq(&self, other: &IoSource) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+            || (self.0.kind() == other.0.kind() && self.0.to_string() == other.0.to_string())
+    }
+}
 
 /// Shorthand for results in this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -41,9 +41,23 @@
 //!
 //! Bad bytes are an [`Error`] naming what was wrong and where, never a
 //! panic. The byte format is specified in `docs/FORMAT.md`.
+//!
+//! Training goes from a dataset file to the model through one page type:
+//!
+//! ```text
+//! dataset::DatasetWriter --> file --> dataset::Block::page --> Page { labels, formats::Batch }
+//!   --> loader::Loader (CorgiPile) --> MiniBatch { pages } --> model::Model::gradient(&[Page])
+//!   --> train::train (epochs, learning rate, evaluation on a Dataset)
+//! ```
+//!
+//! A [`Page`] is rows in any format ([`formats::Batch`]: TOC or one of the
+//! paper's comparison formats) plus their labels; see [`loader`] and
+//! [`model`] for runnable examples, and [`kernels`] for the products on
+//! the decode tree.
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+mod atomic;
 pub mod bench;
 pub mod codec;
 pub mod dataset;
@@ -54,15 +68,18 @@ pub mod ingest;
 pub mod kernels;
 pub mod loader;
 pub mod model;
+mod page;
 mod rng;
 mod sparse;
 pub mod train;
+mod wire;
 
 pub use codec::{
     decode_bytes, encode, DecodeTree, EncodeOptions, Encoder, Level, Packing, TocBatch,
 };
-pub use error::{Error, Result};
+pub use error::{Error, IoSource, Result};
 pub use kernels::Workspace;
+pub use page::Page;
 pub use sparse::{SparseBatch, MAX_COLS};
 
 /// The README's code blocks, compiled and run as doc-tests.

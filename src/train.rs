@@ -10,17 +10,20 @@
 //! The epoch's training loss and accuracy (R^2 for regression) are the
 //! running figures of the mini-batches as the model met them (before each
 //! step), as the papers plot them; [`evaluate`] gives exact figures on any
-//! file. MRS's replay batches train the model too (that is the strategy)
+//! dataset. MRS's replay batches train the model too (that is the strategy)
 //! but are left out of the epoch's figures, which cover each row once.
+//!
+//! The trainer knows no file format: mini-batches arrive as
+//! [`Page`](crate::Page)s, whatever the file holds, and the model's
+//! kernels run on them.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::dataset::{Dataset, Source};
 use crate::error::{Error, Result};
-use crate::loader::{Loader, MiniBatch};
-use crate::model::{Gradient, Metrics, Model, Part};
+use crate::loader::Loader;
+use crate::model::{Gradient, Metrics, Model};
 
 /// How to train.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,7 +80,7 @@ pub struct EpochReport {
     pub learning_rate: f64,
     /// Running training figures (each row once, before its step).
     pub train: Score,
-    /// Figures on the evaluation file, when one was given.
+    /// Figures on the evaluation dataset, when one was given.
     pub eval: Option<Score>,
     /// Wall-clock seconds of the epoch (evaluation excluded).
     pub seconds: f64,
@@ -90,18 +93,20 @@ pub struct EpochReport {
 }
 
 /// Trains `model` for `options.epochs` epochs over `loader`, evaluating on
-/// `eval` after each epoch if given, and calling `on_epoch` with each
-/// report as it is made (for progress output).
+/// every row of `eval` ([`evaluate`]) after each epoch if given, and
+/// calling `on_epoch` with each report as it is made (for progress
+/// output).
 ///
 /// # Errors
-/// Loader errors (a corrupt block, say) and model errors (a label the
+/// [`Error::BadArgument`] for a learning rate, decay or L2 out of range;
+/// loader errors (a corrupt block, say) and model errors (a label the
 /// model cannot use) as they occur; [`Error::Diverged`] when the loss of
 /// an epoch is not finite, naming the epoch and learning rate.
 pub fn train<S: Source + 'static>(
     model: &mut Model,
     loader: &Loader<S>,
     options: &TrainOptions,
-    eval: Option<&Path>,
+    eval: Option<&Arc<Dataset<S>>>,
     mut on_epoch: impl FnMut(&EpochReport),
 ) -> Result<Vec<EpochReport>> {
     if !(options.learning_rate > 0.0 && options.learning_rate.is_finite()) {
@@ -117,7 +122,6 @@ pub fn train<S: Source + 'static>(
             expected: "a decay in (0, 1] and a non-negative l2",
         });
     }
-    let eval = eval.map(Dataset::open).transpose()?.map(Arc::new);
     let mut grad = Gradient::new(model);
     let mut reports = Vec::with_capacity(options.epochs);
     for epoch in 0..options.epochs {
@@ -128,8 +132,7 @@ pub fn train<S: Source + 'static>(
         let mut steps = 0;
         for batch in batches.by_ref() {
             let batch = batch?;
-            let parts = parts_of(&batch);
-            let stats = model.gradient(&parts, options.l2, &mut grad)?;
+            let stats = model.gradient(&batch.pages, options.l2, &mut grad)?;
             model.step(&grad, lr);
             steps += 1;
             if !batch.replay {
@@ -144,7 +147,7 @@ pub fn train<S: Source + 'static>(
                 learning_rate: lr,
             });
         }
-        let eval = match &eval {
+        let eval = match eval {
             Some(ds) => Some(evaluate(model, ds)?),
             None => None,
         };
@@ -165,36 +168,15 @@ pub fn train<S: Source + 'static>(
     Ok(reports)
 }
 
-/// The parts of a mini-batch as the model takes them.
-pub fn parts_of(batch: &MiniBatch) -> Vec<Part<'_>> {
-    batch
-        .parts
-        .iter()
-        .map(|p| Part {
-            labels: &p.labels,
-            batch: &*p.batch,
-        })
-        .collect()
-}
-
 /// Loss and accuracy (R^2 for regression) of `model` on every row of a
-/// dataset file, read sequentially with read-ahead.
+/// dataset, read sequentially with read-ahead, a block's pages at a time.
 ///
 /// # Errors
 /// Read errors; model errors for labels or columns it cannot use.
 pub fn evaluate<S: Source + 'static>(model: &Model, dataset: &Arc<Dataset<S>>) -> Result<Score> {
     let mut metrics = Metrics::new(model.kind());
     for block in dataset.prefetch((0..dataset.n_blocks()).collect(), 2)? {
-        let block = block?;
-        let pages = block.load_pages()?;
-        let parts: Vec<Part<'_>> = pages
-            .iter()
-            .map(|(labels, batch)| Part {
-                labels,
-                batch: &**batch,
-            })
-            .collect();
-        metrics.add(&model.evaluate(&parts)?);
+        metrics.add(&model.evaluate(&block?.pages()?)?);
     }
     Ok(Score::of(&metrics))
 }

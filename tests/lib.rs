@@ -3,6 +3,7 @@
 mod strategy;
 mod support;
 
+mod architecture;
 mod codec;
 mod dataset;
 mod dist;

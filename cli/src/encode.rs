@@ -205,7 +205,7 @@ fn verify(dataset: &Dataset) -> Result<usize, Failure> {
     for b in 0..dataset.n_blocks() {
         let block = dataset.read_block(b)?;
         for p in 0..block.n_pages() {
-            block.load_page(p)?;
+            block.page(p)?;
         }
         bar.inc(block.n_rows() as u64);
     }

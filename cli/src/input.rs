@@ -184,11 +184,11 @@ impl Input {
                 let mut batch = SparseBatch::with_cols(dataset.info().n_cols)?;
                 let mut labels = Vec::with_capacity(block.n_rows());
                 for p in 0..block.n_pages() {
-                    let (page_labels, page) = block.load_page(p)?;
-                    for (cols, vals) in page.decode().rows() {
+                    let page = block.page(p)?;
+                    for (cols, vals) in page.batch().decode().rows() {
                         batch.push_row(cols, vals)?;
                     }
-                    labels.extend_from_slice(page_labels);
+                    labels.extend_from_slice(page.labels());
                 }
                 Ok(Some(Chunk {
                     batch,

@@ -275,3 +275,31 @@ fn train_divergence_exits_1_naming_the_epoch() {
     );
     assert!(err.contains("lower the learning rate"), "{err}");
 }
+
+#[test]
+fn the_header_names_the_mode_the_loader_uses() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    mushrooms(dir, "m.toc"); // 50-row pages
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/mushrooms.libsvm.gz");
+    ok(&["encode", data, "-o", "big.toc", "--cols", "98"], dir); // 250-row pages
+    for (file, extra, header, json_mode) in [
+        ("m.toc", &[][..], "page (auto) mode", "page"),
+        ("big.toc", &[][..], "exact (auto) mode", "exact"),
+        (
+            "m.toc",
+            &["--batch-size", "100"][..],
+            "exact (auto) mode",
+            "exact",
+        ),
+        ("m.toc", &["--mode", "exact"][..], "; exact mode", "exact"),
+    ] {
+        let mut args = vec!["train", file, "--epochs", "1"];
+        args.extend_from_slice(extra);
+        let text = ok(&args, dir);
+        assert!(text.contains(header), "{args:?}: {text}");
+        args.push("--json");
+        let v = json(&args, dir);
+        assert_eq!(v["mode"], json_mode, "{args:?}");
+    }
+}

@@ -10,13 +10,13 @@
 
 use libfuzzer_sys::fuzz_target;
 use ndarray::{Array1, Array2};
-use tocpile::formats::{EncodedBatch, FormatKind};
+use tocpile::formats::{Batch, FormatKind};
 use tocpile::{SparseBatch, TocBatch, Workspace};
 use tocpile_fuzz::{assert_valid_batch, decode_budget};
 
 /// Whether decoding `page` stays within `budget` (rows, columns and, for
 /// TOC, the decoded entries, which a prefix tree can multiply).
-fn within_budget(kind: FormatKind, page: &dyn EncodedBatch, bytes: &[u8], budget: u64) -> bool {
+fn within_budget(kind: FormatKind, page: &Batch, bytes: &[u8], budget: u64) -> bool {
     if page.n_rows() as u64 + page.n_cols() as u64 > budget {
         return false;
     }
@@ -31,7 +31,7 @@ fn within_budget(kind: FormatKind, page: &dyn EncodedBatch, bytes: &[u8], budget
 
 /// Runs every kernel; checks `A.v` against the decoded batch when every
 /// value is finite and moderate (so that rounding is bounded).
-fn check_kernels(page: &dyn EncodedBatch, batch: &SparseBatch) {
+fn check_kernels(page: &Batch, batch: &SparseBatch) {
     let (n, m) = (page.n_rows(), page.n_cols());
     let ws = &mut Workspace::new();
     let v = Array1::from_iter((0..m).map(|i| 1.0 + (i % 7) as f64 / 8.0));
@@ -77,7 +77,7 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(page.encoded_len(), bytes.len(), "{kind}: encoded_len");
     assert!(page.to_bytes() == bytes, "{kind}: rewritten bytes differ");
 
-    if !within_budget(kind, &*page, bytes, decode_budget(bytes.len())) {
+    if !within_budget(kind, &page, bytes, decode_budget(bytes.len())) {
         return;
     }
     let batch = page.decode();
@@ -87,7 +87,7 @@ fuzz_target!(|data: &[u8]| {
         (page.n_rows(), page.n_cols()),
         "{kind}: decoded shape"
     );
-    check_kernels(&*page, &batch);
+    check_kernels(&page, &batch);
 
     // The decoded batch round-trips through this format's bytes.
     let again = kind.encode(&batch).expect("a loaded batch re-encodes");

@@ -15,10 +15,10 @@
 use hashbrown::HashMap;
 
 use super::layout::{self, DICT_F64, DICT_INT, FLAG_INDEXED, FLAG_TREE, MAGIC, VERSION};
-use super::wire::{bits_needed, write_packed, write_varint, zigzag};
 use super::TocBatch;
 use crate::error::{Error, Result};
 use crate::sparse::SparseBatch;
+use crate::wire::{bits_needed, write_f64s, write_packed, write_varint, zigzag};
 
 /// How much of TOC to apply: the three configurations of the paper's
 /// ablation (Figure 6). Every level is a complete, decodable format.
@@ -305,13 +305,6 @@ impl Encoder {
 #[inline]
 fn child_key(node: u32, pair: u32) -> u64 {
     ((node as u64) << 32) | pair as u64
-}
-
-fn write_f64s(out: &mut Vec<u8>, values: &[f64]) {
-    out.reserve(values.len() * 8);
-    for v in values {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
 }
 
 /// The smallest value if every value is an integer that survives the round

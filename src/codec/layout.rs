@@ -6,9 +6,9 @@
 //! nothing. The contents of the sections (ids in range, ascending columns)
 //! are checked afterwards by the tree builder in `tree.rs`.
 
-use super::wire::{read_packed, unzigzag, Packed, Reader, MAX_COUNT};
 use crate::error::{Error, Result};
 use crate::sparse::MAX_COLS;
+use crate::wire::{read_packed, unzigzag, Packed, Reader, MAX_COUNT};
 
 /// The four bytes every encoded batch starts with.
 pub const MAGIC: [u8; 4] = *b"TOCB";
@@ -85,14 +85,7 @@ impl Layout {
 /// Checks the structure of `blob` and returns its layout.
 pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
     let mut r = Reader::new(blob);
-    let magic = r.bytes(4, "magic").map_err(|_| Error::BadMagic {
-        found: blob[..blob.len().min(4)].to_vec(),
-    })?;
-    if magic != MAGIC {
-        return Err(Error::BadMagic {
-            found: magic.to_vec(),
-        });
-    }
+    r.magic(&MAGIC)?;
     let version = r.u8("version")?;
     if version != VERSION {
         return Err(Error::UnsupportedVersion {
@@ -172,9 +165,4 @@ pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
         values,
         codes,
     })
-}
-
-/// Reads the `f64` at byte `at` (inside the blob, as `parse` checked).
-pub(crate) fn f64_at(blob: &[u8], at: usize) -> f64 {
-    f64::from_le_bytes(blob[at..at + 8].try_into().expect("8 bytes"))
 }

@@ -16,7 +16,6 @@
 mod encoder;
 mod layout;
 mod tree;
-pub(crate) mod wire;
 
 pub use encoder::{EncodeOptions, Encoder, Level, Packing};
 pub use layout::{MAGIC, VERSION};
@@ -208,6 +207,12 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
 }
 
 impl TocBatch {
+    /// Heap bytes the owned bytes hold (their allocation, which may exceed
+    /// [`encoded_len`](Self::encoded_len)).
+    pub fn heap_bytes(&self) -> usize {
+        self.bytes.capacity()
+    }
+
     /// Wraps bytes the encoder just wrote; validated only in debug builds.
     pub(crate) fn from_parts_trusted(bytes: Vec<u8>, layout: Layout, decoded_nnz: u64) -> Self {
         debug_assert!(TocBatch::from_bytes(&bytes[..]).is_ok_and(|b| b.decoded_nnz == decoded_nnz));

@@ -25,10 +25,10 @@
 //! - Flat batches (level `Sparse`) have no tree: the pairs are the rows, and
 //!   the tree holds the first layer only, with the codes `1..=nnz`.
 
-use super::layout::{f64_at, Dict, Layout, Values};
-use super::wire::unpack_into;
+use super::layout::{Dict, Layout, Values};
 use crate::error::{Error, Result};
 use crate::sparse::{is_zero, SparseBatch};
+use crate::wire::{f64_at, unpack_into};
 
 /// The rebuilt prefix tree of one batch, plus its unpacked codes: the
 /// structure every kernel on the encoded form runs on.
@@ -90,6 +90,24 @@ impl DecodeTree {
     /// Number of non-zero entries of the decoded batch.
     pub fn decoded_nnz(&self) -> u64 {
         self.decoded_nnz
+    }
+
+    /// Heap bytes the tree holds: every array's allocation, scratch
+    /// included. After validation it is typically several times the
+    /// encoded bytes (it holds the codes and pairs unpacked, and per-node
+    /// arrays).
+    pub fn heap_bytes(&self) -> usize {
+        let u32s = [
+            &self.pair_cols,
+            &self.parent,
+            &self.key,
+            &self.first,
+            &self.depth,
+            &self.codes,
+            &self.row_starts,
+            &self.scratch,
+        ];
+        4 * u32s.iter().map(|v| v.capacity()).sum::<usize>() + 8 * self.pair_vals.capacity()
     }
 
     /// Parent of every node (Table 4's "ParentIndex"; the root's is 0).

@@ -7,19 +7,17 @@
 //! labels = dict_len:varint f64le{dict_len} ids:packed(count = rows, width >= 1)
 //! ```
 
-use crate::codec::wire::{
-    bits_needed, read_packed, unpack_into, write_packed, write_varint, Reader,
-};
 use crate::error::{Error, Result};
 use crate::formats::index_values;
+use crate::wire::{
+    bits_needed, f64_at, read_packed, unpack_into, write_f64s, write_packed, write_varint, Reader,
+};
 
 /// Appends the labels section for `labels` (at most one page of rows).
 pub(crate) fn write_labels(labels: &[f64], out: &mut Vec<u8>) -> Result<()> {
     let (ids, dict) = index_values(labels, false)?;
     write_varint(out, dict.len() as u64);
-    for y in &dict {
-        out.extend_from_slice(&y.to_le_bytes());
-    }
+    write_f64s(out, &dict);
     let width = if ids.is_empty() {
         0
     } else {
@@ -58,10 +56,7 @@ pub(crate) fn read_labels(
                 max: dict_len.saturating_sub(1),
             });
         }
-        let at = id as usize * 8;
-        out.push(f64::from_le_bytes(
-            dict[at..at + 8].try_into().expect("8 bytes"),
-        ));
+        out.push(f64_at(dict, id as usize * 8));
     }
     Ok(())
 }

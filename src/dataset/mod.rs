@@ -17,16 +17,18 @@
 //! trailer and footer only; [`Dataset::read_block`] reads one block with a
 //! positional read and verifies its checksum before anything is parsed.
 
+mod block;
+mod footer;
 mod labels;
 mod prefetch;
 mod reader;
 mod source;
 mod writer;
 
+pub use block::{Block, TocView};
 pub use prefetch::Prefetch;
-pub use reader::{Block, Dataset, LoadedPage, Page};
+pub use reader::Dataset;
 pub use source::Source;
-pub(crate) use writer::io_error;
 pub use writer::{DatasetWriter, WriterOptions};
 
 use crate::formats::FormatKind;
@@ -35,11 +37,6 @@ use crate::formats::FormatKind;
 pub const FILE_MAGIC: [u8; 4] = *b"TOCD";
 /// The file format version this build writes and reads.
 pub const FILE_VERSION: u8 = 1;
-/// Header bytes before the first block.
-pub(crate) const HEADER_LEN: u64 = 8;
-/// Trailer bytes after the footer: footer offset (u64), footer CRC (u32),
-/// magic.
-pub(crate) const TRAILER_LEN: u64 = 16;
 
 /// What the footer says about a dataset file.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,7 +10,8 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::reader::{Block, Dataset};
+use super::block::Block;
+use super::reader::Dataset;
 use super::source::Source;
 use crate::error::{Error, Result};
 
@@ -54,7 +55,7 @@ impl<S: Source + 'static> Dataset<S> {
                     }
                 }
             })
-            .map_err(|e| crate::dataset::writer::io_error(self.path(), &e))?;
+            .map_err(|e| Error::io(self.path(), e))?;
         Ok(Prefetch {
             rx: Some(rx),
             handle: Some(handle),

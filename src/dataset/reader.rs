@@ -1,25 +1,16 @@
 //! [`Dataset`]: opens a dataset file by its trailer and footer, reads
 //! blocks by positional reads and verifies each block's checksum before
-//! parsing it.
+//! parsing it (into a [`Block`]).
 
 use std::fs::File;
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use super::labels::read_labels;
+use super::block::{Block, TocView};
+use super::footer::{check_header, check_trailer, parse_footer, HEADER_LEN, TRAILER_LEN};
 use super::source::{read_at, Source};
-use super::writer::io_error;
-use super::{BlockEntry, DatasetInfo, FILE_MAGIC, FILE_VERSION, HEADER_LEN, TRAILER_LEN};
-use crate::codec::wire::{write_varint, Reader};
-use crate::codec::{DecodeTree, TocBatch};
+use super::{BlockEntry, DatasetInfo};
+use crate::codec::DecodeTree;
 use crate::error::{Error, Result};
-use crate::formats::{EncodedBatch, FormatKind};
-use crate::sparse::MAX_COLS;
-
-const FOOTER_MAGIC: [u8; 4] = *b"TOCF";
-
-/// A page's labels and its batch, loaded in the file's page format.
-pub type LoadedPage<'a> = (&'a [f64], Box<dyn EncodedBatch>);
 
 /// An open dataset: a file by default, or bytes in memory.
 #[derive(Debug)]
@@ -28,35 +19,6 @@ pub struct Dataset<S: Source = File> {
     source: S,
     info: DatasetInfo,
     index: Vec<BlockEntry>,
-}
-
-/// One block, read and verified: its bytes, and where each page sits.
-#[derive(Debug, Clone)]
-pub struct Block {
-    path: String,
-    format: FormatKind,
-    number: usize,
-    offset: u64,
-    bytes: Vec<u8>,
-    labels: Vec<f64>,
-    pages: Vec<PageSpan>,
-}
-
-#[derive(Debug, Clone)]
-struct PageSpan {
-    rows: usize,
-    labels: Range<usize>,
-    payload: Range<usize>,
-}
-
-/// One page of a block: its labels and its encoded batch (validated, and
-/// borrowing the block's bytes: no copy).
-#[derive(Debug)]
-pub struct Page<'a> {
-    /// One label per row.
-    pub labels: &'a [f64],
-    /// The rows.
-    pub batch: TocBatch<&'a [u8]>,
 }
 
 impl Dataset {
@@ -68,7 +30,7 @@ impl Dataset {
     /// damaged footer.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
-        let file = File::open(&path).map_err(|e| io_error(&path, &e))?;
+        let file = File::open(&path).map_err(|e| Error::io(&path, e))?;
         Dataset::from_source(file, path)
     }
 }
@@ -91,7 +53,7 @@ impl<S: Source> Dataset<S> {
     /// # Errors
     /// As [`Dataset::open`].
     pub fn from_source(source: S, path: PathBuf) -> Result<Self> {
-        let len = source.size().map_err(|e| io_error(&path, &e))?;
+        let len = source.size().map_err(|e| Error::io(&path, e))?;
         let name = path.display().to_string();
         let wrap = |section: &str, offset: u64| {
             let name = name.clone();
@@ -180,23 +142,23 @@ impl<S: Source> Dataset<S> {
         self.index[i].len
     }
 
-    /// Visits every page of a TOC file in file order (the No Shuffle
-    /// path): reads each block once, validates each page into one reused
-    /// decode tree, and calls `f` with the page and the tree, ready for
-    /// kernels. Files of other page formats: [`Block::load_page`].
+    /// Visits every page of a TOC file in file order without copying:
+    /// reads each block once, validates each page into one reused decode
+    /// tree, and calls `f` with the [`TocView`] and the tree, ready for
+    /// kernels. Files of other page formats: [`Block::pages`].
     ///
     /// # Errors
     /// The first error of a block or page, or of `f`.
-    pub fn for_each_page(
+    pub fn for_each_toc_view(
         &self,
-        mut f: impl FnMut(&Page<'_>, &DecodeTree) -> Result<()>,
+        mut f: impl FnMut(&TocView<'_>, &DecodeTree) -> Result<()>,
     ) -> Result<()> {
         let mut tree = DecodeTree::default();
         for b in 0..self.n_blocks() {
             let block = self.read_block(b)?;
             for p in 0..block.n_pages() {
-                let page = block.page_with_tree(p, &mut tree)?;
-                f(&page, &tree)?;
+                let view = block.toc_view(p, &mut tree)?;
+                f(&view, &tree)?;
             }
         }
         Ok(())
@@ -204,7 +166,7 @@ impl<S: Source> Dataset<S> {
 
     /// Reads block `i` with one positional read and verifies its checksum
     /// and page structure. Page contents are validated when a page is
-    /// taken ([`Block::page`]).
+    /// taken ([`Block::page`], [`Block::toc_view`]).
     ///
     /// # Errors
     /// [`Error::Io`], [`Error::ChecksumMismatch`] naming the block, or
@@ -225,350 +187,12 @@ impl<S: Source> Dataset<S> {
                 found,
             });
         }
-        let mut block = Block {
-            path: self.path.display().to_string(),
-            format: self.info.format,
-            number: i,
-            offset: entry.offset,
+        Block::parse(
+            self.path.display().to_string(),
+            self.info.format,
+            i,
+            &entry,
             bytes,
-            labels: Vec::new(),
-            pages: Vec::new(),
-        };
-        block.index_pages(&entry).map_err(|error| Error::InFile {
-            path: self.path.display().to_string(),
-            section: format!("block {i}"),
-            offset: entry.offset,
-            error: Box::new(error),
-        })?;
-        Ok(block)
+        )
     }
-}
-
-impl Block {
-    fn index_pages(&mut self, entry: &BlockEntry) -> Result<()> {
-        let mut r = Reader::new(&self.bytes);
-        let mut scratch = Vec::new();
-        let mut labels = Vec::new();
-        let mut rows_seen = 0u64;
-        for _ in 0..entry.pages {
-            let rows = r.varint_max("page rows", entry.rows - rows_seen)? as usize;
-            read_labels(&mut r, rows, &mut labels, &mut scratch)?;
-            let start = self.labels.len();
-            self.labels.extend_from_slice(&labels);
-            let len = r.varint("page payload length")?;
-            let at = r.offset();
-            r.bytes(len, "page payload")?;
-            self.pages.push(PageSpan {
-                rows,
-                labels: start..self.labels.len(),
-                payload: at..at + len as usize,
-            });
-            rows_seen += rows as u64;
-        }
-        if rows_seen != entry.rows {
-            return Err(Error::LengthMismatch {
-                what: "rows of the block's pages (the index's count)",
-                expected: entry.rows,
-                found: rows_seen,
-            });
-        }
-        if r.remaining() > 0 {
-            return Err(Error::TrailingBytes {
-                offset: r.offset(),
-                len: r.remaining(),
-            });
-        }
-        Ok(())
-    }
-
-    /// Every label of the block, page after page.
-    pub fn labels(&self) -> &[f64] {
-        &self.labels
-    }
-
-    /// The block's number in the file.
-    pub fn number(&self) -> usize {
-        self.number
-    }
-
-    /// Rows of each page, in order.
-    pub fn page_rows(&self) -> impl ExactSizeIterator<Item = usize> + '_ {
-        self.pages.iter().map(|p| p.rows)
-    }
-
-    /// Every page of the block loaded as by [`Block::load_page`], in
-    /// parallel across pages (rayon), with its labels.
-    ///
-    /// # Errors
-    /// The first failing page's error, as [`Block::load_page`].
-    pub fn load_pages(&self) -> Result<Vec<LoadedPage<'_>>> {
-        use rayon::prelude::*;
-        (0..self.n_pages())
-            .into_par_iter()
-            .map(|j| self.load_page(j))
-            .collect()
-    }
-
-    /// Number of pages.
-    pub fn n_pages(&self) -> usize {
-        self.pages.len()
-    }
-
-    /// Rows in the block.
-    pub fn n_rows(&self) -> usize {
-        self.labels.len()
-    }
-
-    /// Page `j` in whatever format the file holds, validated (see
-    /// [`FormatKind::load`]), with its labels: the path that compares
-    /// formats on identical data.
-    ///
-    /// # Errors
-    /// [`Error::InFile`] naming the block and page.
-    ///
-    /// # Panics
-    /// If `j >= n_pages()`.
-    pub fn load_page(&self, j: usize) -> Result<(&[f64], Box<dyn EncodedBatch>)> {
-        let span = &self.pages[j];
-        let checked = self
-            .format
-            .load(&self.bytes[span.payload.clone()])
-            .and_then(|page| {
-                check_rows(span.rows, page.n_rows())?;
-                Ok(page)
-            });
-        match checked {
-            Ok(page) => Ok((&self.labels[span.labels.clone()], page)),
-            Err(error) => Err(self.page_error(j, error)),
-        }
-    }
-
-    fn page_error(&self, j: usize, error: Error) -> Error {
-        Error::InFile {
-            path: self.path.clone(),
-            section: format!("block {}, page {j}", self.number),
-            offset: self.offset + self.pages[j].payload.start as u64,
-            error: Box::new(error),
-        }
-    }
-
-    /// Page `j` of a TOC file, validated (see [`TocBatch::from_bytes`]) and
-    /// borrowing the block's bytes; other formats: [`Block::load_page`].
-    ///
-    /// # Errors
-    /// [`Error::InFile`] naming the block and page.
-    ///
-    /// # Panics
-    /// If `j >= n_pages()`.
-    pub fn page(&self, j: usize) -> Result<Page<'_>> {
-        self.page_with_tree(j, &mut DecodeTree::default())
-    }
-
-    /// Page `j`, validated into `tree` so kernels can run on it at once.
-    ///
-    /// # Errors
-    /// As [`Block::page`].
-    ///
-    /// # Panics
-    /// If `j >= n_pages()`.
-    pub fn page_with_tree(&self, j: usize, tree: &mut DecodeTree) -> Result<Page<'_>> {
-        let span = &self.pages[j];
-        let payload = &self.bytes[span.payload.clone()];
-        let checked = match self.format {
-            FormatKind::TocSparse | FormatKind::TocLogical | FormatKind::TocFull => {
-                TocBatch::from_bytes_with_tree(payload, tree)
-            }
-            other => Err(Error::WrongFormat {
-                expected: "TOC",
-                found: other.name(),
-            }),
-        }
-        .and_then(|batch| {
-            check_rows(span.rows, batch.n_rows())?;
-            Ok(batch)
-        });
-        match checked {
-            Ok(batch) => Ok(Page {
-                labels: &self.labels[span.labels.clone()],
-                batch,
-            }),
-            Err(error) => Err(self.page_error(j, error)),
-        }
-    }
-}
-
-/// A page's payload must hold as many rows as it has labels.
-fn check_rows(labels: usize, rows: usize) -> Result<()> {
-    if labels != rows {
-        return Err(Error::LengthMismatch {
-            what: "page rows (labels against the encoded batch)",
-            expected: labels as u64,
-            found: rows as u64,
-        });
-    }
-    Ok(())
-}
-
-fn check_header(header: &[u8]) -> Result<()> {
-    if header[..4] != FILE_MAGIC {
-        return Err(Error::BadMagic {
-            found: header[..4].to_vec(),
-        });
-    }
-    if header[4] != FILE_VERSION {
-        return Err(Error::UnsupportedVersion {
-            found: header[4],
-            supported: FILE_VERSION,
-        });
-    }
-    if header[5..] != [0, 0, 0] {
-        return Err(Error::UnknownFlags {
-            offset: 5,
-            flags: header[5] | header[6] | header[7],
-        });
-    }
-    Ok(())
-}
-
-/// The footer's offset and checksum, checked to lie between the header and
-/// the trailer.
-fn check_trailer(trailer: &[u8], trailer_at: u64) -> Result<(u64, u32)> {
-    if trailer[12..] != FILE_MAGIC {
-        return Err(Error::BadMagic {
-            found: trailer[12..].to_vec(),
-        });
-    }
-    let footer_at = u64::from_le_bytes(trailer[..8].try_into().expect("8 bytes"));
-    if footer_at < HEADER_LEN || footer_at > trailer_at {
-        return Err(Error::FieldOutOfRange {
-            what: "footer offset",
-            offset: 0,
-            value: footer_at,
-            max: trailer_at,
-        });
-    }
-    Ok((
-        footer_at,
-        u32::from_le_bytes(trailer[8..12].try_into().expect("4 bytes")),
-    ))
-}
-
-/// The footer grammar (see `docs/FORMAT.md`).
-pub(crate) fn write_footer(info: &DatasetInfo, index: &[BlockEntry]) -> Vec<u8> {
-    let mut out = FOOTER_MAGIC.to_vec();
-    for v in [info.n_cols as u64, info.n_rows, info.nnz] {
-        write_varint(&mut out, v);
-    }
-    let format = FormatKind::ALL
-        .iter()
-        .position(|&k| k == info.format)
-        .expect("known format");
-    out.push(format as u8);
-    for v in [
-        info.page_rows as u64,
-        info.block_bytes as u64,
-        info.n_pages,
-        info.payload_bytes,
-    ] {
-        write_varint(&mut out, v);
-    }
-    write_varint(&mut out, info.schema.len() as u64);
-    out.extend_from_slice(info.schema.as_bytes());
-    write_varint(&mut out, index.len() as u64);
-    for e in index {
-        for v in [e.len, e.rows, e.pages] {
-            write_varint(&mut out, v);
-        }
-        out.extend_from_slice(&e.crc.to_le_bytes());
-    }
-    out
-}
-
-fn parse_footer(footer: &[u8], footer_at: u64) -> Result<(DatasetInfo, Vec<BlockEntry>)> {
-    let mut r = Reader::new(footer);
-    if r.bytes(4, "footer magic")? != FOOTER_MAGIC {
-        return Err(Error::BadMagic {
-            found: footer[..4].to_vec(),
-        });
-    }
-    let n_cols = r.varint_max("n_cols", MAX_COLS as u64)? as usize;
-    let n_rows = r.varint("n_rows")?;
-    let nnz = r.varint("nnz")?;
-    let format_at = r.offset();
-    let format =
-        *FormatKind::ALL
-            .get(r.u8("page format")? as usize)
-            .ok_or(Error::FieldOutOfRange {
-                what: "page format",
-                offset: format_at,
-                value: footer[format_at] as u64,
-                max: FormatKind::ALL.len() as u64 - 1,
-            })?;
-    let page_rows = r.varint_max("page_rows", u32::MAX as u64)? as usize;
-    let block_bytes = r.varint_max("block_bytes", u32::MAX as u64)? as usize;
-    let n_pages = r.varint("n_pages")?;
-    let payload_bytes = r.varint("payload bytes")?;
-    let schema_len = r.varint("schema length")?;
-    let schema_at = r.offset();
-    let schema = String::from_utf8(r.bytes(schema_len, "schema")?.to_vec()).map_err(|_| {
-        Error::FieldOutOfRange {
-            what: "schema (not UTF-8)",
-            offset: schema_at,
-            value: schema_len,
-            max: schema_len,
-        }
-    })?;
-    // Every entry takes at least 7 bytes: bound the count before allocating.
-    let n_blocks = r.varint_max("block count", r.remaining() as u64 / 7)? as usize;
-    let mut index = Vec::with_capacity(n_blocks);
-    let (mut offset, mut rows, mut pages) = (HEADER_LEN, 0u64, 0u64);
-    for _ in 0..n_blocks {
-        let len = r.varint_max("block length", footer_at - offset)?;
-        let block_rows = r.varint("block rows")?;
-        let block_pages = r.varint_max("block pages", len)?;
-        let crc = u32::from_le_bytes(r.bytes(4, "block checksum")?.try_into().expect("4 bytes"));
-        index.push(BlockEntry {
-            offset,
-            len,
-            rows: block_rows,
-            pages: block_pages,
-            crc,
-        });
-        offset += len;
-        rows = rows.saturating_add(block_rows);
-        pages += block_pages;
-    }
-    if r.remaining() > 0 {
-        return Err(Error::TrailingBytes {
-            offset: r.offset(),
-            len: r.remaining(),
-        });
-    }
-    for (what, expected, found) in [
-        ("bytes of all blocks (up to the footer)", footer_at, offset),
-        ("rows of all blocks", n_rows, rows),
-        ("pages of all blocks", n_pages, pages),
-    ] {
-        if expected != found {
-            return Err(Error::LengthMismatch {
-                what,
-                expected,
-                found,
-            });
-        }
-    }
-    let info = DatasetInfo {
-        n_rows,
-        n_cols,
-        nnz,
-        format,
-        page_rows,
-        block_bytes,
-        n_blocks,
-        n_pages,
-        file_bytes: 0,
-        payload_bytes,
-        schema,
-    };
-    Ok((info, index))
 }

@@ -4,8 +4,7 @@
 use std::fs::File;
 use std::path::Path;
 
-use super::writer::io_error;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Where a dataset's bytes live: a file (positional reads) or memory.
 pub trait Source: Send + Sync {
@@ -53,7 +52,7 @@ pub(super) fn read_at<S: Source>(
     let mut buf = vec![0u8; len as usize];
     source
         .read_exact_at(&mut buf, offset)
-        .map_err(|e| io_error(path, &e))?;
+        .map_err(|e| Error::io(path, e))?;
     Ok(buf)
 }
 

@@ -1,19 +1,19 @@
 //! [`DatasetWriter`]: streams rows into pages and blocks, encoding pages in
 //! parallel, and publishes the file atomically.
 
-use std::fs::{self, File};
-use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rayon::prelude::*;
 
+use super::footer::{footer_and_trailer, header, HEADER_LEN};
 use super::labels::write_labels;
-use super::{BlockEntry, DatasetInfo, FILE_MAGIC, FILE_VERSION, HEADER_LEN};
-use crate::codec::wire::write_varint;
-use crate::codec::{EncodeOptions, Encoder, Level};
+use super::{BlockEntry, DatasetInfo};
+use crate::atomic::AtomicFile;
+use crate::codec::{EncodeOptions, Encoder};
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
 use crate::sparse::SparseBatch;
+use crate::wire::write_varint;
 
 /// Pages encoded per parallel round: enough to keep every core busy,
 /// few enough that the rows held in memory stay a small multiple of a
@@ -52,9 +52,7 @@ impl Default for WriterOptions {
 /// writer deletes the temporary file.
 #[derive(Debug)]
 pub struct DatasetWriter {
-    path: PathBuf,
-    tmp: PathBuf,
-    file: Option<BufWriter<File>>,
+    file: AtomicFile,
     options: WriterOptions,
     pending: SparseBatch,
     pending_labels: Vec<f64>,
@@ -84,18 +82,10 @@ impl DatasetWriter {
                 expected: "at least 1",
             });
         }
-        let path = path.as_ref().to_path_buf();
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-        let file = File::create(&tmp).map_err(|e| io_error(&tmp, &e))?;
+        let pending = SparseBatch::with_cols(n_cols)?;
         let mut writer = DatasetWriter {
-            path,
-            file: Some(BufWriter::with_capacity(1 << 20, file)),
-            pending: SparseBatch::with_cols(n_cols)?,
-            tmp,
+            file: AtomicFile::create(path.as_ref())?,
+            pending,
             options,
             pending_labels: Vec::new(),
             block: Vec::new(),
@@ -108,9 +98,7 @@ impl DatasetWriter {
             n_pages: 0,
             payload_bytes: 0,
         };
-        let mut header = FILE_MAGIC.to_vec();
-        header.extend_from_slice(&[FILE_VERSION, 0, 0, 0]);
-        writer.write_raw(&header)?;
+        writer.write_raw(&header())?;
         debug_assert_eq!(writer.offset, HEADER_LEN);
         Ok(writer)
     }
@@ -160,7 +148,11 @@ impl DatasetWriter {
         let pages: Vec<Result<(Vec<u8>, usize)>> = starts
             .par_iter()
             .map_init(
-                || toc_level(format).map(|level| Encoder::new(EncodeOptions::level(level))),
+                || {
+                    format
+                        .level()
+                        .map(|level| Encoder::new(EncodeOptions::level(level)))
+                },
                 |encoder, &s| {
                     let e = (s + page_rows).min(full);
                     encode_page(
@@ -213,8 +205,7 @@ impl DatasetWriter {
     }
 
     fn write_raw(&mut self, bytes: &[u8]) -> Result<()> {
-        let file = self.file.as_mut().expect("open until finish");
-        file.write_all(bytes).map_err(|e| io_error(&self.tmp, &e))?;
+        self.file.write_all(bytes)?;
         self.offset += bytes.len() as u64;
         Ok(())
     }
@@ -240,53 +231,13 @@ impl DatasetWriter {
             payload_bytes: self.payload_bytes,
             schema: self.options.schema.clone(),
         };
-        let footer = super::reader::write_footer(&info, &self.index);
-        let footer_offset = self.offset;
-        let mut trailer = footer;
-        let crc = crc32fast::hash(&trailer);
-        trailer.extend_from_slice(&footer_offset.to_le_bytes());
-        trailer.extend_from_slice(&crc.to_le_bytes());
-        trailer.extend_from_slice(&FILE_MAGIC);
-        self.write_raw(&trailer)?;
-        let file = self.file.take().expect("open until finish");
-        let published = file
-            .into_inner()
-            .map_err(|e| io_error(&self.tmp, e.error()))
-            .and_then(|file| file.sync_all().map_err(|e| io_error(&self.tmp, &e)))
-            .and_then(|()| fs::rename(&self.tmp, &self.path).map_err(|e| io_error(&self.path, &e)));
-        if let Err(e) = published {
-            let _ = fs::remove_file(&self.tmp);
-            return Err(e);
-        }
-        // Make the rename itself durable (best effort: not every platform
-        // lets a directory be opened).
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            if let Ok(d) = File::open(dir) {
-                let _ = d.sync_all();
-            }
-        }
+        let tail = footer_and_trailer(&info, &self.index, self.offset);
+        self.write_raw(&tail)?;
+        self.file.commit()?;
         Ok(DatasetInfo {
             file_bytes: self.offset,
             ..info
         })
-    }
-}
-
-impl Drop for DatasetWriter {
-    fn drop(&mut self) {
-        if self.file.take().is_some() {
-            let _ = fs::remove_file(&self.tmp);
-        }
-    }
-}
-
-/// The TOC level of a page format, if it is one.
-pub(crate) fn toc_level(format: FormatKind) -> Option<Level> {
-    match format {
-        FormatKind::TocSparse => Some(Level::Sparse),
-        FormatKind::TocLogical => Some(Level::Logical),
-        FormatKind::TocFull => Some(Level::Full),
-        _ => None,
     }
 }
 
@@ -310,12 +261,4 @@ fn encode_page(
     write_varint(&mut out, payload.len() as u64);
     out.extend_from_slice(&payload);
     Ok((out, payload.len()))
-}
-
-pub(crate) fn io_error(path: &Path, e: &std::io::Error) -> Error {
-    Error::Io {
-        path: path.display().to_string(),
-        kind: e.kind(),
-        message: e.to_string(),
-    }
 }

@@ -17,7 +17,7 @@
 //! Every choice comes from the seed, the epoch and the worker, so the
 //! server mirrors each worker's cache without being told.
 
-use super::plan::Demand;
+use super::packet::Demand;
 use super::set::WorkerSet;
 use crate::error::{Error, Result};
 use crate::rng::Rng;

@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use super::assign::{Assignment, Caches};
-use super::plan::{Demand, Packet};
+use super::packet::{Demand, Packet};
 use crate::error::{Error, Result};
 
 /// Where each block's chunks are: block `b` is chunks

@@ -25,9 +25,10 @@ use std::time::Instant;
 use super::assign::{capacity_for, next_cache, placement, Assignment, Caches};
 use super::chunks::{ChunkLayout, Decoder};
 use super::comm::{Communicator, Tag, Traffic};
-use super::plan::{plan, Packet, Scheme};
+use super::packet::Packet;
+use super::plan::{plan, Scheme};
 use super::wire::{plan_from_bytes, plan_to_bytes, Session};
-use crate::dataset::{io_error, Dataset, HEADER_LEN};
+use crate::dataset::Dataset;
 use crate::error::{Error, Result};
 
 /// The tag of the initial placement's messages.
@@ -115,25 +116,9 @@ impl ShuffleReport {
 /// As [`Dataset::open`] and [`Dataset::read_block`]; [`Error::Io`].
 pub fn read_blocks(path: &Path) -> Result<Vec<Vec<u8>>> {
     let dataset = Dataset::open(path)?;
-    let bytes = std::fs::read(path).map_err(|e| io_error(path, &e))?;
-    let mut offset = HEADER_LEN as usize;
-    let mut blocks = Vec::with_capacity(dataset.n_blocks());
-    for i in 0..dataset.n_blocks() {
-        // Verifies the block's checksum (and page list) against the index.
-        dataset.read_block(i)?;
-        let len = dataset.block_bytes(i) as usize;
-        let raw = bytes
-            .get(offset..offset + len)
-            .ok_or_else(|| Error::Truncated {
-                what: "block (the file changed while being read)",
-                offset,
-                needed: len as u64,
-                available: bytes.len().saturating_sub(offset),
-            })?;
-        blocks.push(raw.to_vec());
-        offset += len;
-    }
-    Ok(blocks)
+    (0..dataset.n_blocks())
+        .map(|i| dataset.read_block(i).map(|block| block.into_bytes()))
+        .collect()
 }
 
 /// The parameter server: holds every block, plans and sends each shuffle,

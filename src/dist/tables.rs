@@ -15,7 +15,7 @@
 
 use hashbrown::HashMap;
 
-use super::plan::{check_demands, Demand, Packet, Part};
+use super::packet::{check_demands, Demand, Packet, Part};
 use super::set::WorkerSet;
 use crate::error::Result;
 

@@ -12,9 +12,10 @@
 //! ```
 //! Integers are LEB128 varints unless a width is given (little-endian).
 
-use super::plan::{Packet, Part, Scheme};
-use crate::codec::wire::{write_varint, Reader};
+use super::packet::{Packet, Part};
+use super::plan::Scheme;
 use crate::error::{Error, Result};
+use crate::wire::{write_varint, Reader};
 
 const SESSION_MAGIC: [u8; 4] = *b"TOCS";
 const PLAN_MAGIC: [u8; 4] = *b"TOCP";
@@ -196,12 +197,7 @@ pub fn plan_from_bytes(
 }
 
 fn header(r: &mut Reader<'_>, magic: [u8; 4]) -> Result<()> {
-    let found = r.bytes(4, "magic")?;
-    if found != magic {
-        return Err(Error::BadMagic {
-            found: found.to_vec(),
-        });
-    }
+    r.magic(&magic)?;
     match r.u8("version")? {
         VERSION => Ok(()),
         found => Err(Error::UnsupportedVersion {

@@ -9,12 +9,11 @@
 //! is allocated, then the contents (offsets, columns, ids) are validated
 //! once, so the kernels never index out of range.
 
-use super::sparse::Ids;
 use super::FormatKind;
-use crate::codec::wire::{write_varint, Reader};
 use crate::error::{Error, Result};
 use crate::kernels::layout::Shape;
 use crate::sparse::MAX_COLS;
+use crate::wire::{varint_len, write_varint, Reader};
 
 /// Version of every comparison-format page layout.
 pub(super) const PAGE_VERSION: u8 = 1;
@@ -40,11 +39,6 @@ fn magic(kind: FormatKind) -> &'static [u8; 4] {
         .find(|(k, _)| *k == kind)
         .map(|(_, m)| *m)
         .expect("a comparison format")
-}
-
-/// Bytes of `v` as a varint.
-pub(super) fn varint_len(v: u64) -> usize {
-    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 /// Bytes of the header of a page of `shape` with the format's `extra`
@@ -74,13 +68,11 @@ pub(super) fn write_header(out: &mut Vec<u8>, kind: FormatKind, shape: Shape, ex
 /// `n_cols <= 2^32`).
 pub(super) fn read_header(bytes: &[u8], kind: FormatKind) -> Result<(Reader<'_>, Shape)> {
     let mut r = Reader::new(bytes);
-    let found = r.bytes(4, "magic").map_err(|_| Error::BadMagic {
-        found: bytes.to_vec(),
-    })?;
-    if found != magic(kind) {
+    let found = r.magic_bytes()?;
+    if found != *magic(kind) {
         let other = MAGICS
             .iter()
-            .find(|(_, m)| m[..] == *found)
+            .find(|(_, m)| **m == found)
             .map(|(k, _)| k.name())
             .or((found == crate::codec::MAGIC).then_some("TOC"));
         return Err(match other {
@@ -129,106 +121,13 @@ pub(super) fn check_rows(shape: Shape) -> Result<()> {
     Ok(())
 }
 
-/// `count` items of `size` bytes, or [`Error::Truncated`].
-fn take<'a>(r: &mut Reader<'a>, count: u64, size: u64, what: &'static str) -> Result<&'a [u8]> {
-    // `count <= 2^33` everywhere, so this cannot overflow; saturate anyway.
-    r.bytes(count.saturating_mul(size), what)
-}
-
-/// Reads `count` little-endian `u32`s.
-pub(super) fn read_u32s(r: &mut Reader<'_>, count: u64, what: &'static str) -> Result<Vec<u32>> {
-    Ok(take(r, count, 4, what)?
-        .chunks_exact(4)
-        .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
-        .collect())
-}
-
-/// Reads `count` little-endian `f64`s.
-pub(super) fn read_f64s(r: &mut Reader<'_>, count: u64, what: &'static str) -> Result<Vec<f64>> {
-    Ok(take(r, count, 8, what)?
-        .chunks_exact(8)
-        .map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes")))
-        .collect())
-}
-
-pub(super) fn write_u32s(out: &mut Vec<u8>, values: &[u32]) {
-    values
-        .iter()
-        .for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
-}
-
-pub(super) fn write_f64s(out: &mut Vec<u8>, values: &[f64]) {
-    values
-        .iter()
-        .for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
-}
-
-/// Appends the ids at their stored width, little-endian.
-pub(super) fn write_ids(out: &mut Vec<u8>, ids: &Ids) {
-    match ids {
-        Ids::U8(ids) => out.extend_from_slice(ids),
-        Ids::U16(ids) => ids
-            .iter()
-            .for_each(|v| out.extend_from_slice(&v.to_le_bytes())),
-        Ids::U32(ids) => write_u32s(out, ids),
-    }
-}
-
-/// Reads `count` value ids at the width [`Ids::narrow`] picks for a
-/// dictionary of `dict_len` entries, each of which must be below
-/// `dict_len`.
-///
-/// # Errors
-/// [`Error::Truncated`], or [`Error::ValueIdOutOfRange`] naming the first
-/// bad id by its position.
-pub(super) fn read_ids(
-    r: &mut Reader<'_>,
-    count: u64,
-    dict_len: u64,
-    what: &'static str,
-) -> Result<Ids> {
-    let check = |position: usize, id: u64| {
-        if id >= dict_len {
-            return Err(Error::ValueIdOutOfRange {
-                position,
-                id,
-                dict_len,
-            });
-        }
-        Ok(())
-    };
-    let ids = if dict_len <= 1 << 8 {
-        let ids = take(r, count, 1, what)?.to_vec();
-        ids.iter()
-            .enumerate()
-            .try_for_each(|(i, &id)| check(i, id.into()))?;
-        Ids::U8(ids)
-    } else if dict_len <= 1 << 16 {
-        let ids: Vec<u16> = take(r, count, 2, what)?
-            .chunks_exact(2)
-            .map(|b| u16::from_le_bytes([b[0], b[1]]))
-            .collect();
-        ids.iter()
-            .enumerate()
-            .try_for_each(|(i, &id)| check(i, id.into()))?;
-        Ids::U16(ids)
-    } else {
-        let ids = read_u32s(r, count, what)?;
-        ids.iter()
-            .enumerate()
-            .try_for_each(|(i, &id)| check(i, id.into()))?;
-        Ids::U32(ids)
-    };
-    Ok(ids)
-}
-
 /// Reads `n_rows + 1` row offsets and checks that they start at 0 and
 /// never decrease; the last is the number of entries.
 ///
 /// # Errors
 /// [`Error::Truncated`] or [`Error::BadOffsets`].
 pub(super) fn read_offsets(r: &mut Reader<'_>, n_rows: usize) -> Result<Vec<u32>> {
-    let offsets = read_u32s(r, n_rows as u64 + 1, "row offsets")?;
+    let offsets = r.u32s(n_rows as u64 + 1, "row offsets")?;
     if offsets[0] != 0 {
         return Err(Error::BadOffsets {
             index: 0,
@@ -299,7 +198,7 @@ impl<'a> Structure<'a> {
         };
         let offsets = read_offsets(&mut r, shape.n_rows)?;
         let nnz = *offsets.last().expect("n_rows + 1 offsets");
-        let cols = read_u32s(&mut r, nnz.into(), "column ids")?;
+        let cols = r.u32s(nnz.into(), "column ids")?;
         check_columns(&offsets, &cols, shape.n_cols)?;
         Ok(Structure {
             r,
@@ -308,19 +207,5 @@ impl<'a> Structure<'a> {
             offsets,
             cols,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn varint_len_matches_write_varint() {
-        for v in [0u64, 1, 127, 128, 16_383, 16_384, u32::MAX as u64, u64::MAX] {
-            let mut out = Vec::new();
-            write_varint(&mut out, v);
-            assert_eq!(varint_len(v), out.len(), "{v}");
-        }
     }
 }

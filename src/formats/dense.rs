@@ -6,19 +6,17 @@
 
 use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
-use super::bytes::{
-    check_rows, finish, header_len, read_f64s, read_header, read_ids, write_f64s, write_header,
-    write_ids,
-};
-use super::sparse::{index_values, with_ids, Ids};
-use super::{EncodedBatch, FormatKind};
+use super::bytes::{check_rows, finish, header_len, read_header, write_header};
+use super::ids::{index_values, read_ids, with_ids, write_ids, Ids};
+use super::FormatKind;
 use crate::error::{Error, Result};
 use crate::kernels::layout::{columns, fill, fill_columns, standard, Shape};
 use crate::kernels::{sum4, Workspace};
 use crate::sparse::SparseBatch;
+use crate::wire::write_f64s;
 
 /// Bytes of a DEN page of `n_rows` x `n_cols` (header and values), computed
-/// without building it: what [`EncodedBatch::encoded_len`] of the encoded
+/// without building it: what [`Batch::encoded_len`](super::Batch::encoded_len) of the encoded
 /// page returns.
 pub(crate) fn den_len(n_rows: usize, n_cols: usize) -> u64 {
     let shape = Shape { n_rows, n_cols };
@@ -203,7 +201,7 @@ impl<T: Copy, F: Fn(T) -> f64 + Copy> DenseView<'_, T, F> {
 
 /// DEN: the batch as a dense row-major `f64` matrix.
 #[derive(Debug, Clone)]
-pub(crate) struct Den {
+pub struct Den {
     shape: Shape,
     values: Vec<f64>,
 }
@@ -236,7 +234,7 @@ impl Den {
                 found: r.remaining() as u64,
             });
         }
-        let values = read_f64s(&mut r, (want / 8) as u64, "values")?;
+        let values = r.f64s((want / 8) as u64, "values")?;
         finish(&r)?;
         Ok(Den { shape, values })
     }
@@ -246,50 +244,70 @@ impl Den {
     }
 }
 
-impl EncodedBatch for Den {
-    fn kind(&self) -> FormatKind {
+impl Den {
+    /// Heap bytes held: the dense values.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        8 * self.values.capacity()
+    }
+
+    pub(crate) fn kind(&self) -> FormatKind {
         FormatKind::Den
     }
 
     /// The header and 8 bytes per cell.
-    fn encoded_len(&self) -> usize {
+    pub(crate) fn encoded_len(&self) -> usize {
         header_len(self.shape, &[]) + 8 * self.values.len()
     }
 
-    fn write_bytes(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write_bytes(&self, out: &mut Vec<u8>) {
         write_header(out, FormatKind::Den, self.shape, &[]);
         write_f64s(out, &self.values);
     }
 
-    fn n_rows(&self) -> usize {
+    pub(crate) fn n_rows(&self) -> usize {
         self.shape.n_rows
     }
 
-    fn n_cols(&self) -> usize {
+    pub(crate) fn n_cols(&self) -> usize {
         self.shape.n_cols
     }
 
-    fn decode(&self) -> SparseBatch {
+    pub(crate) fn decode(&self) -> SparseBatch {
         self.view().decode()
     }
 
-    fn scale(&mut self, c: f64) {
+    pub(crate) fn scale(&mut self, c: f64) {
         scale_values(&mut self.values, c);
     }
 
-    fn matvec_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn matvec_into(
+        &self,
+        v: ArrayView1<'_, f64>,
+        out: ArrayViewMut1<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         self.view().matvec(v, out, &mut ws.operand);
     }
 
-    fn vecmat_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn vecmat_into(
+        &self,
+        v: ArrayView1<'_, f64>,
+        out: ArrayViewMut1<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         self.view().vecmat(v, out, &mut ws.operand, &mut ws.pair);
     }
 
-    fn matmat_into(&self, m: ArrayView2<'_, f64>, out: ArrayViewMut2<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn matmat_into(
+        &self,
+        m: ArrayView2<'_, f64>,
+        out: ArrayViewMut2<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         self.view().matmat(m, out, &mut ws.operand, &mut ws.pair);
     }
 
-    fn left_matmat_into(
+    pub(crate) fn left_matmat_into(
         &self,
         m: ArrayView2<'_, f64>,
         out: ArrayViewMut2<'_, f64>,
@@ -303,7 +321,7 @@ impl EncodedBatch for Den {
 /// DVI: a dense row-major matrix of value ids into a dictionary of the
 /// distinct non-zero values (by bits); id 0 stands for `0.0`.
 #[derive(Debug, Clone)]
-pub(crate) struct Dvi {
+pub struct Dvi {
     shape: Shape,
     /// One id per cell, at the narrowest width that holds the largest id.
     ids: Ids,
@@ -346,7 +364,7 @@ impl Dvi {
         let cells = u64::try_from(cells).unwrap_or(u64::MAX);
         let ids = read_ids(&mut r, cells, dict_len + 1, "value ids")?;
         let mut dict = vec![0.0];
-        dict.extend(read_f64s(&mut r, dict_len, "dictionary")?);
+        dict.extend(r.f64s(dict_len, "dictionary")?);
         finish(&r)?;
         Ok(Dvi { shape, ids, dict })
     }
@@ -361,19 +379,24 @@ macro_rules! dvi_view {
     }};
 }
 
-impl EncodedBatch for Dvi {
-    fn kind(&self) -> FormatKind {
+impl Dvi {
+    /// Heap bytes held: the ids and the dictionary.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.ids.heap_bytes() + 8 * self.dict.capacity()
+    }
+
+    pub(crate) fn kind(&self) -> FormatKind {
         FormatKind::Dvi
     }
 
     /// The header (with the dictionary length), the ids, the dictionary
     /// without the implicit zero.
-    fn encoded_len(&self) -> usize {
+    pub(crate) fn encoded_len(&self) -> usize {
         let stored = self.dict.len() - 1;
         header_len(self.shape, &[stored as u64]) + self.ids.byte_len() + 8 * stored
     }
 
-    fn write_bytes(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write_bytes(&self, out: &mut Vec<u8>) {
         write_header(
             out,
             FormatKind::Dvi,
@@ -384,36 +407,51 @@ impl EncodedBatch for Dvi {
         write_f64s(out, &self.dict[1..]);
     }
 
-    fn n_rows(&self) -> usize {
+    pub(crate) fn n_rows(&self) -> usize {
         self.shape.n_rows
     }
 
-    fn n_cols(&self) -> usize {
+    pub(crate) fn n_cols(&self) -> usize {
         self.shape.n_cols
     }
 
-    fn decode(&self) -> SparseBatch {
+    pub(crate) fn decode(&self) -> SparseBatch {
         dvi_view!(self, decode())
     }
 
     /// Touches only the dictionary; the reserved zero stays zero.
-    fn scale(&mut self, c: f64) {
+    pub(crate) fn scale(&mut self, c: f64) {
         self.dict[1..].iter_mut().for_each(|x| *x *= c);
     }
 
-    fn matvec_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn matvec_into(
+        &self,
+        v: ArrayView1<'_, f64>,
+        out: ArrayViewMut1<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         dvi_view!(self, matvec(v, out, &mut ws.operand))
     }
 
-    fn vecmat_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn vecmat_into(
+        &self,
+        v: ArrayView1<'_, f64>,
+        out: ArrayViewMut1<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         dvi_view!(self, vecmat(v, out, &mut ws.operand, &mut ws.pair))
     }
 
-    fn matmat_into(&self, m: ArrayView2<'_, f64>, out: ArrayViewMut2<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn matmat_into(
+        &self,
+        m: ArrayView2<'_, f64>,
+        out: ArrayViewMut2<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         dvi_view!(self, matmat(m, out, &mut ws.operand, &mut ws.pair))
     }
 
-    fn left_matmat_into(
+    pub(crate) fn left_matmat_into(
         &self,
         m: ArrayView2<'_, f64>,
         out: ArrayViewMut2<'_, f64>,

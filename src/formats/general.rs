@@ -18,7 +18,7 @@ use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
 use super::bytes::{header_len, read_header, write_header};
 use super::dense::{dense_values, plain, scale_values};
-use super::{EncodedBatch, FormatKind};
+use super::FormatKind;
 use crate::error::{Error, Result};
 use crate::kernels::layout::Shape;
 use crate::kernels::Workspace;
@@ -38,13 +38,11 @@ pub(crate) enum Codec {
 /// Largest dense batch the codecs take, in bytes (snappy's limit).
 const MAX_RAW_BYTES: u64 = u32::MAX as u64;
 
-/// An `io::Error`-like failure of a decompressor on a page, as [`Error::Io`].
+/// A decompressor's failure on a page, as [`Error::Io`] (kind
+/// `InvalidData`, as a corrupt gzip stream read from a file would be).
 fn corrupt(codec: Codec, message: String) -> Error {
-    Error::Io {
-        path: format!("{} page", codec.kind().name()),
-        kind: std::io::ErrorKind::InvalidData,
-        message,
-    }
+    let error = std::io::Error::new(std::io::ErrorKind::InvalidData, message);
+    Error::io(format!("{} page", codec.kind().name()), error)
 }
 
 impl Codec {
@@ -176,7 +174,7 @@ thread_local! {
 /// A batch as one of the general-purpose codecs over its dense
 /// little-endian `f64` bytes (row-major).
 #[derive(Debug, Clone)]
-pub(crate) struct Compressed {
+pub struct Compressed {
     codec: Codec,
     shape: Shape,
     packed: Vec<u8>,
@@ -265,48 +263,65 @@ fn compress_values(codec: Codec, values: &[f64]) -> Vec<u8> {
     codec.compress(&raw)
 }
 
-impl EncodedBatch for Compressed {
-    fn kind(&self) -> FormatKind {
+impl Compressed {
+    /// Heap bytes held: the compressed stream. The buffers a kernel
+    /// decompresses into belong to the thread and the [`Workspace`], not
+    /// to the batch.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.packed.capacity()
+    }
+
+    pub(crate) fn kind(&self) -> FormatKind {
         self.codec.kind()
     }
 
     /// The header and the compressed bytes.
-    fn encoded_len(&self) -> usize {
+    pub(crate) fn encoded_len(&self) -> usize {
         header_len(self.shape, &[]) + self.packed.len()
     }
 
-    fn write_bytes(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write_bytes(&self, out: &mut Vec<u8>) {
         write_header(out, self.codec.kind(), self.shape, &[]);
         out.extend_from_slice(&self.packed);
     }
 
-    fn n_rows(&self) -> usize {
+    pub(crate) fn n_rows(&self) -> usize {
         self.shape.n_rows
     }
 
-    fn n_cols(&self) -> usize {
+    pub(crate) fn n_cols(&self) -> usize {
         self.shape.n_cols
     }
 
-    fn decode(&self) -> SparseBatch {
+    pub(crate) fn decode(&self) -> SparseBatch {
         let mut values = Vec::new();
         plain(self.inflate(&mut values), self.shape).decode()
     }
 
     /// Decompresses, scales and recompresses, as a user of the codec must.
-    fn scale(&mut self, c: f64) {
+    pub(crate) fn scale(&mut self, c: f64) {
         let mut values = Vec::new();
         self.inflate(&mut values);
         scale_values(&mut values, c);
         self.packed = compress_values(self.codec, &values);
     }
 
-    fn matvec_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn matvec_into(
+        &self,
+        v: ArrayView1<'_, f64>,
+        out: ArrayViewMut1<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         let Workspace { pair, operand, .. } = ws;
         plain(self.inflate(operand), self.shape).matvec(v, out, pair);
     }
 
-    fn vecmat_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn vecmat_into(
+        &self,
+        v: ArrayView1<'_, f64>,
+        out: ArrayViewMut1<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         let Workspace {
             node,
             pair,
@@ -316,7 +331,12 @@ impl EncodedBatch for Compressed {
         plain(self.inflate(operand), self.shape).vecmat(v, out, pair, node);
     }
 
-    fn matmat_into(&self, m: ArrayView2<'_, f64>, out: ArrayViewMut2<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn matmat_into(
+        &self,
+        m: ArrayView2<'_, f64>,
+        out: ArrayViewMut2<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         let Workspace {
             node,
             pair,
@@ -326,7 +346,7 @@ impl EncodedBatch for Compressed {
         plain(self.inflate(operand), self.shape).matmat(m, out, pair, node);
     }
 
-    fn left_matmat_into(
+    pub(crate) fn left_matmat_into(
         &self,
         m: ArrayView2<'_, f64>,
         out: ArrayViewMut2<'_, f64>,

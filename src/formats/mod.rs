@@ -13,56 +13,81 @@
 //! | `Lz4` | lz4 | LZ4 block over the DEN bytes | decompress, then dense |
 //! | `TocSparse`, `TocLogical`, `TocFull` | TOC_SPARSE, TOC_LOGICAL, TOC_FULL | [`TocBatch`](crate::TocBatch) at each [`Level`] | on the decode tree |
 //!
+//! A batch in any of these formats is a [`Batch`]: a closed enum with one
+//! variant per format family and the kernels as inherent methods, so the
+//! trainer's hot loop dispatches with a `match`, not through a vtable, and
+//! every format is known at compile time.
+//!
 //! The general-purpose compressors decompress before every kernel, as a
 //! user of them would. Encoded sizes count every byte a page of that format
 //! needs (array lengths included), so ratios compare like with like: they
-//! are the exact length of the page's bytes ([`EncodedBatch::write_bytes`]),
+//! are the exact length of the page's bytes ([`Batch::write_bytes`]),
 //! which [`FormatKind::load`] validates and loads back. The page layouts
 //! are specified in `docs/FORMAT.md` ("Comparison-format pages").
 
+mod batch;
 mod bytes;
 mod dense;
 mod general;
+mod ids;
 mod sparse;
 mod toc;
 
+pub use batch::Batch;
 pub(crate) use dense::den_len;
-pub(crate) use sparse::index_values;
-
-use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
+pub use dense::{Den, Dvi};
+pub use general::Compressed;
+pub(crate) use ids::index_values;
+pub use sparse::{Csr, Cvi};
+pub use toc::TocPage;
 
 use crate::codec::{EncodeOptions, Level};
 use crate::error::Result;
-use crate::kernels::Workspace;
 use crate::sparse::SparseBatch;
 
 /// Every format tocpile can compare, by the names the paper uses.
+///
+/// Each format has a fixed code ([`FormatKind::code`]), the byte a
+/// dataset file's footer stores: codes are never reused or renumbered,
+/// whatever the order of [`FormatKind::ALL`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
 pub enum FormatKind {
     /// Dense `f64` rows.
-    Den,
+    Den = 0,
     /// Compressed sparse rows.
-    Csr,
+    Csr = 1,
     /// CSR with value indexing.
-    Cvi,
+    Cvi = 2,
     /// Dense with value indexing.
-    Dvi,
+    Dvi = 3,
     /// snappy over the dense bytes.
-    Snappy,
+    Snappy = 4,
     /// gzip (level 6) over the dense bytes.
-    Gzip,
+    Gzip = 5,
     /// LZ4 (block format) over the dense bytes.
-    Lz4,
+    Lz4 = 6,
     /// TOC, sparse encoding only.
-    TocSparse,
+    TocSparse = 7,
     /// TOC, sparse and logical encoding.
-    TocLogical,
+    TocLogical = 8,
     /// TOC, all three stages (the default format).
-    TocFull,
+    TocFull = 9,
 }
 
 impl FormatKind {
-    /// Every format, in table order.
+    /// The format's code in files (`docs/FORMAT.md`): fixed forever.
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The format of code `code`, if there is one.
+    pub fn from_code(code: u8) -> Option<FormatKind> {
+        Self::ALL.into_iter().find(|k| k.code() == code)
+    }
+
+    /// Every format, in table order (for tables and loops; files store
+    /// [`code`](Self::code)s, not positions in this list).
     pub const ALL: [FormatKind; 10] = [
         FormatKind::Den,
         FormatKind::Csr,
@@ -107,26 +132,24 @@ impl FormatKind {
     /// # Errors
     /// [`Error::TooLarge`](crate::Error::TooLarge) if the batch does not fit
     /// the format's integer widths.
-    pub fn encode(self, batch: &SparseBatch) -> Result<Box<dyn EncodedBatch>> {
-        let toc = |level| toc::TocPage::encode(batch, EncodeOptions::level(level));
+    pub fn encode(self, batch: &SparseBatch) -> Result<Batch> {
         Ok(match self {
-            FormatKind::Den => Box::new(dense::Den::encode(batch)?),
-            FormatKind::Csr => Box::new(sparse::Csr::encode(batch)?),
-            FormatKind::Cvi => Box::new(sparse::Cvi::encode(batch)?),
-            FormatKind::Dvi => Box::new(dense::Dvi::encode(batch)?),
-            FormatKind::Snappy => {
-                Box::new(general::Compressed::encode(batch, general::Codec::Snappy)?)
+            FormatKind::Den => Batch::Den(Den::encode(batch)?),
+            FormatKind::Csr => Batch::Csr(Csr::encode(batch)?),
+            FormatKind::Cvi => Batch::Cvi(Cvi::encode(batch)?),
+            FormatKind::Dvi => Batch::Dvi(Dvi::encode(batch)?),
+            FormatKind::Snappy | FormatKind::Gzip | FormatKind::Lz4 => {
+                Batch::Compressed(Compressed::encode(batch, self.codec())?)
             }
-            FormatKind::Gzip => Box::new(general::Compressed::encode(batch, general::Codec::Gzip)?),
-            FormatKind::Lz4 => Box::new(general::Compressed::encode(batch, general::Codec::Lz4)?),
-            FormatKind::TocSparse => Box::new(toc(Level::Sparse)?),
-            FormatKind::TocLogical => Box::new(toc(Level::Logical)?),
-            FormatKind::TocFull => Box::new(toc(Level::Full)?),
+            FormatKind::TocSparse | FormatKind::TocLogical | FormatKind::TocFull => {
+                let options = EncodeOptions::level(self.toc_level());
+                Batch::Toc(TocPage::encode(batch, options)?)
+            }
         })
     }
 
     /// Validates untrusted page bytes of this format (as written by
-    /// [`EncodedBatch::write_bytes`]) and loads them. TOC pages are the
+    /// [`Batch::write_bytes`]) and loads them. TOC pages are the
     /// [`TocBatch`](crate::TocBatch) blob, checked by
     /// [`TocBatch::from_bytes`](crate::TocBatch::from_bytes), their decode
     /// tree built once; the other formats are specified in
@@ -137,83 +160,62 @@ impl FormatKind {
     /// # Errors
     /// The first rule the bytes break, as an [`Error`](crate::Error)
     /// naming the field and offset, row and position, or id.
-    pub fn load(self, bytes: &[u8]) -> Result<Box<dyn EncodedBatch>> {
-        let toc = |level| toc::TocPage::load(bytes, level);
-        let compressed = |codec| general::Compressed::load(bytes, codec);
+    pub fn load(self, bytes: &[u8]) -> Result<Batch> {
         Ok(match self {
-            FormatKind::Den => Box::new(dense::Den::load(bytes)?),
-            FormatKind::Csr => Box::new(sparse::Csr::load(bytes)?),
-            FormatKind::Cvi => Box::new(sparse::Cvi::load(bytes)?),
-            FormatKind::Dvi => Box::new(dense::Dvi::load(bytes)?),
-            FormatKind::Snappy => Box::new(compressed(general::Codec::Snappy)?),
-            FormatKind::Gzip => Box::new(compressed(general::Codec::Gzip)?),
-            FormatKind::Lz4 => Box::new(compressed(general::Codec::Lz4)?),
-            FormatKind::TocSparse => Box::new(toc(Level::Sparse)?),
-            FormatKind::TocLogical => Box::new(toc(Level::Logical)?),
-            FormatKind::TocFull => Box::new(toc(Level::Full)?),
+            FormatKind::Den => Batch::Den(Den::load(bytes)?),
+            FormatKind::Csr => Batch::Csr(Csr::load(bytes)?),
+            FormatKind::Cvi => Batch::Cvi(Cvi::load(bytes)?),
+            FormatKind::Dvi => Batch::Dvi(Dvi::load(bytes)?),
+            FormatKind::Snappy | FormatKind::Gzip | FormatKind::Lz4 => {
+                Batch::Compressed(Compressed::load(bytes, self.codec())?)
+            }
+            FormatKind::TocSparse | FormatKind::TocLogical | FormatKind::TocFull => {
+                Batch::Toc(TocPage::load(bytes, self.toc_level())?)
+            }
         })
+    }
+
+    /// The TOC level of a TOC format (`TocSparse`, `TocLogical`,
+    /// `TocFull`); `None` for the comparison formats. The one mapping from
+    /// formats to levels; [`FormatKind::from`] a [`Level`] is its inverse.
+    pub fn level(self) -> Option<Level> {
+        match self {
+            FormatKind::TocSparse => Some(Level::Sparse),
+            FormatKind::TocLogical => Some(Level::Logical),
+            FormatKind::TocFull => Some(Level::Full),
+            _ => None,
+        }
+    }
+
+    /// The level of a TOC format (the callers matched it).
+    fn toc_level(self) -> Level {
+        self.level().expect("a TOC format")
+    }
+
+    /// The codec of snappy, gzip and lz4 (the callers matched them).
+    fn codec(self) -> general::Codec {
+        match self {
+            FormatKind::Snappy => general::Codec::Snappy,
+            FormatKind::Gzip => general::Codec::Gzip,
+            FormatKind::Lz4 => general::Codec::Lz4,
+            other => unreachable!("{other} is not a general-purpose codec"),
+        }
+    }
+}
+
+impl From<Level> for FormatKind {
+    /// The TOC format of `level`.
+    fn from(level: Level) -> FormatKind {
+        match level {
+            Level::Sparse => FormatKind::TocSparse,
+            Level::Logical => FormatKind::TocLogical,
+            Level::Full => FormatKind::TocFull,
+        }
     }
 }
 
 impl std::fmt::Display for FormatKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// One batch held in some format, with the kernels MGD needs.
-///
-/// Kernels have the same contracts as those of
-/// [`DecodeTree`](crate::DecodeTree): `out` is overwritten, and a dimension
-/// mismatch panics.
-pub trait EncodedBatch: Send + Sync {
-    /// The format.
-    fn kind(&self) -> FormatKind;
-    /// Bytes this batch takes in its format: exactly what
-    /// [`write_bytes`](Self::write_bytes) appends.
-    fn encoded_len(&self) -> usize;
-    /// Appends the page bytes of this batch, which
-    /// [`FormatKind::load`] reads back. After [`scale`](Self::scale) they
-    /// hold the scaled batch (a DEN, CSR, CVI or DVI page may then hold
-    /// zeros, which decode drops).
-    fn write_bytes(&self, out: &mut Vec<u8>);
-    /// The page bytes in a new vector of [`encoded_len`](Self::encoded_len)
-    /// bytes.
-    fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.encoded_len());
-        self.write_bytes(&mut out);
-        out
-    }
-    /// Number of rows.
-    fn n_rows(&self) -> usize;
-    /// Number of columns.
-    fn n_cols(&self) -> usize;
-    /// The batch in sparse row form.
-    fn decode(&self) -> SparseBatch;
-    /// `A * c` in place.
-    fn scale(&mut self, c: f64);
-    /// `A . v` into `out` (`n_rows` entries).
-    fn matvec_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace);
-    /// `v . A` into `out` (`n_cols` entries).
-    fn vecmat_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace);
-    /// `A . M` into `out` (`M`: `n_cols x p`; `out`: `n_rows x p`).
-    fn matmat_into(&self, m: ArrayView2<'_, f64>, out: ArrayViewMut2<'_, f64>, ws: &mut Workspace);
-    /// `M . A` into `out` (`M`: `q x n_rows`; `out`: `q x n_cols`).
-    fn left_matmat_into(
-        &self,
-        m: ArrayView2<'_, f64>,
-        out: ArrayViewMut2<'_, f64>,
-        ws: &mut Workspace,
-    );
-}
-
-impl std::fmt::Debug for dyn EncodedBatch {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EncodedBatch")
-            .field("kind", &self.kind())
-            .field("n_rows", &self.n_rows())
-            .field("n_cols", &self.n_cols())
-            .field("encoded_len", &self.encoded_len())
-            .finish()
     }
 }

@@ -1,110 +1,19 @@
 //! CSR (the baseline every format is compared to) and CVI (CSR with the
-//! values replaced by ids into a dictionary), plus the value indexing that
-//! CVI and DVI share.
+//! values replaced by ids into a dictionary, see [`ids`](super::ids)).
 //!
 //! The kernels are plain sparse loops written once, generic over how a
 //! stored value is read, so CSR and CVI run the same code.
 
-use hashbrown::hash_map::Entry;
-use hashbrown::HashMap;
 use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
-use super::bytes::{
-    check_rows, finish, header_len, read_f64s, read_ids, write_f64s, write_header, write_ids,
-    write_u32s, Structure,
-};
-use super::{EncodedBatch, FormatKind};
+use super::bytes::{check_rows, finish, header_len, write_header, Structure};
+use super::ids::{index_values, read_ids, with_ids, write_ids, Ids};
+use super::FormatKind;
 use crate::error::{Error, Result};
 use crate::kernels::layout::{columns, fill, fill_columns, standard, Shape};
 use crate::kernels::{sum4, Workspace};
 use crate::sparse::SparseBatch;
-
-/// Value ids at the narrowest width that holds the largest id.
-#[derive(Debug, Clone)]
-pub(super) enum Ids {
-    /// Dictionaries of at most 256 entries.
-    U8(Vec<u8>),
-    /// Dictionaries of at most 65,536 entries.
-    U16(Vec<u16>),
-    /// Larger dictionaries.
-    U32(Vec<u32>),
-}
-
-impl Ids {
-    /// Stores `ids`, all below `dict_len`, at the narrowest width.
-    pub(super) fn narrow(ids: Vec<u32>, dict_len: usize) -> Self {
-        if dict_len <= 1 << 8 {
-            Ids::U8(ids.into_iter().map(|i| i as u8).collect())
-        } else if dict_len <= 1 << 16 {
-            Ids::U16(ids.into_iter().map(|i| i as u16).collect())
-        } else {
-            Ids::U32(ids)
-        }
-    }
-
-    /// Bytes the ids take.
-    pub(super) fn byte_len(&self) -> usize {
-        match self {
-            Ids::U8(ids) => ids.len(),
-            Ids::U16(ids) => 2 * ids.len(),
-            Ids::U32(ids) => 4 * ids.len(),
-        }
-    }
-}
-
-/// Runs `$body` with `$slice` bound to the ids (a `&Vec` of the stored
-/// width) and `$val` to a closure looking an id up in `$dict`.
-macro_rules! with_ids {
-    ($ids:expr, $dict:expr, $slice:ident, $val:ident => $body:expr) => {{
-        let dict: &[f64] = $dict;
-        match $ids {
-            $crate::formats::sparse::Ids::U8(ids) => {
-                let $slice: &[u8] = ids;
-                let $val = |i: u8| dict[usize::from(i)];
-                $body
-            }
-            $crate::formats::sparse::Ids::U16(ids) => {
-                let $slice: &[u16] = ids;
-                let $val = |i: u16| dict[usize::from(i)];
-                $body
-            }
-            $crate::formats::sparse::Ids::U32(ids) => {
-                let $slice: &[u32] = ids;
-                let $val = |i: u32| dict[i as usize];
-                $body
-            }
-        }
-    }};
-}
-pub(super) use with_ids;
-
-/// Value indexing: one id per value and the dictionary of distinct values
-/// (by bits) in order of first appearance. With `reserve_zero`, id 0 is
-/// `0.0` and the values get ids from 1.
-///
-/// # Errors
-/// [`Error::TooLarge`] if the ids do not fit in `u32`.
-pub(crate) fn index_values(values: &[f64], reserve_zero: bool) -> Result<(Vec<u32>, Vec<f64>)> {
-    let mut dict = if reserve_zero { vec![0.0] } else { Vec::new() };
-    let mut map: HashMap<u64, u32> = HashMap::new();
-    let mut ids = Vec::with_capacity(values.len());
-    for &v in values {
-        let id = match map.entry(v.to_bits()) {
-            Entry::Occupied(e) => *e.get(),
-            Entry::Vacant(e) => {
-                let id = u32::try_from(dict.len()).map_err(|_| Error::TooLarge {
-                    what: "distinct values (u32 value ids)",
-                    value: dict.len() as u64 + 1,
-                    max: u32::MAX as u64 + 1 - u64::from(reserve_zero),
-                })?;
-                dict.push(v);
-                *e.insert(id)
-            }
-        };
-        ids.push(id);
-    }
-    Ok((ids, dict))
-}
+use crate::wire::{write_f64s, write_u32s};
 
 /// CSR arrays with values of type `T` read as `f64` through `val`.
 #[derive(Debug, Clone, Copy)]
@@ -221,7 +130,7 @@ fn offsets_u32(batch: &SparseBatch) -> Result<Vec<u32>> {
 
 /// CSR: `u32` row offsets, `u32` column ids and `f64` values.
 #[derive(Debug, Clone)]
-pub(crate) struct Csr {
+pub struct Csr {
     shape: Shape,
     offsets: Vec<u32>,
     cols: Vec<u32>,
@@ -243,7 +152,7 @@ impl Csr {
     }
 
     /// Validates a CSR page (`docs/FORMAT.md`). Stored zeros are allowed
-    /// (a page written after [`EncodedBatch::scale`] by 0 holds them):
+    /// (a page written after [`Batch::scale`](super::Batch::scale) by 0 holds them):
     /// kernels multiply by them and `decode` drops them.
     ///
     /// # Errors
@@ -256,7 +165,7 @@ impl Csr {
             cols,
             ..
         } = Structure::read(bytes, FormatKind::Csr)?;
-        let values = read_f64s(&mut r, cols.len() as u64, "values")?;
+        let values = r.f64s(cols.len() as u64, "values")?;
         finish(&r)?;
         Ok(Csr {
             shape,
@@ -277,55 +186,75 @@ impl Csr {
     }
 }
 
-impl EncodedBatch for Csr {
-    fn kind(&self) -> FormatKind {
+impl Csr {
+    /// Heap bytes held: offsets, columns and values.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        4 * self.offsets.capacity() + 4 * self.cols.capacity() + 8 * self.values.capacity()
+    }
+
+    pub(crate) fn kind(&self) -> FormatKind {
         FormatKind::Csr
     }
 
     /// The header, then `4 * (n_rows + 1) + 12 * nnz`.
-    fn encoded_len(&self) -> usize {
+    pub(crate) fn encoded_len(&self) -> usize {
         header_len(self.shape, &[])
             + 4 * self.offsets.len()
             + 4 * self.cols.len()
             + 8 * self.values.len()
     }
 
-    fn write_bytes(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write_bytes(&self, out: &mut Vec<u8>) {
         write_header(out, FormatKind::Csr, self.shape, &[]);
         write_u32s(out, &self.offsets);
         write_u32s(out, &self.cols);
         write_f64s(out, &self.values);
     }
 
-    fn n_rows(&self) -> usize {
+    pub(crate) fn n_rows(&self) -> usize {
         self.shape.n_rows
     }
 
-    fn n_cols(&self) -> usize {
+    pub(crate) fn n_cols(&self) -> usize {
         self.shape.n_cols
     }
 
-    fn decode(&self) -> SparseBatch {
+    pub(crate) fn decode(&self) -> SparseBatch {
         self.view().decode()
     }
 
-    fn scale(&mut self, c: f64) {
+    pub(crate) fn scale(&mut self, c: f64) {
         self.values.iter_mut().for_each(|x| *x *= c);
     }
 
-    fn matvec_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn matvec_into(
+        &self,
+        v: ArrayView1<'_, f64>,
+        out: ArrayViewMut1<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         self.view().matvec(v, out, ws);
     }
 
-    fn vecmat_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn vecmat_into(
+        &self,
+        v: ArrayView1<'_, f64>,
+        out: ArrayViewMut1<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         self.view().vecmat(v, out, ws);
     }
 
-    fn matmat_into(&self, m: ArrayView2<'_, f64>, out: ArrayViewMut2<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn matmat_into(
+        &self,
+        m: ArrayView2<'_, f64>,
+        out: ArrayViewMut2<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         self.view().matmat(m, out, ws);
     }
 
-    fn left_matmat_into(
+    pub(crate) fn left_matmat_into(
         &self,
         m: ArrayView2<'_, f64>,
         out: ArrayViewMut2<'_, f64>,
@@ -338,7 +267,7 @@ impl EncodedBatch for Csr {
 /// CVI (CSR-VI): CSR with each value replaced by an id into a dictionary
 /// of the distinct values (by bits).
 #[derive(Debug, Clone)]
-pub(crate) struct Cvi {
+pub struct Cvi {
     shape: Shape,
     offsets: Vec<u32>,
     cols: Vec<u32>,
@@ -380,7 +309,7 @@ impl Cvi {
             cols,
         } = Structure::read(bytes, FormatKind::Cvi)?;
         let ids = read_ids(&mut r, cols.len() as u64, dict_len, "value ids")?;
-        let dict = read_f64s(&mut r, dict_len, "dictionary")?;
+        let dict = r.f64s(dict_len, "dictionary")?;
         finish(&r)?;
         Ok(Cvi {
             shape,
@@ -402,14 +331,22 @@ macro_rules! cvi_view {
     }};
 }
 
-impl EncodedBatch for Cvi {
-    fn kind(&self) -> FormatKind {
+impl Cvi {
+    /// Heap bytes held: offsets, columns, ids and the dictionary.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        4 * self.offsets.capacity()
+            + 4 * self.cols.capacity()
+            + self.ids.heap_bytes()
+            + 8 * self.dict.capacity()
+    }
+
+    pub(crate) fn kind(&self) -> FormatKind {
         FormatKind::Cvi
     }
 
     /// The header (with the dictionary length), offsets and columns as
     /// CSR, the ids, the dictionary.
-    fn encoded_len(&self) -> usize {
+    pub(crate) fn encoded_len(&self) -> usize {
         header_len(self.shape, &[self.dict.len() as u64])
             + 4 * self.offsets.len()
             + 4 * self.cols.len()
@@ -417,7 +354,7 @@ impl EncodedBatch for Cvi {
             + 8 * self.dict.len()
     }
 
-    fn write_bytes(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write_bytes(&self, out: &mut Vec<u8>) {
         write_header(out, FormatKind::Cvi, self.shape, &[self.dict.len() as u64]);
         write_u32s(out, &self.offsets);
         write_u32s(out, &self.cols);
@@ -425,36 +362,51 @@ impl EncodedBatch for Cvi {
         write_f64s(out, &self.dict);
     }
 
-    fn n_rows(&self) -> usize {
+    pub(crate) fn n_rows(&self) -> usize {
         self.shape.n_rows
     }
 
-    fn n_cols(&self) -> usize {
+    pub(crate) fn n_cols(&self) -> usize {
         self.shape.n_cols
     }
 
-    fn decode(&self) -> SparseBatch {
+    pub(crate) fn decode(&self) -> SparseBatch {
         cvi_view!(self, decode())
     }
 
     /// Touches only the dictionary.
-    fn scale(&mut self, c: f64) {
+    pub(crate) fn scale(&mut self, c: f64) {
         self.dict.iter_mut().for_each(|x| *x *= c);
     }
 
-    fn matvec_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn matvec_into(
+        &self,
+        v: ArrayView1<'_, f64>,
+        out: ArrayViewMut1<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         cvi_view!(self, matvec(v, out, ws))
     }
 
-    fn vecmat_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn vecmat_into(
+        &self,
+        v: ArrayView1<'_, f64>,
+        out: ArrayViewMut1<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         cvi_view!(self, vecmat(v, out, ws))
     }
 
-    fn matmat_into(&self, m: ArrayView2<'_, f64>, out: ArrayViewMut2<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn matmat_into(
+        &self,
+        m: ArrayView2<'_, f64>,
+        out: ArrayViewMut2<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         cvi_view!(self, matmat(m, out, ws))
     }
 
-    fn left_matmat_into(
+    pub(crate) fn left_matmat_into(
         &self,
         m: ArrayView2<'_, f64>,
         out: ArrayViewMut2<'_, f64>,

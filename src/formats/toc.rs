@@ -1,24 +1,26 @@
-//! TOC behind the [`EncodedBatch`] interface: the encoded bytes plus the
-//! decode tree, built once when the page is created or loaded, so every
-//! kernel call runs on the tree without rebuilding it.
+//! TOC as a [`Batch`](super::Batch): the encoded bytes plus the decode
+//! tree, built once when the page is created or loaded, so every kernel
+//! call runs on the tree without rebuilding it.
 //!
-//! The page's bytes are the [`TocBatch`] blob itself. [`EncodedBatch::scale`]
-//! scales the tree only; the bytes of a scaled page are re-encoded (at
-//! the page's options) the first time they are asked for.
+//! The page's bytes are the [`TocBatch`] blob itself.
+//! [`Batch::scale`](super::Batch::scale) scales the tree only; the bytes of
+//! a scaled page are re-encoded (at the page's options) the first time
+//! they are asked for.
 
 use std::sync::OnceLock;
 
 use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
-use super::{EncodedBatch, FormatKind};
+use super::FormatKind;
 use crate::codec::{DecodeTree, EncodeOptions, Encoder, Level, TocBatch};
 use crate::error::{Error, Result};
 use crate::kernels::Workspace;
 use crate::sparse::SparseBatch;
 
-/// A TOC-encoded batch with its decode tree.
+/// A TOC-encoded batch with its decode tree: the payload of
+/// [`Batch::Toc`](super::Batch::Toc).
 #[derive(Debug, Clone)]
-pub(crate) struct TocPage {
+pub struct TocPage {
     /// The bytes as encoded or loaded.
     batch: TocBatch,
     tree: DecodeTree,
@@ -28,15 +30,6 @@ pub(crate) struct TocPage {
     scaled: bool,
     /// The scaled batch re-encoded, on first use.
     rewritten: OnceLock<TocBatch>,
-}
-
-/// The format of a TOC batch at `level`.
-fn kind_of(level: Level) -> FormatKind {
-    match level {
-        Level::Sparse => FormatKind::TocSparse,
-        Level::Logical => FormatKind::TocLogical,
-        Level::Full => FormatKind::TocFull,
-    }
 }
 
 impl TocPage {
@@ -68,11 +61,16 @@ impl TocPage {
         let batch = TocBatch::from_bytes_with_tree(bytes.to_vec(), &mut tree)?;
         if batch.level() != level {
             return Err(Error::WrongFormat {
-                expected: kind_of(level).name(),
-                found: kind_of(batch.level()).name(),
+                expected: FormatKind::from(level).name(),
+                found: FormatKind::from(batch.level()).name(),
             });
         }
         Ok(Self::new(batch, tree, EncodeOptions::level(level)))
+    }
+
+    /// The decode tree the kernels run on (scaled along with the batch).
+    pub fn tree(&self) -> &DecodeTree {
+        &self.tree
     }
 
     /// The bytes of the batch as it is now.
@@ -88,52 +86,76 @@ impl TocPage {
     }
 }
 
-impl EncodedBatch for TocPage {
-    fn kind(&self) -> FormatKind {
-        kind_of(self.batch.level())
+impl TocPage {
+    /// Heap bytes held: the encoded bytes, the decode tree (usually the
+    /// larger: the kernels' structure, unpacked) and, after a scale, the
+    /// re-encoded bytes once asked for.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.batch.heap_bytes()
+            + self.tree.heap_bytes()
+            + self.rewritten.get().map_or(0, TocBatch::heap_bytes)
     }
 
-    fn encoded_len(&self) -> usize {
+    pub(crate) fn kind(&self) -> FormatKind {
+        self.batch.level().into()
+    }
+
+    pub(crate) fn encoded_len(&self) -> usize {
         self.current().encoded_len()
     }
 
-    fn write_bytes(&self, out: &mut Vec<u8>) {
+    pub(crate) fn write_bytes(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(self.current().as_bytes());
     }
 
-    fn n_rows(&self) -> usize {
+    pub(crate) fn n_rows(&self) -> usize {
         self.batch.n_rows()
     }
 
-    fn n_cols(&self) -> usize {
+    pub(crate) fn n_cols(&self) -> usize {
         self.batch.n_cols()
     }
 
-    fn decode(&self) -> SparseBatch {
+    pub(crate) fn decode(&self) -> SparseBatch {
         let mut out = SparseBatch::default();
         self.tree.decode_into(&mut out);
         out
     }
 
-    fn scale(&mut self, c: f64) {
+    pub(crate) fn scale(&mut self, c: f64) {
         self.tree.scale(c);
         self.scaled = true;
         self.rewritten = OnceLock::new();
     }
 
-    fn matvec_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn matvec_into(
+        &self,
+        v: ArrayView1<'_, f64>,
+        out: ArrayViewMut1<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         self.tree.matvec_into(v, out, ws);
     }
 
-    fn vecmat_into(&self, v: ArrayView1<'_, f64>, out: ArrayViewMut1<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn vecmat_into(
+        &self,
+        v: ArrayView1<'_, f64>,
+        out: ArrayViewMut1<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         self.tree.vecmat_into(v, out, ws);
     }
 
-    fn matmat_into(&self, m: ArrayView2<'_, f64>, out: ArrayViewMut2<'_, f64>, ws: &mut Workspace) {
+    pub(crate) fn matmat_into(
+        &self,
+        m: ArrayView2<'_, f64>,
+        out: ArrayViewMut2<'_, f64>,
+        ws: &mut Workspace,
+    ) {
         self.tree.matmat_into(m, out, ws);
     }
 
-    fn left_matmat_into(
+    pub(crate) fn left_matmat_into(
         &self,
         m: ArrayView2<'_, f64>,
         out: ArrayViewMut2<'_, f64>,

@@ -79,6 +79,33 @@ impl Default for CsvOptions {
     }
 }
 
+impl Schema {
+    /// Infers the schema of a CSV file (plain or gzip) in one streaming
+    /// pass: a column is numeric if every non-empty field (spaces trimmed)
+    /// parses as a number, else categorical with its distinct values as
+    /// levels (an empty field is then the level `""`). `NaN` and `inf`
+    /// count as numbers here, so that reading reports them as errors at
+    /// their line rather than silently turning the column into categories.
+    /// `options.schema` is ignored.
+    ///
+    /// Memory: the levels of categorical columns, and at most 256 values
+    /// of each column while it looks numeric. A column with more distinct
+    /// numbers than that before its first non-numeric value has its levels
+    /// read in a second pass over the file.
+    ///
+    /// # Errors
+    /// [`Error::Io`]; [`Error::MissingColumn`] if the label column is not
+    /// in the header; [`Error::Parse`] for a record with the wrong number
+    /// of fields, a header that repeats a name or a non-UTF-8 value in a
+    /// categorical column; [`Error::TooManyLevels`] for a categorical
+    /// column with more than [`MAX_LEVELS`] distinct values.
+    pub fn infer(path: impl AsRef<Path>, options: &CsvOptions) -> Result<Schema> {
+        // The inference lives with the schema; the options it needs are
+        // passed by value so that `schema` does not depend on this module.
+        Schema::infer_columns(path.as_ref(), &options.label, options.delimiter)
+    }
+}
+
 /// How one schema column is read: source field, first output column, and
 /// the level lookup of a categorical column.
 struct Plan {

@@ -52,7 +52,7 @@ impl Lines {
                 Ok(n) => n,
                 Err(e) => {
                     self.text.truncate(start);
-                    return Err(io_error(&self.name, &e, Some(self.line + 1)));
+                    return Err(io_error(&self.name, e, Some(self.line + 1)));
                 }
             };
             if n == 0 {

@@ -84,7 +84,7 @@ pub struct Chunk {
 /// Opens a file for reading, decompressing it if it is gzip.
 pub(crate) fn open_path(path: &Path) -> Result<(String, Box<dyn BufRead + Send>)> {
     let name = path.display().to_string();
-    let file = File::open(path).map_err(|e| io_error(&name, &e, None))?;
+    let file = File::open(path).map_err(|e| io_error(&name, e, None))?;
     let input = detect_gzip(BufReader::with_capacity(1 << 16, file), &name)?;
     Ok((name, input))
 }
@@ -102,7 +102,7 @@ pub(crate) fn detect_gzip(
             Ok(0) => break,
             Ok(n) => got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(io_error(name, &e, None)),
+            Err(e) => return Err(io_error(name, e, None)),
         }
     }
     let rejoined = io::Cursor::new(head[..got].to_vec()).chain(reader);
@@ -114,17 +114,14 @@ pub(crate) fn detect_gzip(
     }
 }
 
-/// An [`Error::Io`] for `name`, mentioning the line being read if known.
-pub(crate) fn io_error(name: &str, e: &io::Error, line: Option<u64>) -> Error {
-    let message = match line {
-        Some(line) => format!("{e} (while reading line {line})"),
-        None => e.to_string(),
-    };
-    Error::Io {
-        path: name.to_string(),
-        kind: e.kind(),
-        message,
+/// [`Error::io`] for `name`, its message mentioning the line being read
+/// if known.
+pub(crate) fn io_error(name: &str, e: io::Error, line: Option<u64>) -> Error {
+    let mut error = Error::io(name, e);
+    if let (Error::Io { message, .. }, Some(line)) = (&mut error, line) {
+        message.push_str(&format!(" (while reading line {line})"));
     }
+    error
 }
 
 /// `bytes` as text for an error message: invalid UTF-8 replaced, cut to

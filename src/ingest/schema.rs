@@ -6,7 +6,6 @@ use std::path::Path;
 use hashbrown::HashSet;
 use rayon::prelude::*;
 
-use super::csv::CsvOptions;
 use super::table::Table;
 use super::{open_path, shorten};
 use crate::error::{Error, Result};
@@ -124,30 +123,12 @@ impl Schema {
         Ok(Schema { columns, n_cols })
     }
 
-    /// Infers the schema of a CSV file (plain or gzip) in one streaming
-    /// pass: a column is numeric if every non-empty field (spaces trimmed)
-    /// parses as a number, else categorical with its distinct values as
-    /// levels (an empty field is then the level `""`). `NaN` and `inf`
-    /// count as numbers here, so that reading reports them as errors at
-    /// their line rather than silently turning the column into categories.
-    /// `options.schema` is ignored.
-    ///
-    /// Memory: the levels of categorical columns, and at most 256 values
-    /// of each column while it looks numeric. A column with more distinct
-    /// numbers than that before its first non-numeric value has its levels
-    /// read in a second pass over the file.
-    ///
-    /// # Errors
-    /// [`Error::Io`]; [`Error::MissingColumn`] if the label column is not
-    /// in the header; [`Error::Parse`] for a record with the wrong number
-    /// of fields, a header that repeats a name or a non-UTF-8 value in a
-    /// categorical column; [`Error::TooManyLevels`] for a categorical
-    /// column with more than [`MAX_LEVELS`] distinct values.
-    pub fn infer(path: impl AsRef<Path>, options: &CsvOptions) -> Result<Schema> {
-        let path = path.as_ref();
+    /// The inference of [`Schema::infer`] (see there), given the label
+    /// column's name and the field delimiter.
+    pub(super) fn infer_columns(path: &Path, label: &str, delimiter: u8) -> Result<Schema> {
         let (name, input) = open_path(path)?;
-        let mut table = Table::new(input, name, options.delimiter)?;
-        let label = table.column(&options.label)?;
+        let mut table = Table::new(input, name, delimiter)?;
+        let label = table.column(label)?;
         let mut stats: Vec<Stats> = (0..table.header.len())
             .filter(|&i| i != label)
             .map(Stats::new)
@@ -195,7 +176,7 @@ impl Schema {
         }
         if !redo.is_empty() {
             let (name, input) = open_path(path)?;
-            let mut table = Table::new(input, name, options.delimiter)?;
+            let mut table = Table::new(input, name, delimiter)?;
             loop {
                 table.fill(INFER_ROWS)?;
                 let records = table.records();
@@ -269,6 +250,16 @@ impl Schema {
             }
         }
         out
+    }
+
+    /// Writes the text form to `path` atomically (a temporary file beside
+    /// it, fsynced, renamed), for `tocpile encode --schema` or
+    /// [`Schema::from_text`] to read back.
+    ///
+    /// # Errors
+    /// [`Error::Io`]; `path` is then untouched.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        crate::atomic::write(path.as_ref(), self.to_text().as_bytes())
     }
 
     /// Reads the text form (see the [type docs](Schema)).

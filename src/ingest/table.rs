@@ -240,12 +240,12 @@ impl Table {
 
     fn csv_error(&self, e: ::csv::Error, line: u64) -> Error {
         match e.into_kind() {
-            ::csv::ErrorKind::Io(e) => io_error(&self.name, &e, Some(line)),
-            other => Error::Io {
-                path: self.name.clone(),
-                kind: std::io::ErrorKind::InvalidData,
-                message: format!("{other:?} (while reading line {line})"),
-            },
+            ::csv::ErrorKind::Io(e) => io_error(&self.name, e, Some(line)),
+            other => io_error(
+                &self.name,
+                std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{other:?}")),
+                Some(line),
+            ),
         }
     }
 }

@@ -42,6 +42,44 @@
 //!
 //! All scratch memory lives in a [`Workspace`]; after the first call on a
 //! batch of a given size the kernels allocate nothing.
+//!
+//! The products, each against plain dense math on the same rows:
+//!
+//! ```
+//! use ndarray::{array, Array2};
+//! use tocpile::{encode, DecodeTree, SparseBatch, TocBatch, Workspace};
+//!
+//! fn close<'a>(x: impl IntoIterator<Item = &'a f64>, y: impl IntoIterator<Item = &'a f64>) -> bool {
+//!     x.into_iter().zip(y).all(|(p, q)| (p - q).abs() < 1e-12)
+//! }
+//!
+//! // The TOC paper's running example (Figure 3).
+//! let rows = SparseBatch::from_dense_rows(4, &[
+//!     [1.1, 2.0, 3.0, 1.4],
+//!     [1.1, 2.0, 3.0, 0.0],
+//!     [0.0, 1.1, 3.0, 1.4],
+//!     [1.1, 2.0, 0.0, 0.0],
+//! ])?;
+//! let bytes = encode(&rows)?.into_bytes();
+//! // Validating the bytes builds the decode tree once; every product runs on it.
+//! let mut tree = DecodeTree::default();
+//! TocBatch::from_bytes_with_tree(&bytes[..], &mut tree)?;
+//! let a = tree.to_dense(); // for the check only
+//! let mut ws = Workspace::new();
+//!
+//! let v = array![1.0, -2.0, 0.5, 3.0];
+//! assert!(close(&tree.matvec(v.view(), &mut ws), &a.dot(&v))); // A.v (Algorithm 4)
+//! let u = array![1.0, 0.0, -1.0, 2.0];
+//! assert!(close(&tree.vecmat(u.view(), &mut ws), &u.dot(&a))); // v.A (Algorithm 5)
+//! let m = Array2::from_shape_fn((4, 3), |(i, j)| (3 * i + j) as f64 - 5.0);
+//! assert!(close(&tree.matmat(m.view(), &mut ws), &a.dot(&m))); // A.M (Algorithm 7)
+//! let l = Array2::from_shape_fn((2, 4), |(i, j)| (i + 2 * j) as f64);
+//! assert!(close(&tree.left_matmat(l.view(), &mut ws), &l.dot(&a))); // M.A (Algorithm 8)
+//! assert!((tree.sum(&mut ws) - a.sum()).abs() < 1e-12);
+//! tree.scale(2.0); // A*c: the first layer only (Algorithm 3)
+//! assert!(close(&tree.to_dense(), &(&a * 2.0)));
+//! # Ok::<(), tocpile::Error>(())
+//! ```
 
 pub(crate) mod layout;
 pub mod pages;

@@ -91,7 +91,7 @@ impl Epoch {
                 }
                 shared.store(producer.peak_bytes(), Ordering::Relaxed);
             })
-            .map_err(|e| crate::dataset::io_error(path, &e))?;
+            .map_err(|e| crate::error::Error::io(path, e))?;
         Ok(Epoch {
             source: EpochSource::Thread {
                 rx: Some(rx),
@@ -117,7 +117,7 @@ impl Epoch {
     }
 
     /// The rows visited so far, in order (with
-    /// [`LoaderOptions::trace`]).
+    /// [`LoaderOptions::trace`](super::LoaderOptions::trace)).
     pub fn trace(&self) -> Option<&Trace> {
         self.trace.as_ref()
     }

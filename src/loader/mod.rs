@@ -35,6 +35,39 @@
 //! batches aside); partial pages and blocks are kept, and the last
 //! mini-batch of an epoch may be short.
 //!
+//! ```
+//! use std::sync::Arc;
+//! use tocpile::dataset::{Dataset, DatasetWriter, WriterOptions};
+//! use tocpile::loader::{Loader, LoaderOptions, Mode, Strategy};
+//! use tocpile::SparseBatch;
+//!
+//! // 1,000 rows in 50-row pages, blocks of about 1 KiB.
+//! let path = std::env::temp_dir().join(format!("tocpile-loader-doc-{}.toc", std::process::id()));
+//! let rows: Vec<[f64; 2]> = (0..1000).map(|i| [1.0, i as f64]).collect();
+//! let labels: Vec<f64> = (0..1000).map(|i| (i % 2) as f64).collect();
+//! let layout = WriterOptions { page_rows: 50, block_bytes: 1024, ..WriterOptions::default() };
+//! let mut writer = DatasetWriter::create(&path, 2, layout)?;
+//! writer.push(&SparseBatch::from_dense_rows(2, &rows)?, &labels)?;
+//! writer.finish()?;
+//!
+//! let options = LoaderOptions { strategy: Strategy::CorgiPile, trace: true, ..LoaderOptions::default() };
+//! let loader = Loader::new(Arc::new(Dataset::open(&path)?), options)?;
+//! assert_eq!(loader.mode(), Mode::Page); // 250-row mini-batches span five pages
+//! let mut epoch = loader.epoch(0)?;
+//! let mut seen = 0;
+//! for batch in epoch.by_ref() {
+//!     let batch = batch?; // pages, ready for Model::gradient
+//!     seen += batch.n_rows();
+//! }
+//! assert_eq!(seen, 1000); // every row once per epoch
+//! let mut order = epoch.trace().expect("traced").rows().to_vec();
+//! assert_ne!(order, (0..1000).collect::<Vec<u64>>()); // in a shuffled order,
+//! order.sort();
+//! assert_eq!(order, (0..1000).collect::<Vec<u64>>()); // a permutation of the rows
+//! std::fs::remove_file(&path).ok();
+//! # Ok::<(), tocpile::Error>(())
+//! ```
+//!
 //! Departures from the paper: Sliding-Window and MRS read blocks in file
 //! order and, at the end of an epoch, release what they hold in random
 //! order (the paper leaves the end unspecified); MRS's two threads are
@@ -42,11 +75,14 @@
 
 mod epoch;
 mod iter;
+mod options;
 mod shuffle;
 mod trace;
 mod units;
 
 pub use iter::{Epoch, EpochStats};
+use options::check_options;
+pub use options::{Buffer, LoaderOptions, Mode, Strategy, AUTO_MIN_PAGES};
 pub use shuffle::shuffle_file;
 use shuffle::shuffle_file_mapped;
 pub use trace::{labels_in_file_order, ShuffleQuality, Trace};
@@ -59,171 +95,23 @@ use std::sync::Arc;
 use epoch::{EpochState, Produce};
 
 use crate::dataset::{Dataset, Source};
-use crate::error::{Error, Result};
-use crate::formats::{EncodedBatch, FormatKind};
+use crate::error::Result;
+use crate::formats::FormatKind;
+use crate::page::Page;
 use crate::rng::Rng;
 
-/// How tuples are ordered each epoch (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Strategy {
-    /// Block permutation, buffer of blocks, tuple shuffle in the buffer.
-    CorgiPile,
-    /// Block permutation only.
-    BlockOnly,
-    /// File order.
-    NoShuffle,
-    /// File order over a copy shuffled once.
-    ShuffleOnce,
-    /// A full shuffle each epoch.
-    EpochShuffle,
-    /// tf.data-style sliding window.
-    SlidingWindow,
-    /// Multiplexed reservoir sampling.
-    Mrs,
-}
-
-impl Strategy {
-    /// Every strategy, in the order of the paper's tables.
-    pub const ALL: [Strategy; 7] = [
-        Strategy::NoShuffle,
-        Strategy::ShuffleOnce,
-        Strategy::EpochShuffle,
-        Strategy::SlidingWindow,
-        Strategy::Mrs,
-        Strategy::BlockOnly,
-        Strategy::CorgiPile,
-    ];
-
-    /// The short name used on the command line ("corgipile", "none",
-    /// "once", "epoch", "window", "mrs", "block").
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::CorgiPile => "corgipile",
-            Strategy::BlockOnly => "block",
-            Strategy::NoShuffle => "none",
-            Strategy::ShuffleOnce => "once",
-            Strategy::EpochShuffle => "epoch",
-            Strategy::SlidingWindow => "window",
-            Strategy::Mrs => "mrs",
-        }
-    }
-
-    /// Looks a strategy up by its short name, ignoring case.
-    pub fn from_name(name: &str) -> Option<Strategy> {
-        Self::ALL
-            .into_iter()
-            .find(|s| s.name().eq_ignore_ascii_case(name))
-    }
-}
-
-impl std::fmt::Display for Strategy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// What the buffer holds and shuffles.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Mode {
-    /// Decoded rows, re-encoded into each mini-batch.
-    Exact,
-    /// Whole encoded pages; no re-encoding.
-    Page,
-    /// Page mode when a mini-batch spans at least [`AUTO_MIN_PAGES`]
-    /// pages of the file (so that it mixes rows of several blocks), exact
-    /// mode otherwise. The default: page mode trains to the same accuracy
-    /// at a fraction of the loading cost when pages are small (measured in
-    /// `docs/RESULTS.md`), and exact mode is the safe choice when they are
-    /// not.
-    Auto,
-}
-
-/// Pages a mini-batch must span for [`Mode::Auto`] to choose page mode.
-pub const AUTO_MIN_PAGES: usize = 4;
-
-/// The buffer size of CorgiPile, Sliding-Window and MRS.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Buffer {
-    /// A share of the dataset (the paper's default is 0.1). For CorgiPile
-    /// it is rounded up to whole blocks; for Sliding-Window and MRS it is
-    /// that share of the worker's rows (pages in page mode).
-    Fraction(f64),
-    /// A number of blocks (for Sliding-Window and MRS: as many units as
-    /// that many blocks hold on average).
-    Blocks(usize),
-}
-
-/// Everything a [`Loader`] needs besides the file.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LoaderOptions {
-    /// The ordering strategy (default CorgiPile).
-    pub strategy: Strategy,
-    /// What the buffer shuffles (default [`Mode::Auto`]).
-    pub mode: Mode,
-    /// Rows per mini-batch (default 250).
-    pub batch_rows: usize,
-    /// Buffer size (default 10% of the dataset).
-    pub buffer: Buffer,
-    /// Seed of every permutation.
-    pub seed: u64,
-    /// This worker's number, below `workers`.
-    pub worker: usize,
-    /// Number of workers sharing each epoch's blocks (default 1).
-    pub workers: usize,
-    /// Produce on a separate thread while the consumer trains (default
-    /// true).
-    pub double_buffer: bool,
-    /// Blocks the read-ahead thread may hold beyond the one being read
-    /// (double buffering only; default 2).
-    pub read_ahead: usize,
-    /// Record each mini-batch's rows (see [`MiniBatch::rows`] and
-    /// [`Epoch::trace`]).
-    pub trace: bool,
-    /// Page format of exact-mode mini-batches (default: the file's).
-    pub format: Option<FormatKind>,
-    /// Where Shuffle Once writes its shuffled copy (default: beside the
-    /// file); the copy is deleted when the loader is dropped.
-    pub scratch_dir: Option<PathBuf>,
-}
-
-impl Default for LoaderOptions {
-    fn default() -> Self {
-        LoaderOptions {
-            strategy: Strategy::CorgiPile,
-            mode: Mode::Auto,
-            batch_rows: 250,
-            buffer: Buffer::Fraction(0.1),
-            seed: 0,
-            worker: 0,
-            workers: 1,
-            double_buffer: true,
-            read_ahead: 2,
-            trace: false,
-            format: None,
-            scratch_dir: None,
-        }
-    }
-}
-
-/// A part of a mini-batch: one encoded batch and its labels.
-#[derive(Debug, Clone)]
-pub struct BatchPart {
-    /// One label per row.
-    pub labels: Arc<[f64]>,
-    /// The rows, encoded (TOC tree already built for TOC formats).
-    pub batch: Arc<dyn EncodedBatch>,
-}
-
-/// One mini-batch: in exact mode one freshly encoded part, in page mode
-/// the pages it is made of. Gradients add up part by part.
+/// One mini-batch: in exact mode one freshly encoded page, in page mode
+/// the file's pages it is made of (shared with the loader's buffer, not
+/// copied). [`Model::gradient`](crate::model::Model::gradient) takes the
+/// pages as they are; gradients add up page by page.
 #[derive(Debug, Clone)]
 pub struct MiniBatch {
-    /// The parts.
-    pub parts: Vec<BatchPart>,
+    /// The pages, validated (TOC decode trees built).
+    pub pages: Vec<Page>,
     /// True for MRS's batches looping over the reservoir (rows already
     /// visited, or to be visited, by the epoch's stream).
     pub replay: bool,
-    /// Global row numbers (file order) of the rows, part by part, when
+    /// Global row numbers (file order) of the rows, page by page, when
     /// tracing.
     pub rows: Option<Vec<u64>>,
 }
@@ -231,7 +119,7 @@ pub struct MiniBatch {
 impl MiniBatch {
     /// Rows in the mini-batch.
     pub fn n_rows(&self) -> usize {
-        self.parts.iter().map(|p| p.labels.len()).sum()
+        self.pages.iter().map(Page::n_rows).sum()
     }
 }
 
@@ -282,7 +170,7 @@ impl<S: Source + 'static> Loader<S> {
     /// shuffled copy first ([`shuffle_file`]).
     ///
     /// # Errors
-    /// [`Error::BadArgument`] for options that cannot work (zero batch
+    /// [`Error::BadArgument`](crate::Error::BadArgument) for options that cannot work (zero batch
     /// rows, a worker number not below `workers`, a buffer fraction
     /// outside (0, 1]); errors of writing Shuffle Once's copy.
     pub fn new(dataset: Arc<Dataset<S>>, options: LoaderOptions) -> Result<Self> {
@@ -409,21 +297,6 @@ impl<S: Source + 'static> Drop for Loader<S> {
 const STREAM_BLOCKS: u64 = 1;
 static SCRATCH: AtomicUsize = AtomicUsize::new(0);
 
-fn check_options(o: &LoaderOptions) -> Result<()> {
-    let bad = |what, expected| Err(Error::BadArgument { what, expected });
-    if o.batch_rows == 0 {
-        return bad("batch_rows", "at least 1");
-    }
-    if o.workers == 0 || o.worker >= o.workers {
-        return bad("worker", "below the number of workers (at least 1)");
-    }
-    match o.buffer {
-        Buffer::Fraction(f) if !(f > 0.0 && f <= 1.0) => bad("buffer", "a fraction in (0, 1]"),
-        Buffer::Blocks(0) => bad("buffer", "at least one block"),
-        _ => Ok(()),
-    }
-}
-
 fn make_plan<T: Source>(ds: &Dataset<T>, o: &LoaderOptions) -> (Plan, Vec<String>) {
     let n_blocks = ds.n_blocks();
     let mut block_first_row = Vec::with_capacity(n_blocks);
@@ -439,12 +312,7 @@ fn make_plan<T: Source>(ds: &Dataset<T>, o: &LoaderOptions) -> (Plan, Vec<String
         (_, Buffer::Fraction(f)) => ((f * n_blocks as f64).ceil() as usize).max(1),
     };
     // Sliding-Window and MRS hold a share of the units (rows, or pages).
-    let page_rows = ds.info().page_rows.max(1);
-    let mode = match o.mode {
-        Mode::Auto if o.batch_rows / page_rows >= AUTO_MIN_PAGES => Mode::Page,
-        Mode::Auto => Mode::Exact,
-        chosen => chosen,
-    };
+    let mode = o.mode.resolve(ds.info().page_rows, o.batch_rows);
     let units = |b: usize| match mode {
         Mode::Page => ds.block_pages(b),
         _ => ds.block_rows(b),

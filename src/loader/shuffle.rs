@@ -85,8 +85,8 @@ pub(crate) fn shuffle_file_mapped<S: Source>(
     let mut next_id = 0u64;
     for b in 0..input.n_blocks() {
         let block = input.read_block(b)?;
-        for (labels, page) in block.load_pages()? {
-            for (row, &label) in page.decode().rows().zip(labels) {
+        for page in block.pages()? {
+            for (row, &label) in page.batch().decode().rows().zip(page.labels()) {
                 let k = pick.below(n_buckets as u64) as usize;
                 bucket_ids[k].push(next_id);
                 next_id += 1;
@@ -145,11 +145,11 @@ fn read_all<S: Source>(ds: &Dataset<S>) -> Result<(SparseBatch, Vec<f64>)> {
     let mut labels = Vec::new();
     for b in 0..ds.n_blocks() {
         let block = ds.read_block(b)?;
-        for (page_labels, page) in block.load_pages()? {
-            for (cols, values) in page.decode().rows() {
+        for page in block.pages()? {
+            for (cols, values) in page.batch().decode().rows() {
                 rows.push_row(cols, values)?;
             }
-            labels.extend_from_slice(page_labels);
+            labels.extend_from_slice(page.labels());
         }
     }
     Ok((rows, labels))

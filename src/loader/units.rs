@@ -6,17 +6,16 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::{BatchPart, MiniBatch, Mode, Plan};
+use super::{MiniBatch, Mode, Plan};
 use crate::dataset::Block;
 use crate::error::Result;
-use crate::formats::EncodedBatch;
+use crate::page::Page;
 use crate::sparse::SparseBatch;
 
 /// One page, loaded (validated, TOC tree built) and ready for kernels.
 #[derive(Debug)]
 pub(crate) struct PageUnit {
-    pub(crate) labels: Arc<[f64]>,
-    pub(crate) batch: Arc<dyn EncodedBatch>,
+    pub(crate) page: Page,
     /// Global index (in file order) of the page's first row.
     pub(crate) first_row: u64,
 }
@@ -43,7 +42,7 @@ impl Unit {
     /// Rows the unit holds.
     pub(crate) fn n_rows(&self) -> usize {
         match self {
-            Unit::Page(p) => p.labels.len(),
+            Unit::Page(p) => p.page.n_rows(),
             Unit::Row(_) => 1,
         }
     }
@@ -52,7 +51,7 @@ impl Unit {
     /// excluded), for the loader's memory report.
     pub(crate) fn bytes(&self) -> usize {
         match self {
-            Unit::Page(p) => p.batch.encoded_len() + 8 * p.labels.len(),
+            Unit::Page(p) => p.page.batch().encoded_len() + 8 * p.page.n_rows(),
             Unit::Row(r) => 12 * r.cols.len() + 16,
         }
     }
@@ -62,24 +61,23 @@ impl Unit {
 /// mode decoded into rows. `first_row` is the global index of the block's
 /// first row.
 pub(crate) fn block_units(block: &Block, first_row: u64, mode: Mode) -> Result<Vec<Unit>> {
-    let pages = block.load_pages()?;
+    let pages = block.pages()?;
     let mut units = Vec::new();
     let mut row = first_row;
-    for (labels, batch) in pages {
-        let n = labels.len() as u64;
+    for page in pages {
+        let n = page.n_rows() as u64;
         match mode {
             Mode::Page => units.push(Unit::Page(Arc::new(PageUnit {
-                labels: labels.into(),
-                batch: Arc::from(batch),
+                page,
                 first_row: row,
             }))),
             Mode::Exact | Mode::Auto => {
-                let decoded = batch.decode();
+                let decoded = page.batch().decode();
                 for (i, (cols, values)) in decoded.rows().enumerate() {
                     units.push(Unit::Row(Arc::new(RowUnit {
                         cols: cols.into(),
                         values: values.into(),
-                        label: labels[i],
+                        label: page.labels()[i],
                         row: row + i as u64,
                     })));
                 }
@@ -105,18 +103,15 @@ pub(crate) fn make_batches(
 fn make_batch(run: Vec<Unit>, plan: &Plan, replay: bool) -> Result<MiniBatch> {
     let (n_cols, format, trace) = (plan.n_cols, plan.format, plan.trace);
     let mut rows = Vec::new();
-    let mut parts = Vec::new();
+    let mut pages = Vec::new();
     let mut sparse: Option<(SparseBatch, Vec<f64>)> = None;
     for unit in &run {
         match unit {
             Unit::Page(p) => {
                 if trace {
-                    rows.extend(p.first_row..p.first_row + p.labels.len() as u64);
+                    rows.extend(p.first_row..p.first_row + p.page.n_rows() as u64);
                 }
-                parts.push(BatchPart {
-                    labels: Arc::clone(&p.labels),
-                    batch: Arc::clone(&p.batch),
-                });
+                pages.push(p.page.clone());
             }
             Unit::Row(r) => {
                 if trace {
@@ -132,16 +127,13 @@ fn make_batch(run: Vec<Unit>, plan: &Plan, replay: bool) -> Result<MiniBatch> {
         }
     }
     if let Some((batch, labels)) = sparse {
-        parts.push(BatchPart {
-            labels: labels.into(),
-            batch: Arc::from(format.encode(&batch)?),
-        });
+        pages.push(Page::encode(format, &batch, &labels)?);
     }
     if let Some(origin) = &plan.row_origin {
         rows.iter_mut().for_each(|r| *r = origin[*r as usize]);
     }
     Ok(MiniBatch {
-        parts,
+        pages,
         replay,
         rows: trace.then_some(rows),
     })

@@ -13,70 +13,17 @@
 //! before it, and every violation is an [`Error`] with its offset, never a
 //! panic.
 
-use std::fs::{self, File};
-use std::io::Write;
+use std::fs;
 use std::path::Path;
 
 use super::{check_dims, param_count, Layer, Model, ModelKind};
 use crate::error::{Error, Result};
+use crate::wire::{write_f64s, write_u32, write_u64, Reader};
 
 const MAGIC: [u8; 4] = *b"TOCM";
 const VERSION: u8 = 1;
 /// Magic, version, kind, two reserved bytes, `n_cols`, `n_layers`.
 const FIXED: usize = 8 + 8 + 4;
-
-fn io_error(path: &Path, e: &std::io::Error) -> Error {
-    Error::Io {
-        path: path.display().to_string(),
-        kind: e.kind(),
-        message: e.to_string(),
-    }
-}
-
-/// A little-endian reader over untrusted bytes.
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl Reader<'_> {
-    fn take(&mut self, what: &'static str, n: usize) -> Result<&[u8]> {
-        let available = self.bytes.len() - self.at;
-        if n > available {
-            return Err(Error::Truncated {
-                what,
-                offset: self.at,
-                needed: n as u64,
-                available,
-            });
-        }
-        self.at += n;
-        Ok(&self.bytes[self.at - n..self.at])
-    }
-
-    fn u64(&mut self, what: &'static str) -> Result<u64> {
-        let b = self.take(what, 8)?;
-        Ok(u64::from_le_bytes(b.try_into().expect("8 bytes")))
-    }
-
-    fn u32(&mut self, what: &'static str) -> Result<u32> {
-        let b = self.take(what, 4)?;
-        Ok(u32::from_le_bytes(b.try_into().expect("4 bytes")))
-    }
-
-    /// A field that must be at most `max`, as a `usize`.
-    fn bounded(&mut self, what: &'static str, value: u64, max: u64) -> Result<usize> {
-        if value > max {
-            return Err(Error::FieldOutOfRange {
-                what,
-                offset: self.at - 8,
-                value,
-                max,
-            });
-        }
-        Ok(value as usize)
-    }
-}
 
 impl Model {
     /// The model file bytes (see the module docs and `docs/FORMAT.md`).
@@ -85,19 +32,15 @@ impl Model {
         let mut out = Vec::with_capacity(FIXED + 8 * widths.len() + 8 * self.n_params() + 12);
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&[VERSION, self.kind.code(), 0, 0]);
-        out.extend_from_slice(&(self.n_cols as u64).to_le_bytes());
-        out.extend_from_slice(&(widths.len() as u32).to_le_bytes());
+        write_u64(&mut out, self.n_cols as u64);
+        write_u32(&mut out, widths.len() as u32);
         for w in widths {
-            out.extend_from_slice(&(w as u64).to_le_bytes());
+            write_u64(&mut out, w as u64);
         }
-        out.extend_from_slice(&(self.n_params() as u64).to_le_bytes());
-        for layer in &self.layers {
-            for v in layer.values() {
-                out.extend_from_slice(&v.to_le_bytes());
-            }
-        }
+        write_u64(&mut out, self.n_params() as u64);
+        write_f64s(&mut out, &self.params());
         let crc = crc32fast::hash(&out);
-        out.extend_from_slice(&crc.to_le_bytes());
+        write_u32(&mut out, crc);
         out
     }
 
@@ -121,30 +64,7 @@ impl Model {
     /// # Errors
     /// [`Error::Io`]; `path` is then untouched.
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
-        let path = path.as_ref();
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-        let written = File::create(&tmp)
-            .and_then(|mut f| {
-                f.write_all(&self.to_bytes())?;
-                f.sync_all()
-            })
-            .map_err(|e| io_error(&tmp, &e))
-            .and_then(|()| fs::rename(&tmp, path).map_err(|e| io_error(path, &e)));
-        if let Err(e) = written {
-            let _ = fs::remove_file(&tmp);
-            return Err(e);
-        }
-        // Make the rename durable (best effort).
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            if let Ok(d) = File::open(dir) {
-                let _ = d.sync_all();
-            }
-        }
-        Ok(())
+        crate::atomic::write(path.as_ref(), &self.to_bytes())
     }
 
     /// Reads a model file written by [`save`](Self::save).
@@ -156,7 +76,7 @@ impl Model {
     /// file (offsets are from its start).
     pub fn load(path: impl AsRef<Path>) -> Result<Model> {
         let path = path.as_ref();
-        let bytes = fs::read(path).map_err(|e| io_error(path, &e))?;
+        let bytes = fs::read(path).map_err(|e| Error::io(path, e))?;
         let name = path.display().to_string();
         parse(&bytes, &name).map_err(|error| match error {
             e @ Error::ChecksumMismatch { .. } => e,
@@ -171,23 +91,16 @@ impl Model {
 }
 
 fn parse(bytes: &[u8], name: &str) -> Result<Model> {
-    let mut r = Reader { bytes, at: 0 };
-    let magic = r.take("magic", 4).map_err(|_| Error::BadMagic {
-        found: bytes[..bytes.len().min(4)].to_vec(),
-    })?;
-    if magic != MAGIC {
-        return Err(Error::BadMagic {
-            found: magic.to_vec(),
-        });
-    }
-    let head = r.take("header", 4)?;
-    let (version, code, reserved) = (head[0], head[1], [head[2], head[3]]);
+    let mut r = Reader::new(bytes);
+    r.magic(&MAGIC)?;
+    let version = r.u8("version")?;
     if version != VERSION {
         return Err(Error::UnsupportedVersion {
             found: version,
             supported: VERSION,
         });
     }
+    let code = r.u8("model kind")?;
     if code > 4 {
         return Err(Error::FieldOutOfRange {
             what: "model kind",
@@ -196,84 +109,67 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
             max: 4,
         });
     }
-    for (i, &b) in reserved.iter().enumerate() {
+    for offset in [6, 7] {
+        let b = r.u8("reserved byte")?;
         if b != 0 {
             return Err(Error::FieldOutOfRange {
                 what: "reserved byte",
-                offset: 6 + i,
+                offset,
                 value: b.into(),
                 max: 0,
             });
         }
     }
-    let raw = r.u64("n_cols")?;
-    let n_cols = r.bounded("n_cols", raw, crate::MAX_COLS as u64)?;
+    let n_cols = r.u64_max("n_cols", crate::MAX_COLS as u64)? as usize;
     let n_layers = r.u32("n_layers")? as usize;
     // The widths must fit in what remains before they are allocated.
-    if n_layers == 0 || n_layers > (bytes.len() - r.at) / 8 {
-        let available = bytes.len() - r.at;
-        return Err(if n_layers == 0 {
-            Error::FieldOutOfRange {
-                what: "n_layers",
-                offset: r.at - 4,
-                value: 0,
-                max: 0,
-            }
-        } else {
-            Error::Truncated {
-                what: "layer widths",
-                offset: r.at,
-                needed: n_layers as u64 * 8,
-                available,
-            }
+    if n_layers == 0 {
+        return Err(Error::FieldOutOfRange {
+            what: "n_layers",
+            offset: r.offset() - 4,
+            value: 0,
+            max: 0,
+        });
+    }
+    if n_layers > r.remaining() / 8 {
+        return Err(Error::Truncated {
+            what: "layer widths",
+            offset: r.offset(),
+            needed: n_layers as u64 * 8,
+            available: r.remaining(),
         });
     }
     let mut widths = Vec::with_capacity(n_layers);
     for _ in 0..n_layers {
-        let w = r.u64("layer width")?;
-        widths.push(r.bounded("layer width", w, u32::MAX as u64)?);
+        widths.push(r.u64_max("layer width", u32::MAX as u64)? as usize);
     }
-    let kind = match code {
-        0..=2 => {
-            if n_layers != 1 {
-                return Err(Error::FieldOutOfRange {
-                    what: "layers of a linear model",
-                    offset: FIXED - 4,
-                    value: n_layers as u64,
-                    max: 1,
-                });
-            }
-            if widths[0] != 1 {
-                return Err(Error::FieldOutOfRange {
-                    what: "output width of a linear model",
-                    offset: FIXED,
-                    value: widths[0] as u64,
-                    max: 1,
-                });
-            }
-            [
-                ModelKind::Logistic,
-                ModelKind::Svm,
-                ModelKind::LinearRegression,
-            ][code as usize]
-                .clone()
-        }
-        3 => {
-            if n_layers != 1 {
-                return Err(Error::FieldOutOfRange {
-                    what: "layers of a softmax model",
-                    offset: FIXED - 4,
-                    value: n_layers as u64,
-                    max: 1,
-                });
-            }
-            ModelKind::Softmax { classes: widths[0] }
-        }
-        _ => ModelKind::Mlp {
-            hidden: widths[..n_layers - 1].to_vec(),
-            outputs: widths[n_layers - 1],
-        },
-    };
+    // The kind's shape rules, each reported at its field.
+    if code <= 3 && n_layers != 1 {
+        return Err(Error::FieldOutOfRange {
+            what: if code == 3 {
+                "layers of a softmax model"
+            } else {
+                "layers of a linear model"
+            },
+            offset: FIXED - 4,
+            value: n_layers as u64,
+            max: 1,
+        });
+    }
+    if code <= 2 && widths[0] != 1 {
+        return Err(Error::FieldOutOfRange {
+            what: "output width of a linear model",
+            offset: FIXED,
+            value: widths[0] as u64,
+            max: 1,
+        });
+    }
+    let kind = ModelKind::from_code(code, &widths).ok_or(Error::FieldOutOfRange {
+        what: "model kind",
+        offset: 5,
+        value: code.into(),
+        max: 4,
+    })?;
     // Widths of 0 (and a softmax of one class) are rejected where they are.
     let min_width = if code == 3 { 2 } else { 1 };
     if let Some(i) = (0..n_layers).find(|&i| widths[i] < min_width) {
@@ -303,24 +199,25 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
         });
     }
     // Parameters and checksum must be exactly what remains.
-    let remaining = bytes.len() - r.at;
+    let params_at = r.offset();
     let needed = expected as u128 * 8 + 4;
-    if needed > remaining as u128 {
+    if needed > r.remaining() as u128 {
         return Err(Error::Truncated {
             what: "parameters and checksum",
-            offset: r.at,
+            offset: params_at,
             needed: u64::try_from(needed).unwrap_or(u64::MAX),
-            available: remaining,
+            available: r.remaining(),
         });
     }
-    let body_end = r.at + expected * 8;
+    let body_end = params_at + expected * 8;
     if body_end + 4 < bytes.len() {
         return Err(Error::TrailingBytes {
             offset: body_end + 4,
             len: bytes.len() - body_end - 4,
         });
     }
-    let crc = u32::from_le_bytes(bytes[body_end..].try_into().expect("4 bytes"));
+    let params = r.f64s(expected as u64, "parameters")?;
+    let crc = r.u32("checksum")?;
     let found = crc32fast::hash(&bytes[..body_end]);
     // Fuzzing builds skip the checksum so mutated files reach the code
     // behind it (as the dataset reader does).
@@ -334,9 +231,6 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
         });
     }
     let mut model = Model::new(kind, n_cols, 0)?;
-    let params = bytes[r.at..body_end]
-        .chunks_exact(8)
-        .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")));
     model
         .layers
         .iter_mut()

@@ -1,5 +1,5 @@
 //! The linear models of TOC Table 1 (logistic regression, linear SVM,
-//! linear regression): per part one `A.v` for the margins `z = A.w + b`
+//! linear regression): per page one `A.v` for the margins `z = A.w + b`
 //! (Algorithm 4 on TOC pages) and, for a gradient, one `v.A` (Algorithm 5)
 //! with `v` the loss derivative at each margin, exactly equation 3 of the
 //! TOC paper generalised to any loss.
@@ -7,20 +7,21 @@
 //! Losses, for a margin `z` and `y = +1` if the label is `> 0` else `-1`:
 //! log-loss `ln(1 + e^(-y z))` computed as a softplus (no overflow for any
 //! `z`); hinge `max(0, 1 - y z)` with the subgradient `-y` where
-//! `y z < 1`, else 0; squared `(z - label)^2 / 2`. Parts run one after the
+//! `y z < 1`, else 0; squared `(z - label)^2 / 2`. Pages run one after the
 //! other with one workspace: the two kernels cost about as much as the
 //! loss, and the loader already works in parallel.
 
 use ndarray::{ArrayView1, ArrayViewMut1};
 
-use super::{sigmoid, softplus, BatchStats, Gradient, Model, ModelKind, Part};
+use super::{sigmoid, softplus, BatchStats, Gradient, Model, ModelKind};
 use crate::kernels::Workspace;
+use crate::page::Page;
 
-/// Loss figures of `parts` and, with `grad`, the summed (not yet averaged)
+/// Loss figures of `pages` and, with `grad`, the summed (not yet averaged)
 /// gradient of the loss, added into `grad`'s zeroed layer.
 pub(super) fn run(
     model: &Model,
-    parts: &[Part<'_>],
+    pages: &[Page],
     mut grad: Option<&mut Gradient>,
 ) -> crate::Result<BatchStats> {
     let layer = &model.layers[0];
@@ -30,29 +31,29 @@ pub(super) fn run(
     let mut z = Vec::new();
     let mut tmp = vec![0.0; model.n_cols];
     let mut stats = BatchStats::default();
-    for part in parts {
-        let rows = part.batch.n_rows();
+    for page in pages {
+        let (batch, labels) = (page.batch(), page.labels());
+        let rows = batch.n_rows();
         z.clear();
         z.resize(rows, 0.0);
         let ws = match grad.as_deref_mut() {
             Some(g) => &mut g.work[0],
             None => &mut own,
         };
-        part.batch
-            .matvec_into(w, ArrayViewMut1::from(&mut z[..]), ws);
-        let mut part_stats = BatchStats::of_labels(part.labels);
+        batch.matvec_into(w, ArrayViewMut1::from(&mut z[..]), ws);
+        let mut page_stats = BatchStats::of_labels(labels);
         let mut d_sum = 0.0;
-        for (zi, &label) in z.iter_mut().zip(part.labels) {
+        for (zi, &label) in z.iter_mut().zip(labels) {
             let margin = *zi + b;
-            let (loss, d) = loss_and_slope(&model.kind, margin, label, &mut part_stats);
-            part_stats.loss_sum += loss;
+            let (loss, d) = loss_and_slope(&model.kind, margin, label, &mut page_stats);
+            page_stats.loss_sum += loss;
             d_sum += d;
             *zi = d; // z now holds the loss derivatives
         }
-        stats.merge(&part_stats);
+        stats.merge(&page_stats);
         if let Some(g) = grad.as_deref_mut() {
             let ws = &mut g.work[0];
-            part.batch.vecmat_into(
+            batch.vecmat_into(
                 ArrayView1::from(&z[..]),
                 ArrayViewMut1::from(&mut tmp[..]),
                 ws,

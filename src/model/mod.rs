@@ -2,7 +2,7 @@
 //! kernels **on the encoded batch**, never on a decoded copy (TOC paper
 //! section 2.1.4, Table 1, and the models of section 5.3).
 //!
-//! | [`ModelKind`] | loss | kernels per part | paper |
+//! | [`ModelKind`] | loss | kernels per page | paper |
 //! |---|---|---|---|
 //! | `Logistic` | log-loss | `A.v` (margins), `v.A` (gradient) | TOC 5.3 "LR", CorgiPile 7.4.1 |
 //! | `Svm` | hinge | `A.v`, `v.A` | TOC 5.3 "SVM", CorgiPile 7.4.1 |
@@ -10,18 +10,44 @@
 //! | `Softmax { classes }` | cross-entropy | `A.M` (logits), `M.A` (gradient) | CorgiPile 7.4.2 |
 //! | `Mlp { hidden, outputs }` | cross-entropy | `A.M` (first layer), `M.A` (its gradient); the rest dense | TOC 5.3 "NN" |
 //!
-//! A mini-batch is a slice of [`Part`]s, each one encoded page and its
-//! labels; gradients add up part by part, so a batch is never concatenated.
-//! [`Model::gradient`] gives the **mean** loss gradient over every row of
-//! the parts plus `l2 * w` (the gradient of `l2 / 2 * |w|^2`, biases and
-//! intercepts excluded), [`Model::step`] applies it.
+//! A mini-batch is a slice of [`Page`]s, each rows in some format and
+//! their labels; gradients add up page by page, so a batch is never
+//! concatenated. [`Model::gradient`] gives the **mean** loss gradient over
+//! every row of the pages plus `l2 * w` (the gradient of `l2 / 2 * |w|^2`,
+//! biases and intercepts excluded), [`Model::step`] applies it.
+//!
+//! ```
+//! use tocpile::formats::FormatKind;
+//! use tocpile::model::{Gradient, Model, ModelKind};
+//! use tocpile::{Page, SparseBatch};
+//!
+//! // A mini-batch of two TOC pages; the label is 1 when the first column is set.
+//! let page = |rows: &[[f64; 3]], labels: &[f64]| {
+//!     Page::encode(FormatKind::TocFull, &SparseBatch::from_dense_rows(3, rows)?, labels)
+//! };
+//! let batch = [
+//!     page(&[[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]], &[1.0, 0.0])?,
+//!     page(&[[1.0, 1.0, 0.0], [0.0, 0.0, 1.0]], &[1.0, 0.0])?,
+//! ];
+//! let mut model = Model::new(ModelKind::Logistic, 3, 0)?;
+//! let mut grad = Gradient::new(&model);
+//! let before = model.evaluate(&batch)?.mean_loss();
+//! for _ in 0..50 {
+//!     model.gradient(&batch, 0.0, &mut grad)?; // A.v and v.A on the encoded pages
+//!     model.step(&grad, 0.5);
+//! }
+//! let after = model.evaluate(&batch)?;
+//! assert!(after.mean_loss() < before);
+//! assert_eq!(after.accuracy(), 1.0);
+//! # Ok::<(), tocpile::Error>(())
+//! ```
 //!
 //! Labels:
 //! - binary models (`Logistic`, `Svm`, and `Mlp` with one output) take a
 //!   label `> 0` as the positive class, so 0/1 and -1/+1 labels both work;
 //! - `Softmax` and `Mlp` with several outputs take the label as a class
 //!   index: a label that is not an integer in `0..classes` is an
-//!   [`Error::BadLabel`] naming the part and row;
+//!   [`Error::BadLabel`] naming the page and row;
 //! - `LinearRegression` uses the label as it is.
 //!
 //! Every model rejects a label that is not finite (`Error::BadLabel`).
@@ -35,302 +61,29 @@
 //!   sigmoid or softmax output, cross-entropy) is the one built here, with
 //!   any number of hidden layers.
 //! - The paper trains the network "in parallel the classical way"; here
-//!   the parts of a mini-batch are processed in parallel (rayon) and their
-//!   gradients summed in part order, so results do not depend on the
+//!   the pages of a mini-batch are processed in parallel (rayon) and their
+//!   gradients summed in page order, so results do not depend on the
 //!   thread count.
 //!
 //! Model files (save and load) are specified in `docs/FORMAT.md`, "Model
 //! files".
 
 mod file;
+mod kind;
 mod linear;
 mod network;
+mod params;
 mod stats;
 
-use ndarray::{Array1, Array2};
-
 use crate::error::{Error, Result};
-use crate::formats::EncodedBatch;
-use crate::kernels::Workspace;
+use crate::page::Page;
 use crate::rng::Rng;
 use crate::sparse::MAX_COLS;
 
+pub use kind::{ModelKind, DEFAULT_HIDDEN};
+use params::param_count;
+pub use params::{Gradient, Layer};
 pub use stats::{BatchStats, Metrics};
-
-/// One part of a mini-batch: an encoded page and the labels of its rows.
-#[derive(Clone, Copy)]
-pub struct Part<'a> {
-    /// One label per row of `batch`.
-    pub labels: &'a [f64],
-    /// The rows, in any format.
-    pub batch: &'a dyn EncodedBatch,
-}
-
-/// The hidden layer widths of the TOC paper's network (section 5.3).
-pub const DEFAULT_HIDDEN: [usize; 2] = [200, 50];
-
-/// The model families.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum ModelKind {
-    /// Binary logistic regression (log-loss).
-    Logistic,
-    /// Linear support vector machine (hinge loss).
-    Svm,
-    /// Linear regression (half the squared error).
-    LinearRegression,
-    /// Multinomial logistic regression over `classes` classes (`>= 2`).
-    Softmax {
-        /// Number of classes; labels are class indices `0..classes`.
-        classes: usize,
-    },
-    /// A feed-forward network with sigmoid hidden layers; a softmax output
-    /// when `outputs > 1`, one sigmoid output (binary) when `outputs == 1`.
-    Mlp {
-        /// Widths of the hidden layers (each `>= 1`; may be empty).
-        hidden: Vec<usize>,
-        /// Output width: 1 for binary labels, else the number of classes.
-        outputs: usize,
-    },
-}
-
-impl ModelKind {
-    /// The short names [`from_name`](Self::from_name) accepts, in order.
-    pub const NAMES: [&'static str; 5] = ["lr", "svm", "linreg", "softmax", "mlp"];
-
-    /// The paper's network (hidden layers [`DEFAULT_HIDDEN`]) for labels of
-    /// `classes` classes: one sigmoid output when `classes <= 2`.
-    pub fn mlp(classes: usize) -> ModelKind {
-        ModelKind::Mlp {
-            hidden: DEFAULT_HIDDEN.to_vec(),
-            outputs: if classes <= 2 { 1 } else { classes },
-        }
-    }
-
-    /// Looks a model up by short name (`lr`, `svm`, `linreg`, `softmax`,
-    /// `mlp`, ignoring case) for labels of `classes` classes (2 for binary
-    /// data; unused by `lr`, `svm` and `linreg`). `mlp` is
-    /// [`ModelKind::mlp`].
-    ///
-    /// # Errors
-    /// [`Error::BadArgument`] for an unknown name, or `softmax` with fewer
-    /// than two classes.
-    pub fn from_name(name: &str, classes: usize) -> Result<ModelKind> {
-        let kind = match name.to_ascii_lowercase().as_str() {
-            "lr" | "logistic" => ModelKind::Logistic,
-            "svm" => ModelKind::Svm,
-            "linreg" => ModelKind::LinearRegression,
-            "softmax" if classes >= 2 => ModelKind::Softmax { classes },
-            "softmax" => {
-                return Err(Error::BadArgument {
-                    what: "classes of a softmax model",
-                    expected: "at least 2",
-                })
-            }
-            "mlp" => ModelKind::mlp(classes),
-            _ => {
-                return Err(Error::BadArgument {
-                    what: "model name",
-                    expected: "one of lr, svm, linreg, softmax, mlp",
-                })
-            }
-        };
-        Ok(kind)
-    }
-
-    /// The short name (`lr`, `svm`, `linreg`, `softmax`, `mlp`).
-    pub fn name(&self) -> &'static str {
-        Self::NAMES[self.code() as usize]
-    }
-
-    /// True for `LinearRegression` (metrics report R^2, not accuracy).
-    pub fn is_regression(&self) -> bool {
-        matches!(self, ModelKind::LinearRegression)
-    }
-
-    /// The kind's number in model files.
-    fn code(&self) -> u8 {
-        match self {
-            ModelKind::Logistic => 0,
-            ModelKind::Svm => 1,
-            ModelKind::LinearRegression => 2,
-            ModelKind::Softmax { .. } => 3,
-            ModelKind::Mlp { .. } => 4,
-        }
-    }
-
-    /// Output width of each layer, the input layer excluded.
-    fn widths(&self) -> Vec<usize> {
-        match self {
-            ModelKind::Logistic | ModelKind::Svm | ModelKind::LinearRegression => vec![1],
-            ModelKind::Softmax { classes } => vec![*classes],
-            ModelKind::Mlp { hidden, outputs } => {
-                hidden.iter().copied().chain([*outputs]).collect()
-            }
-        }
-    }
-
-    /// Number of classes of a class-index model (softmax output), `None`
-    /// for the binary and regression models.
-    fn classes(&self) -> Option<usize> {
-        match self {
-            ModelKind::Softmax { classes } => Some(*classes),
-            ModelKind::Mlp { outputs, .. } if *outputs > 1 => Some(*outputs),
-            _ => None,
-        }
-    }
-}
-
-impl std::fmt::Display for ModelKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ModelKind::Softmax { classes } => write!(f, "softmax ({classes} classes)"),
-            ModelKind::Mlp { hidden, outputs } => write!(f, "mlp {hidden:?} -> {outputs}"),
-            other => f.write_str(other.name()),
-        }
-    }
-}
-
-/// One layer's parameters: `weights` (`inputs x outputs`, so a layer maps
-/// rows `x` to `x . weights + bias`) and `bias` (`outputs`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Layer {
-    weights: Array2<f64>,
-    bias: Array1<f64>,
-}
-
-impl Layer {
-    fn zeros(inputs: usize, outputs: usize) -> Layer {
-        Layer {
-            weights: Array2::zeros((inputs, outputs)),
-            bias: Array1::zeros(outputs),
-        }
-    }
-
-    /// The weights, `inputs x outputs`.
-    pub fn weights(&self) -> &Array2<f64> {
-        &self.weights
-    }
-
-    /// The bias (intercept), one per output.
-    pub fn bias(&self) -> &Array1<f64> {
-        &self.bias
-    }
-
-    fn fill(&mut self, v: f64) {
-        self.weights.fill(v);
-        self.bias.fill(v);
-    }
-
-    /// `self += other`.
-    fn add(&mut self, other: &Layer) {
-        self.weights += &other.weights;
-        self.bias += &other.bias;
-    }
-
-    /// Parameters in file order: weights row by row, then the bias.
-    fn values(&self) -> impl Iterator<Item = &f64> {
-        self.weights.iter().chain(self.bias.iter())
-    }
-
-    fn values_mut(&mut self) -> impl Iterator<Item = &mut f64> {
-        self.weights.iter_mut().chain(self.bias.iter_mut())
-    }
-
-    fn len(&self) -> usize {
-        self.weights.len() + self.bias.len()
-    }
-}
-
-/// Parameter count of layers of `widths` over `n_cols` inputs, if it can
-/// be addressed as `f64`s.
-fn param_count(n_cols: usize, widths: &[usize]) -> Option<usize> {
-    let mut inputs = n_cols;
-    let mut total = 0usize;
-    for &w in widths {
-        total = total.checked_add(inputs.checked_mul(w)?.checked_add(w)?)?;
-        inputs = w;
-    }
-    (total <= isize::MAX as usize / 8).then_some(total)
-}
-
-/// A gradient (the shape of a model's parameters), with the kernels'
-/// scratch memory, reused from one mini-batch to the next.
-#[derive(Debug, Clone)]
-pub struct Gradient {
-    layers: Vec<Layer>,
-    work: Vec<Workspace>,
-}
-
-impl Gradient {
-    /// A zero gradient shaped like `model`.
-    pub fn new(model: &Model) -> Gradient {
-        Gradient {
-            layers: model
-                .layers
-                .iter()
-                .map(|l| Layer::zeros(l.weights.nrows(), l.weights.ncols()))
-                .collect(),
-            work: Vec::new(),
-        }
-    }
-
-    /// The gradient of each layer's weights and bias.
-    pub fn layers(&self) -> &[Layer] {
-        &self.layers
-    }
-
-    /// The gradient flattened in [`Model::params`] order.
-    pub fn to_vec(&self) -> Vec<f64> {
-        self.layers
-            .iter()
-            .flat_map(Layer::values)
-            .copied()
-            .collect()
-    }
-
-    /// Euclidean norm.
-    pub fn norm(&self) -> f64 {
-        self.layers
-            .iter()
-            .flat_map(Layer::values)
-            .map(|g| g * g)
-            .sum::<f64>()
-            .sqrt()
-    }
-
-    /// Makes sure the gradient has `model`'s shape and `parts` workspaces,
-    /// then zeroes it.
-    fn reset(&mut self, model: &Model, parts: usize) {
-        let same = self.layers.len() == model.layers.len()
-            && self
-                .layers
-                .iter()
-                .zip(&model.layers)
-                .all(|(g, l)| g.weights.dim() == l.weights.dim());
-        if !same {
-            *self = Gradient {
-                work: std::mem::take(&mut self.work),
-                ..Gradient::new(model)
-            };
-        }
-        self.layers.iter_mut().for_each(|l| l.fill(0.0));
-        if self.work.len() < parts.max(1) {
-            self.work.resize_with(parts.max(1), Workspace::new);
-        }
-    }
-
-    /// Divides the summed data gradient by `rows` and adds `l2 * w`.
-    fn finish(&mut self, model: &Model, rows: usize, l2: f64) {
-        let scale = if rows == 0 { 0.0 } else { 1.0 / rows as f64 };
-        for (g, l) in self.layers.iter_mut().zip(&model.layers) {
-            g.weights.mapv_inplace(|v| v * scale);
-            g.bias.mapv_inplace(|v| v * scale);
-            if l2 != 0.0 {
-                g.weights.scaled_add(l2, &l.weights);
-            }
-        }
-    }
-}
 
 /// A model: its kind, input width and parameters.
 #[derive(Debug, Clone, PartialEq)]
@@ -437,24 +190,23 @@ impl Model {
     }
 
     /// Writes into `grad` the mean gradient of the loss over every row of
-    /// `parts`, plus `l2 * w` for the weights (not the biases), and returns
-    /// the loss and accuracy figures of the rows under the current
-    /// parameters (the loss excludes the penalty: see
+    /// `pages` (a mini-batch), plus `l2 * w` for the weights (not the
+    /// biases), and returns the loss and accuracy figures of the rows under
+    /// the current parameters (the loss excludes the penalty: see
     /// [`penalty`](Self::penalty)). With no rows the data term is zero.
     /// `grad` is reshaped to the model if needed.
     ///
     /// # Errors
-    /// [`Error::LengthMismatch`] for a part whose column count differs
-    /// from the model's or whose label count differs from its rows;
-    /// [`Error::BadLabel`] for a label the model cannot use (see the
-    /// module docs). `grad` is unspecified after an error.
-    pub fn gradient(&self, parts: &[Part<'_>], l2: f64, grad: &mut Gradient) -> Result<BatchStats> {
-        let rows = self.check_parts(parts)?;
-        grad.reset(self, parts.len());
+    /// [`Error::LengthMismatch`] for a page whose column count differs
+    /// from the model's; [`Error::BadLabel`] for a label the model cannot
+    /// use (see the module docs). `grad` is unspecified after an error.
+    pub fn gradient(&self, pages: &[Page], l2: f64, grad: &mut Gradient) -> Result<BatchStats> {
+        let rows = self.check_pages(pages)?;
+        grad.reset(self, pages.len());
         let stats = if self.is_linear() {
-            linear::run(self, parts, Some(grad))?
+            linear::run(self, pages, Some(grad))?
         } else {
-            network::run(self, parts, Some(grad))?
+            network::run(self, pages, Some(grad))?
         };
         grad.finish(self, rows, l2);
         Ok(stats)
@@ -481,17 +233,17 @@ impl Model {
         }
     }
 
-    /// Loss and accuracy figures of the rows of `parts` under the current
+    /// Loss and accuracy figures of the rows of `pages` under the current
     /// parameters, without a gradient.
     ///
     /// # Errors
     /// As [`gradient`](Self::gradient).
-    pub fn evaluate(&self, parts: &[Part<'_>]) -> Result<BatchStats> {
-        self.check_parts(parts)?;
+    pub fn evaluate(&self, pages: &[Page]) -> Result<BatchStats> {
+        self.check_pages(pages)?;
         if self.is_linear() {
-            linear::run(self, parts, None)
+            linear::run(self, pages, None)
         } else {
-            network::run(self, parts, None)
+            network::run(self, pages, None)
         }
     }
 
@@ -502,28 +254,22 @@ impl Model {
         )
     }
 
-    /// Checks the parts' shapes and labels; returns the total row count.
-    fn check_parts(&self, parts: &[Part<'_>]) -> Result<usize> {
+    /// Checks the pages' shapes and labels (a [`Page`] has one label per
+    /// row by construction); returns the total row count.
+    fn check_pages(&self, pages: &[Page]) -> Result<usize> {
         let classes = self.kind.classes();
         let mut rows = 0usize;
-        for (p, part) in parts.iter().enumerate() {
-            if part.batch.n_cols() != self.n_cols {
+        for (p, page) in pages.iter().enumerate() {
+            if page.n_cols() != self.n_cols {
                 return Err(Error::LengthMismatch {
-                    what: "columns of a part (the model's n_cols)",
+                    what: "columns of a page (the model's n_cols)",
                     expected: self.n_cols as u64,
-                    found: part.batch.n_cols() as u64,
+                    found: page.n_cols() as u64,
                 });
             }
-            if part.labels.len() != part.batch.n_rows() {
-                return Err(Error::LengthMismatch {
-                    what: "labels of a part (one per row)",
-                    expected: part.batch.n_rows() as u64,
-                    found: part.labels.len() as u64,
-                });
-            }
-            for (row, &label) in part.labels.iter().enumerate() {
+            for (row, &label) in page.labels().iter().enumerate() {
                 let bad = |expected: String| Error::BadLabel {
-                    part: p,
+                    page: p,
                     row,
                     label,
                     expected,
@@ -537,7 +283,7 @@ impl Model {
                     }
                 }
             }
-            rows += part.labels.len();
+            rows += page.n_rows();
         }
         Ok(rows)
     }

@@ -5,7 +5,7 @@
 //! Only the first layer touches the data. Its forward pass is
 //! `Z1 = A . W1` (Algorithm 7 on TOC pages; `W1` is `n_cols x h1`) and the
 //! gradient of `W1` is `(delta1^T . A)^T` (Algorithm 8, `M = delta1^T`,
-//! `h1 x n_rows`), written straight into the part's `n_cols x h1` gradient
+//! `h1 x n_rows`), written straight into the page's `n_cols x h1` gradient
 //! through a transposed view. Every later layer is dense `ndarray` algebra
 //! on `n_rows x h` activations. Softmax regression is the same network with
 //! no hidden layer.
@@ -14,46 +14,47 @@
 //! maximum (log-sum-exp), the binary output's cross-entropy is
 //! `softplus(z) - y z`.
 //!
-//! Parts run in parallel (rayon), one [`Workspace`] and one gradient buffer
-//! per part; the part gradients and figures are then summed in part order,
+//! Pages run in parallel (rayon), one [`Workspace`] and one gradient buffer
+//! per page; the page gradients and figures are then summed in page order,
 //! so the result does not depend on scheduling.
 
 use ndarray::{Array2, Axis};
 use rayon::prelude::*;
 
-use super::{sigmoid, softplus, BatchStats, Gradient, Layer, Model, Part};
+use super::{sigmoid, softplus, BatchStats, Gradient, Layer, Model};
 use crate::error::Result;
 use crate::kernels::Workspace;
+use crate::page::Page;
 
-/// Loss figures of `parts` and, with `grad`, the summed (not yet averaged)
+/// Loss figures of `pages` and, with `grad`, the summed (not yet averaged)
 /// gradient of the loss, added into `grad`'s zeroed layers.
 pub(super) fn run(
     model: &Model,
-    parts: &[Part<'_>],
+    pages: &[Page],
     grad: Option<&mut Gradient>,
 ) -> Result<BatchStats> {
     let mut stats = BatchStats::default();
     match grad {
         Some(grad) => {
-            let results: Vec<(Vec<Layer>, BatchStats)> = parts
+            let results: Vec<(Vec<Layer>, BatchStats)> = pages
                 .par_iter()
                 .zip(grad.work.par_iter_mut())
-                .map(|(part, ws)| {
-                    let (g, s) = pass(model, part, ws, true);
+                .map(|(page, ws)| {
+                    let (g, s) = pass(model, page, ws, true);
                     (g.expect("asked for a gradient"), s)
                 })
                 .collect();
-            for (part_grad, part_stats) in &results {
-                for (dst, src) in grad.layers.iter_mut().zip(part_grad) {
+            for (page_grad, page_stats) in &results {
+                for (dst, src) in grad.layers.iter_mut().zip(page_grad) {
                     dst.add(src);
                 }
-                stats.merge(part_stats);
+                stats.merge(page_stats);
             }
         }
         None => {
-            let results: Vec<BatchStats> = parts
+            let results: Vec<BatchStats> = pages
                 .par_iter()
-                .map(|part| pass(model, part, &mut Workspace::new(), false).1)
+                .map(|page| pass(model, page, &mut Workspace::new(), false).1)
                 .collect();
             results.iter().for_each(|s| stats.merge(s));
         }
@@ -61,21 +62,21 @@ pub(super) fn run(
     Ok(stats)
 }
 
-/// Forward (and with `want_grad` backward) pass over one part; labels are
-/// already checked. Returns the summed gradient of the part's losses.
+/// Forward (and with `want_grad` backward) pass over one page; labels are
+/// already checked. Returns the summed gradient of the page's losses.
 fn pass(
     model: &Model,
-    part: &Part<'_>,
+    page: &Page,
     ws: &mut Workspace,
     want_grad: bool,
 ) -> (Option<Vec<Layer>>, BatchStats) {
     let layers = &model.layers;
-    let rows = part.batch.n_rows();
+    let (batch, labels) = (page.batch(), page.labels());
+    let rows = batch.n_rows();
     let first = &layers[0];
     // Forward: acts[k] is the sigmoid output of hidden layer k.
     let mut z = Array2::zeros((rows, first.weights.ncols()));
-    part.batch
-        .matmat_into(first.weights.view(), z.view_mut(), ws);
+    batch.matmat_into(first.weights.view(), z.view_mut(), ws);
     z += &first.bias;
     let mut acts: Vec<Array2<f64>> = Vec::with_capacity(layers.len() - 1);
     for layer in &layers[1..] {
@@ -84,9 +85,9 @@ fn pass(
         acts.push(std::mem::replace(&mut z, next));
     }
     // Output: z holds the logits; turn them into dloss/dlogits.
-    let mut stats = BatchStats::of_labels(part.labels);
+    let mut stats = BatchStats::of_labels(labels);
     if z.ncols() == 1 {
-        for (mut row, &label) in z.rows_mut().into_iter().zip(part.labels) {
+        for (mut row, &label) in z.rows_mut().into_iter().zip(labels) {
             let y = if label > 0.0 { 1.0 } else { 0.0 };
             let logit = row[0];
             stats.loss_sum += softplus(logit) - y * logit;
@@ -96,7 +97,7 @@ fn pass(
             row[0] = sigmoid(logit) - y;
         }
     } else {
-        for (mut row, &label) in z.rows_mut().into_iter().zip(part.labels) {
+        for (mut row, &label) in z.rows_mut().into_iter().zip(labels) {
             let class = label as usize;
             let (mut best, mut max) = (0, f64::NEG_INFINITY);
             for (c, &v) in row.iter().enumerate() {
@@ -130,8 +131,7 @@ fn pass(
         delta = back;
     }
     let mut g0 = Layer::zeros(first.weights.nrows(), first.weights.ncols());
-    part.batch
-        .left_matmat_into(delta.t(), g0.weights.view_mut().reversed_axes(), ws);
+    batch.left_matmat_into(delta.t(), g0.weights.view_mut().reversed_axes(), ws);
     g0.bias = delta.sum_axis(Axis(0));
     grads.push(g0);
     grads.reverse();

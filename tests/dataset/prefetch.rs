@@ -33,11 +33,14 @@ fn prefetched_blocks_equal_direct_reads() {
     for block in ds.prefetch((0..ds.n_blocks()).collect(), 2).unwrap() {
         let block = block.unwrap();
         let direct = ds.read_block(block.number()).unwrap();
-        let pages = block.load_pages().unwrap();
+        let pages = block.pages().unwrap();
         assert_eq!(pages.len(), direct.n_pages());
-        for (j, (labels, page)) in pages.iter().enumerate() {
-            let (l, p) = direct.load_page(j).unwrap();
-            assert_eq!((*labels, page.decode()), (l, p.decode()));
+        for (j, page) in pages.iter().enumerate() {
+            let p = direct.page(j).unwrap();
+            assert_eq!(
+                (page.labels(), page.batch().decode()),
+                (p.labels(), p.batch().decode())
+            );
         }
         let rows: Vec<usize> = block.page_rows().collect();
         assert_eq!(rows.iter().sum::<usize>(), block.n_rows());

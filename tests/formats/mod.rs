@@ -1,4 +1,4 @@
-//! Every format behind `EncodedBatch` against the batch it encodes: decode
+//! Every format as a `Batch` against the batch it encodes: decode
 //! round trips, every kernel against plain dense math (operands and outputs
 //! in row-major, column-major and strided layouts, outputs pre-filled with
 //! garbage), scaling, encoded sizes and names. proptest on random batches
@@ -15,7 +15,7 @@ use proptest::prelude::*;
 
 use crate::strategy::finite_batch;
 use crate::support::{assert_close, batches, load, numbers, DATASETS};
-use tocpile::formats::{EncodedBatch, FormatKind};
+use tocpile::formats::{Batch, FormatKind};
 use tocpile::{SparseBatch, Workspace};
 
 /// `a` copied into a column-major array.
@@ -35,7 +35,7 @@ fn strided1(a: &Array1<f64>) -> Array2<f64> {
 /// Every kernel of `enc` against dense math on `batch`.
 fn check_kernels(
     kind: FormatKind,
-    enc: &dyn EncodedBatch,
+    enc: &Batch,
     batch: &SparseBatch,
     ws: &mut Workspace,
     seed: u64,
@@ -162,7 +162,7 @@ fn varint_len(v: usize) -> usize {
 /// The documented sizes of the formats whose layout is fixed (header:
 /// magic, version, varint dimensions, and the dictionary length for CVI
 /// and DVI), and that `encoded_len` is the length of the page bytes.
-fn check_len(kind: FormatKind, enc: &dyn EncodedBatch, batch: &SparseBatch) {
+fn check_len(kind: FormatKind, enc: &Batch, batch: &SparseBatch) {
     let (n, m, nnz, d) = (batch.n_rows(), batch.n_cols(), batch.nnz(), distinct(batch));
     let header = 5 + varint_len(n) + varint_len(m);
     assert_eq!(enc.to_bytes().len(), enc.encoded_len(), "{kind}: bytes");
@@ -192,8 +192,8 @@ fn check_batch(batch: &SparseBatch, ws: &mut Workspace, seed: u64) {
             "{kind}: shape"
         );
         assert_eq!(enc.decode(), *batch, "{kind}: decode");
-        check_len(kind, &*enc, batch);
-        check_kernels(kind, &*enc, batch, ws, seed);
+        check_len(kind, &enc, batch);
+        check_kernels(kind, &enc, batch, ws, seed);
 
         // The page bytes load back to the same batch and kernels.
         let bytes = enc.to_bytes();
@@ -201,7 +201,7 @@ fn check_batch(batch: &SparseBatch, ws: &mut Workspace, seed: u64) {
         assert_eq!(loaded.kind(), kind);
         assert_eq!(loaded.decode(), *batch, "{kind}: decode of loaded page");
         assert_eq!(loaded.to_bytes(), bytes, "{kind}: rewritten page");
-        check_kernels(kind, &*loaded, batch, ws, seed);
+        check_kernels(kind, &loaded, batch, ws, seed);
 
         // A*c: exact on the values, and A.v scales with it.
         let v = Array1::from(numbers(seed + 5, batch.n_cols()));
@@ -294,7 +294,7 @@ fn value_indexing_widens_with_the_dictionary() {
         let batch = counting(distinct);
         for kind in [FormatKind::Cvi, FormatKind::Dvi] {
             let enc = kind.encode(&batch).unwrap();
-            check_len(kind, &*enc, &batch);
+            check_len(kind, &enc, &batch);
             assert_eq!(enc.decode(), batch, "{kind}: decode, {distinct} values");
         }
     }

@@ -251,3 +251,34 @@ fn late_text_in_a_numeric_looking_column() {
     assert_eq!(levels[0], "0");
     assert_eq!(levels[300], "NA");
 }
+
+#[test]
+fn a_saved_schema_reads_back_and_leaves_no_temporary() {
+    let schema = Schema::new(vec![
+        Column::Numeric {
+            name: "dep delay".into(),
+        },
+        Column::Categorical {
+            name: "origin, city".into(),
+            levels: vec!["EWR".into(), "JFK".into(), "two\nlines".into()],
+        },
+    ])
+    .unwrap();
+    let path = crate::support::temp_path("schema");
+    schema.save(&path).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(Schema::from_text(&text).unwrap(), schema);
+    let dir = path.parent().unwrap();
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let leftovers = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .contains(&format!("{name}.tmp-"))
+        })
+        .count();
+    assert_eq!(leftovers, 0);
+    std::fs::remove_file(&path).unwrap();
+}

@@ -181,13 +181,20 @@ fn libsvm_truncated_gzip() {
                 }
             }
             match result {
-                Err(Error::Io {
-                    path,
-                    kind,
-                    message,
-                }) => {
-                    assert_eq!(path, file.name());
+                Err(
+                    ref e @ Error::Io {
+                        ref path,
+                        kind,
+                        ref message,
+                        ref source,
+                    },
+                ) => {
+                    assert_eq!(*path, file.name());
                     assert_eq!(kind, ErrorKind::UnexpectedEof, "{message}");
+                    // The underlying error is kept, as the error's source.
+                    assert_eq!(source.get().kind(), kind);
+                    let chained = std::error::Error::source(e).expect("a source");
+                    assert!(message.starts_with(&chained.to_string()), "{message}");
                 }
                 other => panic!("cut at {cut}: {other:?}"),
             }

@@ -67,12 +67,12 @@ fn run_epoch(loader: &Loader, epoch: u64) -> (Vec<u64>, Vec<u64>) {
         let batch = batch.unwrap();
         let rows = batch.rows.clone().expect("traced");
         let mut at = 0;
-        for part in &batch.parts {
-            let decoded = part.batch.decode();
-            assert_eq!(decoded.n_rows(), part.labels.len());
+        for page in &batch.pages {
+            let decoded = page.batch().decode();
+            assert_eq!(decoded.n_rows(), page.n_rows());
             for (i, (cols, values)) in decoded.rows().enumerate() {
                 let r = rows[at + i];
-                assert_eq!(part.labels[i], r as f64, "label of row {r}");
+                assert_eq!(page.labels()[i], r as f64, "label of row {r}");
                 assert_eq!((cols[0], values[0]), (0, r as f64 + 1.0), "row {r}");
             }
             at += decoded.n_rows();

@@ -104,11 +104,11 @@ fn shuffle_once_keeps_every_row_and_label() {
         let mut all = Vec::new();
         for b in 0..d.n_blocks() {
             let block = d.read_block(b).unwrap();
-            for (l, page) in block.load_pages().unwrap() {
-                let decoded = page.decode();
+            for page in block.pages().unwrap() {
+                let decoded = page.batch().decode();
                 for (i, (c, v)) in decoded.rows().enumerate() {
                     let bits: Vec<u64> = v.iter().map(|x| x.to_bits()).collect();
-                    all.push((c.to_vec(), bits, l[i].to_bits()));
+                    all.push((c.to_vec(), bits, page.labels()[i].to_bits()));
                 }
             }
         }

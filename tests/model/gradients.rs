@@ -2,9 +2,10 @@
 //! equal across page formats.
 
 use tocpile::formats::FormatKind;
-use tocpile::model::{Gradient, Model, ModelKind, Part};
+use tocpile::model::{Gradient, Model, ModelKind};
+use tocpile::Page;
 
-use super::{encode_all, parts, random_batch};
+use super::{encode_all, pages_of, random_batch};
 use crate::support::numbers;
 
 const COLS: usize = 6;
@@ -92,8 +93,8 @@ fn random_model(kind: &ModelKind, seed: u64) -> Model {
     model
 }
 
-fn objective(model: &Model, parts: &[Part<'_>]) -> f64 {
-    model.evaluate(parts).unwrap().mean_loss() + model.penalty(L2)
+fn objective(model: &Model, pages: &[Page]) -> f64 {
+    model.evaluate(pages).unwrap().mean_loss() + model.penalty(L2)
 }
 
 #[test]
@@ -101,13 +102,12 @@ fn every_gradient_matches_finite_differences() {
     for (seed, (kind, label)) in cases().into_iter().enumerate() {
         let seed = seed as u64 + 1;
         let (batches, labels) = data(seed * 100, label);
-        let pages = encode_all(&batches, FormatKind::TocFull);
-        let parts = parts(&pages, &labels);
+        let pages = pages_of(&encode_all(&batches, FormatKind::TocFull), &labels);
         let model = random_model(&kind, seed);
         let mut grad = Gradient::new(&model);
-        let stats = model.gradient(&parts, L2, &mut grad).unwrap();
+        let stats = model.gradient(&pages, L2, &mut grad).unwrap();
         assert_eq!(stats.rows, ROWS.iter().sum::<usize>());
-        let eval = model.evaluate(&parts).unwrap();
+        let eval = model.evaluate(&pages).unwrap();
         assert_eq!(stats, eval, "{kind}: gradient and evaluate figures");
         let g = grad.to_vec();
         let p0 = model.params();
@@ -117,10 +117,10 @@ fn every_gradient_matches_finite_differences() {
             let mut p = p0.clone();
             p[i] = p0[i] + h;
             probe.set_params(&p).unwrap();
-            let up = objective(&probe, &parts);
+            let up = objective(&probe, &pages);
             p[i] = p0[i] - h;
             probe.set_params(&p).unwrap();
-            let down = objective(&probe, &parts);
+            let down = objective(&probe, &pages);
             let fd = (up - down) / (2.0 * h);
             let tol = 1e-6 * g[i].abs().max(fd.abs()).max(1e-2);
             assert!(
@@ -141,11 +141,9 @@ fn gradients_agree_across_formats() {
         let grads: Vec<Vec<f64>> = [FormatKind::TocFull, FormatKind::Den, FormatKind::Csr]
             .iter()
             .map(|&f| {
-                let pages = encode_all(&batches, f);
+                let pages = pages_of(&encode_all(&batches, f), &labels);
                 let mut grad = Gradient::new(&model);
-                model
-                    .gradient(&parts(&pages, &labels), L2, &mut grad)
-                    .unwrap();
+                model.gradient(&pages, L2, &mut grad).unwrap();
                 grad.to_vec()
             })
             .collect();
@@ -172,8 +170,7 @@ fn one_epoch_is_the_same_on_toc_and_den() {
             .map(|i| numbers(seed * 70 + i, 6).into_iter().map(label).collect())
             .collect();
         let train = |format: FormatKind| {
-            let pages = encode_all(&batches, format);
-            let all = parts(&pages, &labels);
+            let all = pages_of(&encode_all(&batches, format), &labels);
             let mut model = Model::new(kind.clone(), COLS, seed).unwrap();
             let mut grad = Gradient::new(&model);
             for step in all.chunks(3) {

@@ -1,18 +1,23 @@
 //! Label conventions and argument errors.
 
-use tocpile::formats::FormatKind;
-use tocpile::model::{Gradient, Model, ModelKind, Part};
-use tocpile::Error;
+use tocpile::formats::{Batch, FormatKind};
+use tocpile::model::{Gradient, Model, ModelKind};
+use tocpile::{Error, Page};
 
 use super::random_batch;
 
-fn page() -> Box<dyn tocpile::formats::EncodedBatch> {
+/// Four rows of three columns.
+fn batch() -> Batch {
     FormatKind::TocFull.encode(&random_batch(5, 4, 3)).unwrap()
+}
+
+/// The rows of [`batch`] with `labels`.
+fn page(labels: &[f64]) -> Page {
+    Page::new(batch(), labels).unwrap()
 }
 
 #[test]
 fn class_labels_must_be_indices() {
-    let page = page();
     for kind in [
         ModelKind::Softmax { classes: 3 },
         ModelKind::Mlp {
@@ -24,62 +29,41 @@ fn class_labels_must_be_indices() {
         for bad in [3.0, -1.0, 1.5, f64::NAN, f64::INFINITY] {
             let labels = [0.0, 2.0, bad, 1.0];
             let good = [0.0, 2.0, 1.0, 1.0];
-            let parts = [
-                Part {
-                    labels: &good,
-                    batch: &*page,
-                },
-                Part {
-                    labels: &labels,
-                    batch: &*page,
-                },
-            ];
-            let err = model.evaluate(&parts).unwrap_err();
+            let pages = [page(&good), page(&labels)];
+            let err = model.evaluate(&pages).unwrap_err();
             match &err {
-                Error::BadLabel { part, row, .. } => assert_eq!((*part, *row), (1, 2), "{kind}"),
+                Error::BadLabel { page, row, .. } => assert_eq!((*page, *row), (1, 2), "{kind}"),
                 other => panic!("{kind}: {other:?}"),
             }
             let mut grad = Gradient::new(&model);
             assert_eq!(
                 model
-                    .gradient(&parts, 0.0, &mut grad)
+                    .gradient(&pages, 0.0, &mut grad)
                     .unwrap_err()
                     .to_string(),
                 err.to_string()
             );
-            assert!(err.to_string().contains("part 1, row 2"), "{err}");
+            assert!(err.to_string().contains("page 1, row 2"), "{err}");
         }
     }
 }
 
 #[test]
 fn binary_labels_take_positive_as_the_class() {
-    let page = page();
     let mut model = Model::new(ModelKind::Logistic, 3, 0).unwrap();
     model.set_params(&[0.3, -0.2, 0.1, 0.05]).unwrap();
     let zero_one = [0.0, 1.0, 1.0, 0.0];
     let signed = [-1.0, 1.0, 1.0, -1.0];
-    let eval = |labels: &[f64]| {
-        model
-            .evaluate(&[Part {
-                labels,
-                batch: &*page,
-            }])
-            .unwrap()
-    };
+    let eval = |labels: &[f64]| model.evaluate(&[page(labels)]).unwrap();
     let (a, b) = (eval(&zero_one), eval(&signed));
     assert_eq!((a.loss_sum, a.correct), (b.loss_sum, b.correct));
     // Regression rejects only non-finite labels.
     let reg = Model::new(ModelKind::LinearRegression, 3, 0).unwrap();
-    let part = |labels| Part {
-        labels,
-        batch: &*page,
-    };
-    assert!(reg.evaluate(&[part(&[-7.5, 1e6, 0.25, 3.0])]).is_ok());
+    assert!(reg.evaluate(&[page(&[-7.5, 1e6, 0.25, 3.0])]).is_ok());
     assert!(matches!(
-        reg.evaluate(&[part(&[0.0, f64::NAN, 0.0, 0.0])]),
+        reg.evaluate(&[page(&[0.0, f64::NAN, 0.0, 0.0])]),
         Err(Error::BadLabel {
-            part: 0,
+            page: 0,
             row: 1,
             ..
         })
@@ -88,25 +72,24 @@ fn binary_labels_take_positive_as_the_class() {
 
 #[test]
 fn shape_mismatches_are_errors() {
-    let page = page();
     let model = Model::new(ModelKind::Svm, 4, 0).unwrap();
     let labels = [1.0; 4];
-    let parts = [Part {
-        labels: &labels,
-        batch: &*page,
-    }];
     assert!(matches!(
-        model.evaluate(&parts),
-        Err(Error::LengthMismatch { .. })
+        model.evaluate(&[page(&labels)]),
+        Err(Error::LengthMismatch {
+            expected: 4,
+            found: 3,
+            ..
+        })
     ));
-    let model = Model::new(ModelKind::Svm, 3, 0).unwrap();
-    let parts = [Part {
-        labels: &labels[..3],
-        batch: &*page,
-    }];
+    // A page holds one label per row by construction.
     assert!(matches!(
-        model.evaluate(&parts),
-        Err(Error::LengthMismatch { .. })
+        Page::new(batch(), &labels[..3]),
+        Err(Error::LengthMismatch {
+            expected: 4,
+            found: 3,
+            ..
+        })
     ));
 }
 

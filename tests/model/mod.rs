@@ -2,13 +2,13 @@
 //! training on the shared datasets, model files, labels.
 
 mod files;
+mod golden;
 mod gradients;
 mod labels;
 mod training;
 
-use tocpile::formats::{EncodedBatch, FormatKind};
-use tocpile::model::Part;
-use tocpile::SparseBatch;
+use tocpile::formats::{Batch, FormatKind};
+use tocpile::{Page, SparseBatch};
 
 use crate::support::numbers;
 
@@ -36,19 +36,16 @@ pub fn random_batch(seed: u64, rows: usize, cols: usize) -> SparseBatch {
     SparseBatch::from_dense_rows(cols, &dense).unwrap()
 }
 
-/// Pages of `format` for every batch.
-pub fn encode_all(batches: &[SparseBatch], format: FormatKind) -> Vec<Box<dyn EncodedBatch>> {
+/// Every batch encoded in `format`.
+pub fn encode_all(batches: &[SparseBatch], format: FormatKind) -> Vec<Batch> {
     batches.iter().map(|b| format.encode(b).unwrap()).collect()
 }
 
-/// One part per page.
-pub fn parts<'a>(pages: &'a [Box<dyn EncodedBatch>], labels: &'a [Vec<f64>]) -> Vec<Part<'a>> {
-    pages
+/// One page per encoded batch, with its labels.
+pub fn pages_of(batches: &[Batch], labels: &[Vec<f64>]) -> Vec<Page> {
+    batches
         .iter()
         .zip(labels)
-        .map(|(p, l)| Part {
-            labels: l,
-            batch: &**p,
-        })
+        .map(|(b, l)| Page::new(b.clone(), &l[..]).unwrap())
         .collect()
 }

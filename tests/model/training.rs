@@ -1,11 +1,11 @@
 //! Training on the shared datasets: simple seeded loops over 250-row (or
 //! smaller) pages, one model step per mini-batch of pages.
 
-use tocpile::formats::{EncodedBatch, FormatKind};
-use tocpile::model::{Gradient, Metrics, Model, ModelKind, Part};
-use tocpile::SparseBatch;
+use tocpile::formats::FormatKind;
+use tocpile::model::{Gradient, Metrics, Model, ModelKind};
+use tocpile::{Page, SparseBatch};
 
-use super::{encode_all, parts, random_batch};
+use super::{encode_all, pages_of, random_batch};
 use crate::support::{batches, load};
 
 /// Rows and labels permuted together by a seeded Fisher-Yates shuffle.
@@ -28,38 +28,29 @@ fn shuffle_rows(batch: &SparseBatch, labels: &[f64], seed: u64) -> (SparseBatch,
 
 /// `rows` shuffled rows of a dataset as TOC pages of `page_rows` rows,
 /// values multiplied by `scale`, with their labels.
-fn pages(
-    name: &str,
-    rows: usize,
-    page_rows: usize,
-    scale: f64,
-) -> (Vec<Box<dyn EncodedBatch>>, Vec<Vec<f64>>) {
+fn dataset_pages(name: &str, rows: usize, page_rows: usize, scale: f64) -> Vec<Page> {
     let (batch, labels) = load(name, usize::MAX);
     let (batch, labels) = shuffle_rows(&batch, &labels, 42);
     let batch = batch.slice_rows(0..rows.min(batch.n_rows()));
-    let pages = batches(&batch, page_rows)
+    batches(&batch, page_rows)
         .iter()
-        .map(|b| {
-            let mut page = FormatKind::TocFull.encode(b).unwrap();
+        .zip(labels[..batch.n_rows()].chunks(page_rows))
+        .map(|(b, labels)| {
+            let mut encoded = FormatKind::TocFull.encode(b).unwrap();
             if scale != 1.0 {
-                page.scale(scale);
+                encoded.scale(scale);
             }
-            page
+            Page::new(encoded, labels).unwrap()
         })
-        .collect();
-    let labels = labels[..batch.n_rows()]
-        .chunks(page_rows)
-        .map(<[f64]>::to_vec)
-        .collect();
-    (pages, labels)
+        .collect()
 }
 
-/// `epochs` epochs of mini-batches of `k` parts in a fixed order, the
+/// `epochs` epochs of mini-batches of `k` pages in a fixed order, the
 /// learning rate decaying by `decay` per epoch; returns the metrics of
 /// each epoch (figures taken at the parameters each step started from).
 fn train(
     model: &mut Model,
-    parts: &[Part<'_>],
+    pages: &[Page],
     k: usize,
     epochs: usize,
     lr: f64,
@@ -71,7 +62,7 @@ fn train(
     (0..epochs)
         .map(|_| {
             let mut metrics = Metrics::new(model.kind());
-            for batch in parts.chunks(k) {
+            for batch in pages.chunks(k) {
                 metrics.add(&model.gradient(batch, l2, &mut grad).unwrap());
                 model.step(&grad, lr);
             }
@@ -83,12 +74,11 @@ fn train(
 
 #[test]
 fn logistic_regression_learns_mushrooms() {
-    let (pages, labels) = pages("mushrooms", usize::MAX, 250, 1.0);
-    let parts = parts(&pages, &labels);
+    let pages = dataset_pages("mushrooms", usize::MAX, 250, 1.0);
     let mut model = Model::new(ModelKind::Logistic, 98, 1).unwrap();
-    let epochs = train(&mut model, &parts, 1, 10, 1.0, 0.95, 1e-5);
+    let epochs = train(&mut model, &pages, 1, 10, 1.0, 0.95, 1e-5);
     assert!(epochs.last().unwrap().mean_loss() < epochs[0].mean_loss());
-    let stats = model.evaluate(&parts).unwrap();
+    let stats = model.evaluate(&pages).unwrap();
     assert_eq!(stats.rows, 5644);
     assert!(
         stats.accuracy() >= 0.99,
@@ -99,11 +89,10 @@ fn logistic_regression_learns_mushrooms() {
 
 #[test]
 fn svm_learns_mushrooms() {
-    let (pages, labels) = pages("mushrooms", usize::MAX, 250, 1.0);
-    let parts = parts(&pages, &labels);
+    let pages = dataset_pages("mushrooms", usize::MAX, 250, 1.0);
     let mut model = Model::new(ModelKind::Svm, 98, 1).unwrap();
-    train(&mut model, &parts, 1, 6, 0.1, 0.95, 1e-4);
-    let stats = model.evaluate(&parts).unwrap();
+    train(&mut model, &pages, 1, 6, 0.1, 0.95, 1e-4);
+    let stats = model.evaluate(&pages).unwrap();
     assert!(
         stats.accuracy() >= 0.97,
         "training accuracy {}",
@@ -113,13 +102,12 @@ fn svm_learns_mushrooms() {
 
 #[test]
 fn mlp_loss_decreases_on_mnist() {
-    let (pages, labels) = pages("mnist5k", 400, 50, 1.0 / 255.0);
-    let parts = parts(&pages, &labels);
+    let pages = dataset_pages("mnist5k", 400, 50, 1.0 / 255.0);
     let mut model = Model::new(ModelKind::mlp(10), 784, 7).unwrap();
-    let before = model.evaluate(&parts).unwrap();
-    // Two pages per mini-batch: the parts run in parallel.
-    train(&mut model, &parts, 2, 15, 2.0, 0.95, 1e-5);
-    let after = model.evaluate(&parts).unwrap();
+    let before = model.evaluate(&pages).unwrap();
+    // Two pages per mini-batch: the pages run in parallel.
+    train(&mut model, &pages, 2, 15, 2.0, 0.95, 1e-5);
+    let after = model.evaluate(&pages).unwrap();
     assert!(
         after.mean_loss() < 0.8 * before.mean_loss(),
         "loss {} -> {}",
@@ -130,11 +118,10 @@ fn mlp_loss_decreases_on_mnist() {
 
 #[test]
 fn softmax_learns_mnist() {
-    let (pages, labels) = pages("mnist5k", 1000, 100, 1.0 / 255.0);
-    let parts = parts(&pages, &labels);
+    let pages = dataset_pages("mnist5k", 1000, 100, 1.0 / 255.0);
     let mut model = Model::new(ModelKind::Softmax { classes: 10 }, 784, 0).unwrap();
-    train(&mut model, &parts, 1, 5, 0.2, 0.95, 1e-4);
-    let stats = model.evaluate(&parts).unwrap();
+    train(&mut model, &pages, 1, 5, 0.2, 0.95, 1e-4);
+    let stats = model.evaluate(&pages).unwrap();
     assert!(
         stats.accuracy() >= 0.7,
         "training accuracy {}",
@@ -161,10 +148,9 @@ fn linear_regression_metrics_report_r2() {
                 .collect()
         })
         .collect();
-    let pages = encode_all(&batches, FormatKind::TocFull);
-    let parts = parts(&pages, &labels);
+    let pages = pages_of(&encode_all(&batches, FormatKind::TocFull), &labels);
     let mut model = Model::new(ModelKind::LinearRegression, 6, 0).unwrap();
-    let epochs = train(&mut model, &parts, 1, 80, 0.05, 1.0, 0.0);
+    let epochs = train(&mut model, &pages, 1, 80, 0.05, 1.0, 0.0);
     let last = epochs.last().unwrap();
     assert_eq!(last.accuracy(), None);
     let r2 = last.r2().unwrap();

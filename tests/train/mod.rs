@@ -50,7 +50,8 @@ fn logistic_regression_learns_mushrooms_through_corgipile() {
             ..TrainOptions::default()
         };
         let mut seen = 0;
-        let reports = train(&mut model, &loader, &options, Some(&path), |r| {
+        let eval = std::sync::Arc::clone(loader.dataset());
+        let reports = train(&mut model, &loader, &options, Some(&eval), |r| {
             assert_eq!(r.epoch, seen);
             seen += 1;
         })

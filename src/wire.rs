@@ -1,6 +1,10 @@
-//! Checked reading and writing of the primitive fields of the byte format:
-//! bytes, LEB128 varints and bit-packed integer arrays (TOC paper 3.2,
-//! "bit packing", with true bit widths as well as the paper's whole bytes).
+//! The crate's one wire layer: checked reading and writing of the primitive
+//! fields of every byte format (`docs/FORMAT.md`): magic numbers, bytes,
+//! fixed-width little-endian integers and floats, LEB128 varints and
+//! bit-packed integer arrays (TOC paper 3.2, "bit packing", with true bit
+//! widths as well as the paper's whole bytes). The TOC codec, the
+//! comparison-format pages, the dataset file (footer, labels) and model
+//! files all read through [`Reader`].
 //!
 //! Every read names the field it reads, so an error says what was wrong and
 //! at which byte. Every length is checked against the bytes that remain
@@ -56,6 +60,92 @@ impl<'a> Reader<'a> {
         Ok(self.bytes(1, what)?[0])
     }
 
+    /// `N` bytes as an array.
+    fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N]> {
+        Ok(self
+            .bytes(N as u64, what)?
+            .try_into()
+            .expect("N bytes were taken"))
+    }
+
+    /// A little-endian `u32`.
+    pub(crate) fn u32(&mut self, what: &'static str) -> Result<u32> {
+        self.array(what).map(u32::from_le_bytes)
+    }
+
+    /// A little-endian `u64`.
+    pub(crate) fn u64(&mut self, what: &'static str) -> Result<u64> {
+        self.array(what).map(u64::from_le_bytes)
+    }
+
+    /// A little-endian `u64` that must not exceed `max`
+    /// ([`Error::FieldOutOfRange`] at the field's offset).
+    pub(crate) fn u64_max(&mut self, what: &'static str, max: u64) -> Result<u64> {
+        let offset = self.pos;
+        let value = self.u64(what)?;
+        if value > max {
+            return Err(Error::FieldOutOfRange {
+                what,
+                offset,
+                value,
+                max,
+            });
+        }
+        Ok(value)
+    }
+
+    /// `count` items of `size` bytes, or [`Error::Truncated`] (checked
+    /// before the caller allocates anything for them).
+    fn items(&mut self, count: u64, size: u64, what: &'static str) -> Result<&'a [u8]> {
+        self.bytes(count.saturating_mul(size), what)
+    }
+
+    /// `count` little-endian `u32`s.
+    pub(crate) fn u32s(&mut self, count: u64, what: &'static str) -> Result<Vec<u32>> {
+        Ok(self
+            .items(count, 4, what)?
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
+            .collect())
+    }
+
+    /// `count` little-endian `f64`s.
+    pub(crate) fn f64s(&mut self, count: u64, what: &'static str) -> Result<Vec<f64>> {
+        Ok(self
+            .items(count, 8, what)?
+            .chunks_exact(8)
+            .map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes")))
+            .collect())
+    }
+
+    /// The 4-byte magic number at the reader's position: the one magic
+    /// check of every format.
+    ///
+    /// # Errors
+    /// [`Error::BadMagic`] with the bytes found (fewer than four if the
+    /// input is shorter).
+    pub(crate) fn magic(&mut self, expected: &[u8; 4]) -> Result<()> {
+        let found = self.magic_bytes()?;
+        if found != *expected {
+            return Err(Error::BadMagic {
+                found: found.to_vec(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The next four bytes as a magic number, for formats that tell
+    /// several magics apart.
+    ///
+    /// # Errors
+    /// [`Error::BadMagic`] with what remains if fewer than four bytes do.
+    pub(crate) fn magic_bytes(&mut self) -> Result<[u8; 4]> {
+        let rest = &self.buf[self.pos..];
+        self.array("magic").map_err(|_| Error::BadMagic {
+            found: rest.to_vec(),
+        })
+    }
+
     /// An unsigned LEB128 varint of at most 10 bytes, canonical (no
     /// redundant trailing zero groups) and fitting in `u64`.
     pub(crate) fn varint(&mut self, what: &'static str) -> Result<u64> {
@@ -103,6 +193,44 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Bytes of `v` as a varint.
+pub(crate) fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// Appends `v` little-endian.
+pub(crate) fn write_u32(out: &mut Vec<u8>, v: u32) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+/// Appends `v` little-endian.
+pub(crate) fn write_u64(out: &mut Vec<u8>, v: u64) {
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+/// Appends `values` little-endian.
+pub(crate) fn write_u32s(out: &mut Vec<u8>, values: &[u32]) {
+    values.iter().for_each(|&v| write_u32(out, v));
+}
+
+/// Appends `values` little-endian.
+pub(crate) fn write_f64s(out: &mut Vec<u8>, values: &[f64]) {
+    out.reserve(8 * values.len());
+    values
+        .iter()
+        .for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+}
+
+/// The `f64` at byte `at` of `bytes`, which a [`Reader`] has already
+/// checked to hold it.
+///
+/// # Panics
+/// If `bytes` is shorter than `at + 8` (a bug in the caller's check).
+pub(crate) fn f64_at(bytes: &[u8], at: usize) -> f64 {
+    f64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// Appends `v` as an unsigned LEB128 varint.
 pub(crate) fn write_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
@@ -335,6 +463,55 @@ mod tests {
             Reader::new(&[0x80]).varint("v"),
             Err(Error::Truncated { .. })
         ));
+    }
+
+    #[test]
+    fn varint_len_matches_write_varint() {
+        for v in [0u64, 1, 127, 128, 16_383, 16_384, u32::MAX as u64, u64::MAX] {
+            let mut out = Vec::new();
+            write_varint(&mut out, v);
+            assert_eq!(varint_len(v), out.len(), "{v}");
+        }
+    }
+
+    #[test]
+    fn fixed_width_and_magic() {
+        let mut out = b"TOCX".to_vec();
+        write_u32(&mut out, 7);
+        write_u64(&mut out, u64::MAX);
+        write_f64s(&mut out, &[1.5, -0.0]);
+        write_u32s(&mut out, &[1, 2]);
+        let mut r = Reader::new(&out);
+        r.magic(b"TOCX").unwrap();
+        assert_eq!(r.u32("a").unwrap(), 7);
+        assert_eq!(
+            r.u64_max("b", 5),
+            Err(Error::FieldOutOfRange {
+                what: "b",
+                offset: 8,
+                value: u64::MAX,
+                max: 5
+            })
+        );
+        let f = r.f64s(2, "c").unwrap();
+        assert_eq!((f[0], f[1].to_bits()), (1.5, (-0.0f64).to_bits()));
+        assert_eq!(r.u32s(2, "d").unwrap(), [1, 2]);
+        assert!(matches!(
+            r.u32s(u64::MAX, "e"),
+            Err(Error::Truncated { what: "e", .. })
+        ));
+        assert_eq!(
+            Reader::new(b"TOCB").magic(b"TOCX"),
+            Err(Error::BadMagic {
+                found: b"TOCB".to_vec()
+            })
+        );
+        assert_eq!(
+            Reader::new(b"TO").magic(b"TOCX"),
+            Err(Error::BadMagic {
+                found: b"TO".to_vec()
+            })
+        );
     }
 
     #[test]

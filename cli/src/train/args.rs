@@ -1,0 +1,173 @@
+//! The arguments of `tocpile train` and their parsers (a bad value is a
+//! usage error naming it).
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use tocpile::loader::{Mode, Strategy};
+use tocpile::model::ModelKind;
+
+/// Train a model by mini-batch SGD on a dataset file.
+///
+/// Reads FILE.toc (written by `tocpile encode`) epoch by epoch in the
+/// order of the --shuffle strategy (CorgiPile by default: a random
+/// permutation of the blocks, a buffer of --buffer of the blocks at a time,
+/// its rows shuffled) and takes one SGD step per mini-batch, with the
+/// gradient computed on the encoded batch. The learning rate decays as
+/// lr * decay^epoch. Each epoch's loss and accuracy (R^2 for linreg) are
+/// the running figures of the mini-batches as the model met them; --eval
+/// adds exact figures on another file after each epoch. Epochs are
+/// numbered from 0.
+///
+/// A comma list of strategies (--shuffle corgipile,none,once) trains one
+/// model per strategy, from the same initial model, for comparison.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    tocpile encode train.libsvm.gz -o train.toc --block-bytes 65536\n  \
+    tocpile train train.toc\n  \
+    tocpile train train.toc --model svm --epochs 20 --lr 0.05 --save svm.model\n  \
+    tocpile train train.toc --eval test.toc --json\n  \
+    tocpile train train.toc --shuffle corgipile,none,once,epoch --plot shuffles.svg\n  \
+    tocpile train digits.toc --model softmax --mode page --buffer 0.2")]
+pub struct TrainArgs {
+    /// The dataset file to train on (see `tocpile encode`).
+    #[arg(value_name = "FILE.toc")]
+    pub file: PathBuf,
+    /// The model: lr (logistic regression), svm, linreg (linear
+    /// regression), softmax (multinomial LR) or mlp (the TOC paper's
+    /// network, hidden layers 200 and 50).
+    #[arg(long, value_name = "MODEL", default_value = "lr", value_parser = parse_model)]
+    pub model: String,
+    /// Shuffling strategy, or a comma list of them to compare: corgipile,
+    /// none, once, epoch, window, mrs, block.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "corgipile",
+          value_parser = parse_strategy)]
+    pub shuffle: Vec<Strategy>,
+    /// What the buffer shuffles: rows (exact, re-encoded into each
+    /// mini-batch), whole encoded pages (page, no re-encoding), or auto:
+    /// page mode when a mini-batch spans at least four pages of the file,
+    /// exact mode otherwise.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub mode: ModeArg,
+    /// Epochs to run.
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub epochs: u64,
+    /// Rows per mini-batch.
+    #[arg(long, value_name = "N", default_value_t = 250, value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch_size: u64,
+    /// Learning rate of the first epoch.
+    #[arg(long, value_name = "X", default_value_t = 0.1, allow_negative_numbers = true,
+          value_parser = parse_positive)]
+    pub lr: f64,
+    /// Factor applied to the learning rate after each epoch, in (0, 1].
+    #[arg(long, value_name = "X", default_value_t = 0.95, allow_negative_numbers = true,
+          value_parser = parse_decay)]
+    pub decay: f64,
+    /// L2 regularisation strength.
+    #[arg(long, value_name = "X", default_value_t = 0.0, allow_negative_numbers = true,
+          value_parser = parse_l2)]
+    pub l2: f64,
+    /// Buffer size as a fraction of the dataset, in (0, 1] (CorgiPile,
+    /// block, window, mrs).
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.1, allow_negative_numbers = true,
+          value_parser = parse_fraction)]
+    pub buffer: f64,
+    /// Seed of the shuffles and of the initial model.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// Number of classes (softmax, mlp); default: the largest label + 1.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..=65_536))]
+    pub classes: Option<u64>,
+    /// A dataset file to evaluate the model on after each epoch.
+    #[arg(long, value_name = "FILE.toc")]
+    pub eval: Option<PathBuf>,
+    /// Write the trained model to this file (atomically; one strategy
+    /// only).
+    #[arg(long, value_name = "MODEL_FILE")]
+    pub save: Option<PathBuf>,
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Also draw loss and accuracy per epoch (one line per strategy) as an
+    /// SVG chart.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+}
+
+/// `--mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// Shuffle decoded rows; encode each mini-batch.
+    Exact,
+    /// Shuffle whole encoded pages.
+    Page,
+    /// Page mode when batches span four pages or more, else exact.
+    Auto,
+}
+
+impl ModeArg {
+    /// The library's mode.
+    pub fn mode(self) -> Mode {
+        match self {
+            ModeArg::Exact => Mode::Exact,
+            ModeArg::Page => Mode::Page,
+            ModeArg::Auto => Mode::Auto,
+        }
+    }
+}
+
+fn parse_model(name: &str) -> Result<String, String> {
+    let lower = name.to_ascii_lowercase();
+    if ModelKind::NAMES.contains(&lower.as_str()) {
+        Ok(lower)
+    } else {
+        Err(format!(
+            "unknown model {name:?} (one of {})",
+            ModelKind::NAMES.join(", ")
+        ))
+    }
+}
+
+fn parse_strategy(name: &str) -> Result<Strategy, String> {
+    Strategy::from_name(name.trim()).ok_or_else(|| {
+        let names: Vec<&str> = Strategy::ALL.iter().map(|s| s.name()).collect();
+        format!(
+            "unknown shuffling strategy {name:?} (one of {})",
+            names.join(", ")
+        )
+    })
+}
+
+fn parse_number(text: &str) -> Result<f64, String> {
+    text.trim()
+        .parse::<f64>()
+        .map_err(|_| format!("{text:?} is not a number"))
+}
+
+fn parse_positive(text: &str) -> Result<f64, String> {
+    match parse_number(text)? {
+        x if x > 0.0 && x.is_finite() => Ok(x),
+        _ => Err(format!("{text} is not a positive finite number")),
+    }
+}
+
+fn parse_decay(text: &str) -> Result<f64, String> {
+    match parse_number(text)? {
+        x if x > 0.0 && x <= 1.0 => Ok(x),
+        _ => Err(format!("{text} is not in (0, 1]")),
+    }
+}
+
+fn parse_l2(text: &str) -> Result<f64, String> {
+    match parse_number(text)? {
+        x if x >= 0.0 && x.is_finite() => Ok(x),
+        _ => Err(format!("{text} is not a non-negative finite number")),
+    }
+}
+
+fn parse_fraction(text: &str) -> Result<f64, String> {
+    match parse_number(text)? {
+        x if x > 0.0 && x <= 1.0 => Ok(x),
+        _ => Err(format!("{text} is not a fraction in (0, 1]")),
+    }
+}

@@ -1,0 +1,244 @@
+//! [`Block`]: one block of a dataset file, read and checksummed, with its
+//! page list; pages come out as owned [`Page`]s of any format
+//! ([`Block::page`]) or as borrowed [`TocView`]s of a TOC file
+//! ([`Block::toc_view`]).
+
+use std::ops::Range;
+
+use super::labels::read_labels;
+use super::BlockEntry;
+use crate::codec::{DecodeTree, TocBatch};
+use crate::error::{Error, Result};
+use crate::formats::FormatKind;
+use crate::page::Page;
+use crate::wire::Reader;
+
+/// One block, read and verified: its bytes, and where each page sits.
+#[derive(Debug, Clone)]
+pub struct Block {
+    path: String,
+    format: FormatKind,
+    number: usize,
+    offset: u64,
+    bytes: Vec<u8>,
+    labels: Vec<f64>,
+    pages: Vec<PageSpan>,
+}
+
+#[derive(Debug, Clone)]
+struct PageSpan {
+    rows: usize,
+    labels: Range<usize>,
+    payload: Range<usize>,
+}
+
+/// A borrowed view of one TOC page of a block: its labels and its
+/// [`TocBatch`], validated and pointing into the block's bytes (no copy),
+/// its decode tree in a [`DecodeTree`] the caller reuses. The zero-copy
+/// path of a sequential scan
+/// ([`Dataset::for_each_toc_view`](super::Dataset::for_each_toc_view)); the owned
+/// page of any format, as the loader and the model use it, is a
+/// [`Page`] ([`Block::page`]).
+#[derive(Debug)]
+pub struct TocView<'a> {
+    /// One label per row.
+    pub labels: &'a [f64],
+    /// The rows.
+    pub batch: TocBatch<&'a [u8]>,
+}
+
+impl Block {
+    /// Block `number` of the file `path` (pages of `format`), its bytes
+    /// already checksummed: reads the page list and checks it against the
+    /// index `entry`.
+    ///
+    /// # Errors
+    /// [`Error::InFile`] naming the block, for a malformed page list.
+    pub(super) fn parse(
+        path: String,
+        format: FormatKind,
+        number: usize,
+        entry: &BlockEntry,
+        bytes: Vec<u8>,
+    ) -> Result<Block> {
+        let mut block = Block {
+            path,
+            format,
+            number,
+            offset: entry.offset,
+            bytes,
+            labels: Vec::new(),
+            pages: Vec::new(),
+        };
+        match block.index_pages(entry) {
+            Ok(()) => Ok(block),
+            Err(error) => Err(Error::InFile {
+                path: block.path,
+                section: format!("block {number}"),
+                offset: entry.offset,
+                error: Box::new(error),
+            }),
+        }
+    }
+
+    fn index_pages(&mut self, entry: &BlockEntry) -> Result<()> {
+        let mut r = Reader::new(&self.bytes);
+        let mut scratch = Vec::new();
+        let mut labels = Vec::new();
+        let mut rows_seen = 0u64;
+        for _ in 0..entry.pages {
+            let rows = r.varint_max("page rows", entry.rows - rows_seen)? as usize;
+            read_labels(&mut r, rows, &mut labels, &mut scratch)?;
+            let start = self.labels.len();
+            self.labels.extend_from_slice(&labels);
+            let len = r.varint("page payload length")?;
+            let at = r.offset();
+            r.bytes(len, "page payload")?;
+            self.pages.push(PageSpan {
+                rows,
+                labels: start..self.labels.len(),
+                payload: at..at + len as usize,
+            });
+            rows_seen += rows as u64;
+        }
+        if rows_seen != entry.rows {
+            return Err(Error::LengthMismatch {
+                what: "rows of the block's pages (the index's count)",
+                expected: entry.rows,
+                found: rows_seen,
+            });
+        }
+        if r.remaining() > 0 {
+            return Err(Error::TrailingBytes {
+                offset: r.offset(),
+                len: r.remaining(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The block's bytes as stored in the file (checksum verified): what
+    /// a transport moves between machines.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Consumes the block, returning its stored bytes.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+
+    /// Every label of the block, page after page.
+    pub fn labels(&self) -> &[f64] {
+        &self.labels
+    }
+
+    /// The block's number in the file.
+    pub fn number(&self) -> usize {
+        self.number
+    }
+
+    /// Rows of each page, in order.
+    pub fn page_rows(&self) -> impl ExactSizeIterator<Item = usize> + '_ {
+        self.pages.iter().map(|p| p.rows)
+    }
+
+    /// Every page of the block, as by [`Block::page`], validated in
+    /// parallel across pages (rayon).
+    ///
+    /// # Errors
+    /// The first failing page's error, as [`Block::page`].
+    pub fn pages(&self) -> Result<Vec<Page>> {
+        use rayon::prelude::*;
+        (0..self.n_pages())
+            .into_par_iter()
+            .map(|j| self.page(j))
+            .collect()
+    }
+
+    /// Number of pages.
+    pub fn n_pages(&self) -> usize {
+        self.pages.len()
+    }
+
+    /// Rows in the block.
+    pub fn n_rows(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// Page `j` in whatever format the file holds, validated (see
+    /// [`FormatKind::load`]; a TOC page's decode tree is built once, here)
+    /// and owning its bytes and labels.
+    ///
+    /// # Errors
+    /// [`Error::InFile`] naming the block and page.
+    ///
+    /// # Panics
+    /// If `j >= n_pages()`.
+    pub fn page(&self, j: usize) -> Result<Page> {
+        let span = &self.pages[j];
+        let checked = self
+            .format
+            .load(&self.bytes[span.payload.clone()])
+            .and_then(|batch| {
+                check_rows(span.rows, batch.n_rows())?;
+                Page::new(batch, &self.labels[span.labels.clone()])
+            });
+        checked.map_err(|error| self.page_error(j, error))
+    }
+
+    fn page_error(&self, j: usize, error: Error) -> Error {
+        Error::InFile {
+            path: self.path.clone(),
+            section: format!("block {}, page {j}", self.number),
+            offset: self.offset + self.pages[j].payload.start as u64,
+            error: Box::new(error),
+        }
+    }
+
+    /// Page `j` of a TOC file as a [`TocView`]: validated (see
+    /// [`TocBatch::from_bytes`]) into `tree`, so kernels can run on it at
+    /// once, and borrowing the block's bytes. Other formats:
+    /// [`Block::page`].
+    ///
+    /// # Errors
+    /// [`Error::InFile`] naming the block and page; its inner error is
+    /// [`Error::WrongFormat`] for a file of another page format.
+    ///
+    /// # Panics
+    /// If `j >= n_pages()`.
+    pub fn toc_view(&self, j: usize, tree: &mut DecodeTree) -> Result<TocView<'_>> {
+        let span = &self.pages[j];
+        let payload = &self.bytes[span.payload.clone()];
+        let checked = match self.format.level() {
+            Some(_) => TocBatch::from_bytes_with_tree(payload, tree),
+            None => Err(Error::WrongFormat {
+                expected: "TOC",
+                found: self.format.name(),
+            }),
+        }
+        .and_then(|batch| {
+            check_rows(span.rows, batch.n_rows())?;
+            Ok(batch)
+        });
+        match checked {
+            Ok(batch) => Ok(TocView {
+                labels: &self.labels[span.labels.clone()],
+                batch,
+            }),
+            Err(error) => Err(self.page_error(j, error)),
+        }
+    }
+}
+
+/// A page's payload must hold as many rows as it has labels.
+fn check_rows(labels: usize, rows: usize) -> Result<()> {
+    if labels != rows {
+        return Err(Error::LengthMismatch {
+            what: "page rows (labels against the encoded batch)",
+            expected: labels as u64,
+            found: rows as u64,
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,209 @@
+//! The frame of a dataset file, both directions: the 8-byte header, the
+//! footer (the block index and what [`DatasetInfo`] says) and the 16-byte
+//! trailer that locates and checksums the footer. The grammar is in
+//! `docs/FORMAT.md` ("Dataset file").
+//!
+//! ```text
+//! header  = "TOCD" version 0 0 0
+//! footer  = "TOCF" n_cols n_rows nnz format page_rows block_bytes n_pages
+//!           payload_bytes schema_len schema n_blocks entry*
+//! trailer = footer_offset:u64le footer_crc32:u32le "TOCD"
+//! ```
+
+use super::{BlockEntry, DatasetInfo, FILE_MAGIC, FILE_VERSION};
+use crate::error::{Error, Result};
+use crate::formats::FormatKind;
+use crate::sparse::MAX_COLS;
+use crate::wire::{write_u32, write_u64, write_varint, Reader};
+
+/// Header bytes before the first block.
+pub(super) const HEADER_LEN: u64 = 8;
+/// Trailer bytes after the footer: footer offset (u64), footer CRC (u32),
+/// magic.
+pub(super) const TRAILER_LEN: u64 = 16;
+/// First bytes of the footer.
+const FOOTER_MAGIC: [u8; 4] = *b"TOCF";
+
+/// The header: magic, version, three reserved zero bytes.
+pub(super) fn header() -> [u8; HEADER_LEN as usize] {
+    let mut out = [0; HEADER_LEN as usize];
+    out[..4].copy_from_slice(&FILE_MAGIC);
+    out[4] = FILE_VERSION;
+    out
+}
+
+/// Checks the header's magic, version and reserved bytes.
+pub(super) fn check_header(header: &[u8]) -> Result<()> {
+    let mut r = Reader::new(header);
+    r.magic(&FILE_MAGIC)?;
+    let version = r.u8("version")?;
+    if version != FILE_VERSION {
+        return Err(Error::UnsupportedVersion {
+            found: version,
+            supported: FILE_VERSION,
+        });
+    }
+    let reserved = r.bytes(3, "reserved bytes")?;
+    if reserved != [0, 0, 0] {
+        return Err(Error::UnknownFlags {
+            offset: 5,
+            flags: reserved.iter().fold(0, |a, &b| a | b),
+        });
+    }
+    Ok(())
+}
+
+/// The footer for `info` and `index` followed by the trailer, the footer
+/// starting at byte `footer_at` of the file.
+pub(super) fn footer_and_trailer(
+    info: &DatasetInfo,
+    index: &[BlockEntry],
+    footer_at: u64,
+) -> Vec<u8> {
+    let mut out = footer(info, index);
+    let crc = crc32fast::hash(&out);
+    write_u64(&mut out, footer_at);
+    write_u32(&mut out, crc);
+    out.extend_from_slice(&FILE_MAGIC);
+    out
+}
+
+/// The footer grammar (see `docs/FORMAT.md`).
+fn footer(info: &DatasetInfo, index: &[BlockEntry]) -> Vec<u8> {
+    let mut out = FOOTER_MAGIC.to_vec();
+    for v in [info.n_cols as u64, info.n_rows, info.nnz] {
+        write_varint(&mut out, v);
+    }
+    out.push(info.format.code());
+    for v in [
+        info.page_rows as u64,
+        info.block_bytes as u64,
+        info.n_pages,
+        info.payload_bytes,
+    ] {
+        write_varint(&mut out, v);
+    }
+    write_varint(&mut out, info.schema.len() as u64);
+    out.extend_from_slice(info.schema.as_bytes());
+    write_varint(&mut out, index.len() as u64);
+    for e in index {
+        for v in [e.len, e.rows, e.pages] {
+            write_varint(&mut out, v);
+        }
+        write_u32(&mut out, e.crc);
+    }
+    out
+}
+
+/// The footer's offset and checksum, checked to lie between the header and
+/// the trailer (which starts at `trailer_at`).
+pub(super) fn check_trailer(trailer: &[u8], trailer_at: u64) -> Result<(u64, u32)> {
+    let mut r = Reader::new(trailer);
+    let footer_at = r.u64("footer offset")?;
+    let crc = r.u32("footer checksum")?;
+    r.magic(&FILE_MAGIC)?;
+    if footer_at < HEADER_LEN || footer_at > trailer_at {
+        return Err(Error::FieldOutOfRange {
+            what: "footer offset",
+            offset: 0,
+            value: footer_at,
+            max: trailer_at,
+        });
+    }
+    Ok((footer_at, crc))
+}
+
+/// Parses and checks the footer that starts at byte `footer_at`: every
+/// count bounded by the bytes that remain before anything is allocated,
+/// block lengths adding up to the footer offset, and block rows and pages
+/// to the totals. `file_bytes` is left 0 for the caller.
+pub(super) fn parse_footer(
+    footer: &[u8],
+    footer_at: u64,
+) -> Result<(DatasetInfo, Vec<BlockEntry>)> {
+    let mut r = Reader::new(footer);
+    r.magic(&FOOTER_MAGIC)?;
+    let n_cols = r.varint_max("n_cols", MAX_COLS as u64)? as usize;
+    let n_rows = r.varint("n_rows")?;
+    let nnz = r.varint("nnz")?;
+    let format_at = r.offset();
+    let code = r.u8("page format")?;
+    let format = FormatKind::from_code(code).ok_or(Error::FieldOutOfRange {
+        what: "page format (a format code)",
+        offset: format_at,
+        value: code.into(),
+        max: FormatKind::ALL
+            .iter()
+            .map(|k| k.code())
+            .max()
+            .unwrap_or(0)
+            .into(),
+    })?;
+    let page_rows = r.varint_max("page_rows", u32::MAX as u64)? as usize;
+    let block_bytes = r.varint_max("block_bytes", u32::MAX as u64)? as usize;
+    let n_pages = r.varint("n_pages")?;
+    let payload_bytes = r.varint("payload bytes")?;
+    let schema_len = r.varint("schema length")?;
+    let schema_at = r.offset();
+    let schema = String::from_utf8(r.bytes(schema_len, "schema")?.to_vec()).map_err(|_| {
+        Error::FieldOutOfRange {
+            what: "schema (not UTF-8)",
+            offset: schema_at,
+            value: schema_len,
+            max: schema_len,
+        }
+    })?;
+    // Every entry takes at least 7 bytes: bound the count before allocating.
+    let n_blocks = r.varint_max("block count", r.remaining() as u64 / 7)? as usize;
+    let mut index = Vec::with_capacity(n_blocks);
+    let (mut offset, mut rows, mut pages) = (HEADER_LEN, 0u64, 0u64);
+    for _ in 0..n_blocks {
+        let len = r.varint_max("block length", footer_at - offset)?;
+        let block_rows = r.varint("block rows")?;
+        let block_pages = r.varint_max("block pages", len)?;
+        let crc = r.u32("block checksum")?;
+        index.push(BlockEntry {
+            offset,
+            len,
+            rows: block_rows,
+            pages: block_pages,
+            crc,
+        });
+        offset += len;
+        rows = rows.saturating_add(block_rows);
+        pages += block_pages;
+    }
+    if r.remaining() > 0 {
+        return Err(Error::TrailingBytes {
+            offset: r.offset(),
+            len: r.remaining(),
+        });
+    }
+    for (what, expected, found) in [
+        ("bytes of all blocks (up to the footer)", footer_at, offset),
+        ("rows of all blocks", n_rows, rows),
+        ("pages of all blocks", n_pages, pages),
+    ] {
+        if expected != found {
+            return Err(Error::LengthMismatch {
+                what,
+                expected,
+                found,
+            });
+        }
+    }
+    let info = DatasetInfo {
+        n_rows,
+        n_cols,
+        nnz,
+        format,
+        page_rows,
+        block_bytes,
+        n_blocks,
+        n_pages,
+        file_bytes: 0,
+        payload_bytes,
+        schema,
+    };
+    Ok((info, index))
+}

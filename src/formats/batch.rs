@@ -1,0 +1,201 @@
+//! [`Batch`]: one mini-batch (or page) held in any of the formats, with
+//! the kernels MGD needs.
+//!
+//! The set of formats is closed (the paper's comparison, section 5, and
+//! TOC's three levels), so a batch is an enum rather than a trait object:
+//! a kernel call is a `match` the compiler can see through, a batch is a
+//! plain value (no `Box<dyn ..>`), and adding a format is a compile error
+//! everywhere it must be handled.
+
+use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
+
+use super::{Compressed, Csr, Cvi, Den, Dvi, FormatKind, TocPage};
+use crate::kernels::Workspace;
+use crate::sparse::SparseBatch;
+
+/// One batch in some format, with the kernels MGD needs.
+///
+/// Made by [`FormatKind::encode`] (from rows) or [`FormatKind::load`]
+/// (from untrusted page bytes, validated). The kernels have the contracts
+/// of those of [`DecodeTree`](crate::DecodeTree): `out` is overwritten,
+/// and a dimension mismatch panics.
+///
+/// ```
+/// use ndarray::Array1;
+/// use tocpile::formats::{Batch, FormatKind};
+/// use tocpile::{SparseBatch, Workspace};
+///
+/// let rows = SparseBatch::from_dense_rows(3, &[[1.0, 0.0, 2.0], [0.0, 3.0, 0.0]])?;
+/// let toc = FormatKind::TocFull.encode(&rows)?;
+/// let csr = FormatKind::Csr.encode(&rows)?;
+/// assert!(matches!(toc, Batch::Toc(_)));
+///
+/// // A.v on the encoded forms: the same result in every format.
+/// let v = Array1::from(vec![1.0, 10.0, 100.0]);
+/// let mut ws = Workspace::new();
+/// let (mut a, mut b) = (Array1::zeros(2), Array1::zeros(2));
+/// toc.matvec_into(v.view(), a.view_mut(), &mut ws);
+/// csr.matvec_into(v.view(), b.view_mut(), &mut ws);
+/// assert_eq!(a, b);
+/// assert_eq!(a.to_vec(), [201.0, 30.0]);
+///
+/// // Page bytes round-trip through validation.
+/// let back = FormatKind::TocFull.load(&toc.to_bytes())?;
+/// assert_eq!(back.decode(), rows);
+/// assert!(back.heap_bytes() > back.encoded_len()); // the decode tree
+/// # Ok::<(), tocpile::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+// The TOC variant (bytes, decode tree, scaling state: about 700 bytes) is
+// the large one and the common one. Boxing it would add an allocation per
+// page on the loader's path, while a batch is moved rarely: it lives in
+// its page's one shared allocation (`Page`).
+#[allow(clippy::large_enum_variant)]
+pub enum Batch {
+    /// DEN: dense `f64` rows.
+    Den(Den),
+    /// CSR: compressed sparse rows.
+    Csr(Csr),
+    /// CVI: CSR with value indexing.
+    Cvi(Cvi),
+    /// DVI: dense value ids into a dictionary.
+    Dvi(Dvi),
+    /// snappy, gzip or LZ4 over the DEN bytes.
+    Compressed(Compressed),
+    /// TOC at any level, with its decode tree.
+    Toc(TocPage),
+}
+
+/// `$body` with `$b` bound to the batch inside whichever variant `$batch`
+/// is: every format has the same inherent methods.
+macro_rules! dispatch {
+    ($batch:expr, $b:ident => $body:expr) => {
+        match $batch {
+            Batch::Den($b) => $body,
+            Batch::Csr($b) => $body,
+            Batch::Cvi($b) => $body,
+            Batch::Dvi($b) => $body,
+            Batch::Compressed($b) => $body,
+            Batch::Toc($b) => $body,
+        }
+    };
+}
+
+impl Batch {
+    /// The format.
+    pub fn kind(&self) -> FormatKind {
+        dispatch!(self, b => b.kind())
+    }
+
+    /// Number of rows.
+    pub fn n_rows(&self) -> usize {
+        dispatch!(self, b => b.n_rows())
+    }
+
+    /// Number of columns.
+    pub fn n_cols(&self) -> usize {
+        dispatch!(self, b => b.n_cols())
+    }
+
+    /// Bytes this batch takes in its format: exactly what
+    /// [`write_bytes`](Self::write_bytes) appends.
+    pub fn encoded_len(&self) -> usize {
+        dispatch!(self, b => b.encoded_len())
+    }
+
+    /// Heap bytes the batch holds in memory: its arrays' allocations
+    /// (capacity, not length), and for TOC the decode tree as well as the
+    /// bytes, which makes it several times
+    /// [`encoded_len`](Self::encoded_len). Scratch memory of the kernels
+    /// lives in the [`Workspace`] and is not counted.
+    pub fn heap_bytes(&self) -> usize {
+        dispatch!(self, b => b.heap_bytes())
+    }
+
+    /// Appends the page bytes of this batch, which [`FormatKind::load`]
+    /// reads back. After [`scale`](Self::scale) they hold the scaled batch
+    /// (a DEN, CSR, CVI or DVI page may then hold zeros, which decode
+    /// drops).
+    pub fn write_bytes(&self, out: &mut Vec<u8>) {
+        dispatch!(self, b => b.write_bytes(out))
+    }
+
+    /// The page bytes in a new vector of [`encoded_len`](Self::encoded_len)
+    /// bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.encoded_len());
+        self.write_bytes(&mut out);
+        out
+    }
+
+    /// The batch in sparse row form.
+    pub fn decode(&self) -> SparseBatch {
+        dispatch!(self, b => b.decode())
+    }
+
+    /// `A * c` in place.
+    pub fn scale(&mut self, c: f64) {
+        dispatch!(self, b => b.scale(c))
+    }
+
+    /// The TOC page, with its decode tree, if this is one.
+    pub fn as_toc(&self) -> Option<&TocPage> {
+        match self {
+            Batch::Toc(page) => Some(page),
+            _ => None,
+        }
+    }
+
+    /// `A . v` into `out` (`n_rows` entries).
+    ///
+    /// # Panics
+    /// If `v` does not have `n_cols` entries or `out` `n_rows`.
+    pub fn matvec_into(
+        &self,
+        v: ArrayView1<'_, f64>,
+        out: ArrayViewMut1<'_, f64>,
+        ws: &mut Workspace,
+    ) {
+        dispatch!(self, b => b.matvec_into(v, out, ws))
+    }
+
+    /// `v . A` into `out` (`n_cols` entries).
+    ///
+    /// # Panics
+    /// If `v` does not have `n_rows` entries or `out` `n_cols`.
+    pub fn vecmat_into(
+        &self,
+        v: ArrayView1<'_, f64>,
+        out: ArrayViewMut1<'_, f64>,
+        ws: &mut Workspace,
+    ) {
+        dispatch!(self, b => b.vecmat_into(v, out, ws))
+    }
+
+    /// `A . M` into `out` (`M`: `n_cols x p`; `out`: `n_rows x p`).
+    ///
+    /// # Panics
+    /// On a dimension mismatch.
+    pub fn matmat_into(
+        &self,
+        m: ArrayView2<'_, f64>,
+        out: ArrayViewMut2<'_, f64>,
+        ws: &mut Workspace,
+    ) {
+        dispatch!(self, b => b.matmat_into(m, out, ws))
+    }
+
+    /// `M . A` into `out` (`M`: `q x n_rows`; `out`: `q x n_cols`).
+    ///
+    /// # Panics
+    /// On a dimension mismatch.
+    pub fn left_matmat_into(
+        &self,
+        m: ArrayView2<'_, f64>,
+        out: ArrayViewMut2<'_, f64>,
+        ws: &mut Workspace,
+    ) {
+        dispatch!(self, b => b.left_matmat_into(m, out, ws))
+    }
+}

@@ -1,0 +1,149 @@
+//! A model's parameters, layer by layer ([`Layer`]), and a [`Gradient`] of
+//! the same shape with the kernels' scratch memory.
+
+use ndarray::{Array1, Array2};
+
+use super::Model;
+use crate::kernels::Workspace;
+
+/// One layer's parameters: `weights` (`inputs x outputs`, so a layer maps
+/// rows `x` to `x . weights + bias`) and `bias` (`outputs`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layer {
+    pub(super) weights: Array2<f64>,
+    pub(super) bias: Array1<f64>,
+}
+
+impl Layer {
+    pub(super) fn zeros(inputs: usize, outputs: usize) -> Layer {
+        Layer {
+            weights: Array2::zeros((inputs, outputs)),
+            bias: Array1::zeros(outputs),
+        }
+    }
+
+    /// The weights, `inputs x outputs`.
+    pub fn weights(&self) -> &Array2<f64> {
+        &self.weights
+    }
+
+    /// The bias (intercept), one per output.
+    pub fn bias(&self) -> &Array1<f64> {
+        &self.bias
+    }
+
+    pub(super) fn fill(&mut self, v: f64) {
+        self.weights.fill(v);
+        self.bias.fill(v);
+    }
+
+    /// `self += other`.
+    pub(super) fn add(&mut self, other: &Layer) {
+        self.weights += &other.weights;
+        self.bias += &other.bias;
+    }
+
+    /// Parameters in file order: weights row by row, then the bias.
+    pub(super) fn values(&self) -> impl Iterator<Item = &f64> {
+        self.weights.iter().chain(self.bias.iter())
+    }
+
+    pub(super) fn values_mut(&mut self) -> impl Iterator<Item = &mut f64> {
+        self.weights.iter_mut().chain(self.bias.iter_mut())
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.weights.len() + self.bias.len()
+    }
+}
+
+/// Parameter count of layers of `widths` over `n_cols` inputs, if it can
+/// be addressed as `f64`s.
+pub(super) fn param_count(n_cols: usize, widths: &[usize]) -> Option<usize> {
+    let mut inputs = n_cols;
+    let mut total = 0usize;
+    for &w in widths {
+        total = total.checked_add(inputs.checked_mul(w)?.checked_add(w)?)?;
+        inputs = w;
+    }
+    (total <= isize::MAX as usize / 8).then_some(total)
+}
+
+/// A gradient (the shape of a model's parameters), with the kernels'
+/// scratch memory, reused from one mini-batch to the next.
+#[derive(Debug, Clone)]
+pub struct Gradient {
+    pub(super) layers: Vec<Layer>,
+    pub(super) work: Vec<Workspace>,
+}
+
+impl Gradient {
+    /// A zero gradient shaped like `model`.
+    pub fn new(model: &Model) -> Gradient {
+        Gradient {
+            layers: model
+                .layers
+                .iter()
+                .map(|l| Layer::zeros(l.weights.nrows(), l.weights.ncols()))
+                .collect(),
+            work: Vec::new(),
+        }
+    }
+
+    /// The gradient of each layer's weights and bias.
+    pub fn layers(&self) -> &[Layer] {
+        &self.layers
+    }
+
+    /// The gradient flattened in [`Model::params`] order.
+    pub fn to_vec(&self) -> Vec<f64> {
+        self.layers
+            .iter()
+            .flat_map(Layer::values)
+            .copied()
+            .collect()
+    }
+
+    /// Euclidean norm.
+    pub fn norm(&self) -> f64 {
+        self.layers
+            .iter()
+            .flat_map(Layer::values)
+            .map(|g| g * g)
+            .sum::<f64>()
+            .sqrt()
+    }
+
+    /// Makes sure the gradient has `model`'s shape and `pages` workspaces,
+    /// then zeroes it.
+    pub(super) fn reset(&mut self, model: &Model, pages: usize) {
+        let same = self.layers.len() == model.layers.len()
+            && self
+                .layers
+                .iter()
+                .zip(&model.layers)
+                .all(|(g, l)| g.weights.dim() == l.weights.dim());
+        if !same {
+            *self = Gradient {
+                work: std::mem::take(&mut self.work),
+                ..Gradient::new(model)
+            };
+        }
+        self.layers.iter_mut().for_each(|l| l.fill(0.0));
+        if self.work.len() < pages.max(1) {
+            self.work.resize_with(pages.max(1), Workspace::new);
+        }
+    }
+
+    /// Divides the summed data gradient by `rows` and adds `l2 * w`.
+    pub(super) fn finish(&mut self, model: &Model, rows: usize, l2: f64) {
+        let scale = if rows == 0 { 0.0 } else { 1.0 / rows as f64 };
+        for (g, l) in self.layers.iter_mut().zip(&model.layers) {
+            g.weights.mapv_inplace(|v| v * scale);
+            g.bias.mapv_inplace(|v| v * scale);
+            if l2 != 0.0 {
+                g.weights.scaled_add(l2, &l.weights);
+            }
+        }
+    }
+}

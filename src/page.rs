@@ -1,0 +1,110 @@
+//! [`Page`]: rows in some format and their labels, the one unit that
+//! flows from the dataset file through the loader to the model.
+//!
+//! ```text
+//! Block::page / Block::pages --> Page --> MiniBatch { pages } --> Model::gradient(&[Page])
+//! FormatKind::encode + labels --> Page::new /
+//! ```
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::formats::{Batch, FormatKind};
+use crate::sparse::SparseBatch;
+
+/// Rows in some format and one label per row: what a dataset file's page
+/// loads into, what the loader's mini-batches are made of, and what
+/// [`Model::gradient`](crate::model::Model::gradient) takes.
+///
+/// Cheap to clone (one reference count): the loader's buffers, an MRS
+/// reservoir and the mini-batches share one page rather than copying it.
+/// The batch is validated when the page is made (by
+/// [`FormatKind::load`] for bytes), so the kernels never fail on it.
+///
+/// ```
+/// use tocpile::formats::FormatKind;
+/// use tocpile::{Page, SparseBatch};
+///
+/// let rows = SparseBatch::from_dense_rows(2, &[[1.0, 0.0], [0.0, 2.0], [3.0, 4.0]])?;
+/// let page = Page::encode(FormatKind::TocFull, &rows, &[1.0, 0.0, 1.0])?;
+/// assert_eq!((page.n_rows(), page.n_cols()), (3, 2));
+/// assert_eq!(page.labels(), [1.0, 0.0, 1.0]);
+/// assert_eq!(page.batch().decode(), rows);
+/// let shared = page.clone(); // no copy of the rows
+/// assert_eq!(shared.heap_bytes(), page.heap_bytes());
+/// # Ok::<(), tocpile::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Page {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    labels: Box<[f64]>,
+    batch: Batch,
+}
+
+impl Page {
+    /// A page of `batch` and its labels.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] unless there is one label per row.
+    pub fn new(batch: Batch, labels: impl Into<Box<[f64]>>) -> Result<Page> {
+        let labels = labels.into();
+        if labels.len() != batch.n_rows() {
+            return Err(Error::LengthMismatch {
+                what: "labels of a page (one per row)",
+                expected: batch.n_rows() as u64,
+                found: labels.len() as u64,
+            });
+        }
+        Ok(Page {
+            inner: Arc::new(Inner { labels, batch }),
+        })
+    }
+
+    /// Encodes `rows` in `format` into a page with `labels`.
+    ///
+    /// # Errors
+    /// As [`FormatKind::encode`] and [`Page::new`].
+    pub fn encode(format: FormatKind, rows: &SparseBatch, labels: &[f64]) -> Result<Page> {
+        Page::new(format.encode(rows)?, labels)
+    }
+
+    /// One label per row.
+    pub fn labels(&self) -> &[f64] {
+        &self.inner.labels
+    }
+
+    /// The rows, encoded.
+    pub fn batch(&self) -> &Batch {
+        &self.inner.batch
+    }
+
+    /// Number of rows.
+    pub fn n_rows(&self) -> usize {
+        self.inner.labels.len()
+    }
+
+    /// Number of columns.
+    pub fn n_cols(&self) -> usize {
+        self.inner.batch.n_cols()
+    }
+
+    /// The page's format.
+    pub fn kind(&self) -> FormatKind {
+        self.inner.batch.kind()
+    }
+
+    /// Heap bytes the page holds: its one shared allocation (reference
+    /// counts, labels pointer and the [`Batch`] value), the batch's own
+    /// ([`Batch::heap_bytes`]) and the labels'. Clones share them: count a
+    /// page once however many clones exist.
+    pub fn heap_bytes(&self) -> usize {
+        std::mem::size_of::<Inner>()
+            + 2 * std::mem::size_of::<usize>()
+            + self.inner.batch.heap_bytes()
+            + 8 * self.inner.labels.len()
+    }
+}

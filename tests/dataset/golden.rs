@@ -1,0 +1,189 @@
+//! Golden dataset files of format version 1, one per page format,
+//! committed once under `tests/golden/v1/dataset/` and never regenerated:
+//! every later build must open them and read back exactly the rows,
+//! labels and footer they were written with. The footer's format byte is
+//! the format's fixed code, so these files also pin the codes.
+//!
+//! `golden_generator_reads_back` runs the generator into a temporary
+//! directory (and checks what it wrote); only with `TOCPILE_GOLDEN_OUT`
+//! set to a directory does it write there, for a new format version to be
+//! committed by hand.
+
+use std::path::{Path, PathBuf};
+
+use tocpile::dataset::{Dataset, DatasetInfo, DatasetWriter, WriterOptions};
+use tocpile::formats::FormatKind;
+use tocpile::{DecodeTree, SparseBatch};
+
+/// The file name of `format`'s golden file.
+fn file_name(format: FormatKind) -> String {
+    format!("{}.toc", format.name().to_ascii_lowercase())
+}
+
+/// 23 rows of 9 columns: repeated values (a real prefix tree), integers,
+/// edge values (subnormal, huge, negative, NaN), an empty row; the last
+/// page is partial.
+fn rows() -> SparseBatch {
+    let special = [f64::from_bits(1), 1e300, -2.5, f64::NAN, 7.0, 0.125];
+    let mut batch = SparseBatch::with_cols(9).unwrap();
+    for r in 0..23u32 {
+        let (cols, vals): (Vec<u32>, Vec<f64>) = if r == 11 {
+            (vec![], vec![])
+        } else {
+            (0..9u32)
+                .filter(|c| (r + 2 * c) % 3 != 0)
+                .map(|c| {
+                    let v = match (r + c) % 5 {
+                        0 => special[(r as usize + c as usize) % special.len()],
+                        1 | 2 => 1.0,
+                        3 => (r % 4) as f64 + 2.0,
+                        _ => -0.5,
+                    };
+                    (c, v)
+                })
+                .unzip()
+        };
+        batch.push_row(&cols, &vals).unwrap();
+    }
+    batch
+}
+
+/// One label per row: classes 0 to 2 and a non-integer.
+fn labels() -> Vec<f64> {
+    (0..23)
+        .map(|r| if r == 5 { 0.75 } else { (r % 3) as f64 })
+        .collect()
+}
+
+const SCHEMA: &str = "tocpile-schema 1\nnumeric golden \u{e9}\n";
+
+fn options(format: FormatKind) -> WriterOptions {
+    WriterOptions {
+        page_rows: 5,
+        block_bytes: 120,
+        format,
+        schema: SCHEMA.into(),
+    }
+}
+
+/// Writes every format's golden file into `dir`.
+fn generate(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    for format in FormatKind::ALL {
+        let path = dir.join(file_name(format));
+        let mut writer = DatasetWriter::create(&path, 9, options(format)).unwrap();
+        writer.push(&rows(), &labels()).unwrap();
+        writer.finish().unwrap();
+    }
+}
+
+/// Bits of every stored value, so NaN compares equal to itself.
+fn bits(batch: &SparseBatch) -> (Vec<usize>, Vec<u32>, Vec<u64>) {
+    (
+        batch.offsets().to_vec(),
+        batch.cols().to_vec(),
+        batch.values().iter().map(|v| v.to_bits()).collect(),
+    )
+}
+
+/// Opens `path` and checks its footer, rows and labels exactly.
+fn check(path: &Path, format: FormatKind) -> DatasetInfo {
+    let ds = Dataset::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let info = ds.info().clone();
+    assert_eq!(info.format, format);
+    assert_eq!(
+        (info.n_rows, info.n_cols, info.nnz, info.n_pages),
+        (23, 9, rows().nnz() as u64, 5),
+        "{format}"
+    );
+    assert_eq!((info.page_rows, info.block_bytes), (5, 120), "{format}");
+    assert_eq!(info.schema, SCHEMA, "{format}");
+    assert!(info.n_blocks >= 2, "{format}: {} blocks", info.n_blocks);
+    let mut read = SparseBatch::with_cols(9).unwrap();
+    let mut read_labels = Vec::new();
+    let mut tree = DecodeTree::default();
+    for b in 0..ds.n_blocks() {
+        let block = ds.read_block(b).unwrap();
+        for (j, page) in block.pages().unwrap().into_iter().enumerate() {
+            assert_eq!(page.kind(), format);
+            let decoded = page.batch().decode();
+            if format.level().is_some() {
+                // The zero-copy view reads the same rows.
+                let view = block.toc_view(j, &mut tree).unwrap();
+                assert!(view.batch.decode() == decoded, "{format}: view");
+            }
+            for (c, v) in decoded.rows() {
+                read.push_row(c, v).unwrap();
+            }
+            read_labels.extend_from_slice(page.labels());
+        }
+    }
+    assert_eq!(bits(&read), bits(&rows()), "{format}: rows");
+    assert_eq!(read_labels, labels(), "{format}: labels");
+    info
+}
+
+fn golden_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v1/dataset")
+}
+
+#[test]
+fn golden_v1_dataset_files_still_read() {
+    for format in FormatKind::ALL {
+        let path = golden_dir().join(file_name(format));
+        let info = check(&path, format);
+        assert_eq!(
+            info.file_bytes,
+            std::fs::metadata(&path).unwrap().len(),
+            "{format}"
+        );
+    }
+}
+
+#[test]
+fn golden_files_store_the_fixed_format_codes() {
+    // The footer's format byte sits right after the three leading varints;
+    // it must be the code, whatever FormatKind::ALL's order.
+    let codes = [
+        (FormatKind::Den, 0),
+        (FormatKind::Csr, 1),
+        (FormatKind::Cvi, 2),
+        (FormatKind::Dvi, 3),
+        (FormatKind::Snappy, 4),
+        (FormatKind::Gzip, 5),
+        (FormatKind::Lz4, 6),
+        (FormatKind::TocSparse, 7),
+        (FormatKind::TocLogical, 8),
+        (FormatKind::TocFull, 9),
+    ];
+    for (format, code) in codes {
+        assert_eq!(format.code(), code);
+        assert_eq!(FormatKind::from_code(code), Some(format));
+        let bytes = std::fs::read(golden_dir().join(file_name(format))).unwrap();
+        let n = bytes.len();
+        let footer_at = u64::from_le_bytes(bytes[n - 16..n - 8].try_into().unwrap()) as usize;
+        let footer = &bytes[footer_at..];
+        assert_eq!(&footer[..4], b"TOCF");
+        // After n_cols (9), n_rows (23) and nnz, as varints.
+        let varint_len = |v: u64| (64 - (v | 1).leading_zeros() as usize).div_ceil(7);
+        let at = 4 + varint_len(9) + varint_len(23) + varint_len(rows().nnz() as u64);
+        assert_eq!(footer[at], code, "{format}");
+    }
+    assert_eq!(FormatKind::from_code(10), None);
+    assert_eq!(FormatKind::from_code(255), None);
+}
+
+#[test]
+fn golden_generator_reads_back() {
+    let dir = match std::env::var_os("TOCPILE_GOLDEN_OUT") {
+        Some(dir) => PathBuf::from(dir),
+        None => crate::support::temp_path("golden-datasets"),
+    };
+    generate(&dir);
+    for format in FormatKind::ALL {
+        check(&dir.join(file_name(format)), format);
+    }
+    if std::env::var_os("TOCPILE_GOLDEN_OUT").is_none() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,118 @@
+//! Golden model files of format version 1, one per model kind, committed
+//! once under `tests/golden/v1/model/` and never regenerated: every later
+//! build must load them to exactly these kinds, dimensions and parameter
+//! bits. The kind byte is the kind's fixed code, so they also pin the
+//! codes.
+//!
+//! `golden_generator_reads_back` runs the generator into a temporary
+//! directory; only with `TOCPILE_GOLDEN_OUT` set to a directory does it
+//! write there, for a new format version to be committed by hand.
+
+use std::path::{Path, PathBuf};
+
+use tocpile::model::{Model, ModelKind};
+
+const N_COLS: usize = 3;
+
+/// Every kind, with its code.
+fn kinds() -> Vec<(ModelKind, u8)> {
+    vec![
+        (ModelKind::Logistic, 0),
+        (ModelKind::Svm, 1),
+        (ModelKind::LinearRegression, 2),
+        (ModelKind::Softmax { classes: 3 }, 3),
+        (
+            ModelKind::Mlp {
+                hidden: vec![4, 2],
+                outputs: 3,
+            },
+            4,
+        ),
+    ]
+}
+
+/// The parameters of a model with `n` of them: a ramp, with a negative
+/// zero, a subnormal and a NaN payload.
+fn params(n: usize) -> Vec<f64> {
+    let mut p: Vec<f64> = (0..n).map(|i| (i as f64 - 3.0) * 0.375).collect();
+    p[0] = -0.0;
+    p[1] = f64::from_bits(1);
+    p[n - 1] = f64::from_bits(0x7ff8_0000_dead_beef);
+    p
+}
+
+fn file_name(kind: &ModelKind) -> String {
+    format!("{}.model", kind.name())
+}
+
+fn generate(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    for (kind, _) in kinds() {
+        let mut model = Model::new(kind.clone(), N_COLS, 0).unwrap();
+        model.set_params(&params(model.n_params())).unwrap();
+        model.save(dir.join(file_name(&kind))).unwrap();
+    }
+}
+
+fn bits(values: &[f64]) -> Vec<u64> {
+    values.iter().map(|v| v.to_bits()).collect()
+}
+
+/// Loads `kind`'s file from `dir` and checks its contents exactly.
+fn check(dir: &Path, kind: &ModelKind, code: u8) {
+    let path = dir.join(file_name(kind));
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes[5], code, "{kind}: kind byte");
+    let model = Model::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(model.kind(), kind);
+    assert_eq!(model.n_cols(), N_COLS);
+    assert_eq!(
+        bits(&model.params()),
+        bits(&params(model.n_params())),
+        "{kind}"
+    );
+    // Version 1 is what this build writes: the bytes re-serialise equal.
+    assert!(model.to_bytes() == bytes, "{kind}: bytes");
+}
+
+#[test]
+fn golden_v1_model_files_still_load() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v1/model");
+    for (kind, code) in kinds() {
+        assert_eq!(kind.code(), code);
+        check(&dir, &kind, code);
+    }
+}
+
+#[test]
+fn kind_codes_are_fixed_and_read_back() {
+    for (kind, code) in kinds() {
+        let widths: Vec<usize> = match &kind {
+            ModelKind::Softmax { classes } => vec![*classes],
+            ModelKind::Mlp { hidden, outputs } => {
+                hidden.iter().copied().chain([*outputs]).collect()
+            }
+            _ => vec![1],
+        };
+        assert_eq!(ModelKind::from_code(code, &widths), Some(kind.clone()));
+    }
+    assert_eq!(ModelKind::from_code(0, &[2]), None);
+    assert_eq!(ModelKind::from_code(3, &[2, 2]), None);
+    assert_eq!(ModelKind::from_code(4, &[]), None);
+    assert_eq!(ModelKind::from_code(5, &[1]), None);
+}
+
+#[test]
+fn golden_generator_reads_back() {
+    let dir = match std::env::var_os("TOCPILE_GOLDEN_OUT") {
+        Some(dir) => PathBuf::from(dir),
+        None => crate::support::temp_path("golden-models"),
+    };
+    generate(&dir);
+    for (kind, code) in kinds() {
+        check(&dir, &kind, code);
+    }
+    if std::env::var_os("TOCPILE_GOLDEN_OUT").is_none() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
