@@ -50,6 +50,21 @@ pub struct InputArgs {
     /// default: inferred from the file (which reads it twice).
     #[arg(long, value_name = "FILE")]
     pub schema: Option<PathBuf>,
+    /// CSV: inferring the schema, give each numeric column with a missing
+    /// value an indicator column `NAME:missing` (1 where the value is
+    /// missing, 0 elsewhere). Missing values read as 0 either way.
+    #[arg(long, conflicts_with = "schema")]
+    pub missing_indicators: bool,
+    /// CSV: inferring the schema, the fields of a numeric column that read
+    /// as missing besides the empty field, comma-separated ("" for none);
+    /// default NA,N/A,n/a,#N/A,NULL,null,None,?
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        conflicts_with = "schema"
+    )]
+    pub missing_markers: Option<Vec<String>>,
 }
 
 /// An open input, read chunk by chunk.
@@ -130,11 +145,16 @@ impl Input {
             }
             TextFormat::Csv => {
                 let schema = args.schema.as_deref().map(read_schema).transpose()?;
-                let options = CsvOptions {
+                let mut options = CsvOptions {
                     label: args.label_column.clone(),
                     schema,
+                    missing_indicators: args.missing_indicators,
                     ..CsvOptions::default()
                 };
+                if let Some(markers) = &args.missing_markers {
+                    options.missing_markers =
+                        markers.iter().filter(|m| !m.is_empty()).cloned().collect();
+                }
                 Ok(Input::Csv(Box::new(CsvReader::open(path, options)?)))
             }
         }

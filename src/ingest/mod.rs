@@ -5,7 +5,8 @@
 //! - [`libsvm::LibsvmReader`]: `label idx:val idx:val ... # comment` lines.
 //! - [`csv::CsvReader`]: a header line, a label column named in
 //!   [`csv::CsvOptions`], and numeric or categorical (one-hot) feature
-//!   columns described by a [`csv::Schema`].
+//!   columns described by a [`csv::Schema`]; missing numbers as the
+//!   [`missing`] module says.
 //!
 //! # Input
 //!
@@ -59,6 +60,7 @@ use crate::sparse::SparseBatch;
 pub mod csv;
 pub mod libsvm;
 mod lines;
+pub mod missing;
 mod schema;
 mod table;
 

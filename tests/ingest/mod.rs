@@ -5,6 +5,7 @@
 mod csv;
 mod errors;
 mod libsvm;
+mod missing;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
