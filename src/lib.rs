@@ -41,6 +41,14 @@
 //!
 //! Bad bytes are an [`Error`] naming what was wrong and where, never a
 //! panic. The byte format is specified in `docs/FORMAT.md`.
+//!
+//! # Cargo features
+//!
+//! - `arrow` (off by default): `ingest::arrow`, which encodes Arrow
+//!   `RecordBatch`es (from Parquet, Arrow IPC or any Arrow source) into
+//!   rows for the dataset writer. It adds arrow-rs's array, buffer and
+//!   schema crates (no Parquet); the `tocpile` command line reads Parquet
+//!   files through it with its own `parquet` feature.
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 

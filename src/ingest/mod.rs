@@ -7,6 +7,9 @@
 //!   [`csv::CsvOptions`], and numeric or categorical (one-hot) feature
 //!   columns described by a [`csv::Schema`]; missing numbers as the
 //!   [`missing`] module says.
+//! - `arrow::ArrowEncoder` (cargo feature `arrow`): Arrow record batches
+//!   (from Parquet, IPC or any Arrow source) into chunks, through the same
+//!   [`csv::Schema`].
 //!
 //! # Input
 //!
@@ -57,6 +60,8 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::sparse::SparseBatch;
 
+#[cfg(feature = "arrow")]
+pub mod arrow;
 pub mod csv;
 pub mod libsvm;
 mod lines;

@@ -2,6 +2,8 @@
 //! LIBSVM and CSV text (plain and gzip, random chunk sizes), one test per
 //! error, and the real datasets read in chunks against `support::load`.
 
+#[cfg(feature = "arrow")]
+mod arrow;
 mod csv;
 mod errors;
 mod libsvm;
