@@ -236,6 +236,23 @@ fn encode_csv_missing_values() {
     );
 }
 
+/// A build without the `parquet` feature says how to get one, whether the
+/// file is named `.parquet` or only starts with Parquet's magic number.
+#[cfg(not(feature = "parquet"))]
+#[test]
+fn parquet_needs_the_feature() {
+    let (_guard, dir) = fixture();
+    std::fs::write(dir.join("t.parquet"), b"PAR1 not really PAR1").unwrap();
+    std::fs::write(dir.join("t.bin"), b"PAR1 not really PAR1").unwrap();
+    for input in ["t.parquet", "t.bin"] {
+        runtime_error(
+            &["encode", input, "-o", "t.toc"],
+            &dir,
+            &[input, "built without Parquet support", "--features parquet"],
+        );
+    }
+}
+
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     // A stored (uncompressed) gzip member: header, one raw deflate block,
     // CRC-32 and length; enough for the readers' gzip detection.
