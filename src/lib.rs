@@ -70,6 +70,11 @@ pub use codec::{
 };
 pub use error::{Error, Result};
 pub use kernels::Workspace;
+/// The `ndarray` crate (0.17) whose arrays the kernels and models take and
+/// return: `use tocpile::ndarray::Array1;` gives the matching version
+/// without a dependency of your own (one of another version would be a
+/// different type).
+pub use ndarray;
 pub use sparse::{SparseBatch, MAX_COLS};
 
 /// The README's code blocks, compiled and run as doc-tests.
