@@ -84,7 +84,9 @@ pub struct Chunk {
     pub batch: SparseBatch,
     /// One label per row.
     pub labels: Vec<f64>,
-    /// 1-based line of the file where the chunk's first row starts.
+    /// 1-based line of the file where the chunk's first row starts (for
+    /// Arrow input, which has no lines, the 1-based number of its first
+    /// row).
     pub first_line: u64,
 }
 
