@@ -151,14 +151,15 @@ impl ArrowEncoder {
     /// `fields`; [`Error::BadColumn`] for a column whose type tocpile does
     /// not read or the schema does not allow (a string column that the
     /// schema says is numeric, a string label), or that is neither the
-    /// label nor in the schema; [`Error::InvalidSchema`] if a schema column
-    /// is the label.
+    /// label nor in the schema, or that repeats a name;
+    /// [`Error::InvalidSchema`] if a schema column is the label.
     pub fn new(
         name: &str,
         fields: &ArrowSchema,
         schema: Schema,
         options: &ArrowOptions,
     ) -> Result<ArrowEncoder> {
+        check_unique(name, fields)?;
         let kind = |column: &str| -> Result<Kind> {
             let field = fields
                 .field_with_name(column)
@@ -465,6 +466,23 @@ pub(crate) fn bad_column(
         found: data_type.to_string(),
         expected,
     }
+}
+
+/// Checks that no two columns of `fields` share a name (Arrow allows it;
+/// columns are matched by name here, as in CSV).
+pub(crate) fn check_unique(name: &str, fields: &ArrowSchema) -> Result<()> {
+    let mut seen = hashbrown::HashSet::new();
+    for field in fields.fields() {
+        if !seen.insert(field.name()) {
+            return Err(bad_column(
+                name,
+                field.name(),
+                field.data_type(),
+                "a column name not used before",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The column names of `fields`, comma-separated, shortened if long.

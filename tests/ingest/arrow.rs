@@ -12,6 +12,7 @@ use tocpile::ingest::arrow::arrow_array::{
     Float64Array, Int64Array, LargeStringArray, NullArray, RecordBatch, StringArray,
     StringViewArray, UInt8Array,
 };
+use tocpile::ingest::arrow::arrow_schema::DataType;
 use tocpile::ingest::arrow::{infer_schema, ArrowEncoder, ArrowOptions, SchemaInference};
 use tocpile::ingest::csv::{Column, CsvOptions, CsvReader, Schema};
 use tocpile::{Error, SparseBatch};
@@ -361,6 +362,16 @@ fn bad_columns_name_the_column_and_type() {
         "Float64",
         "a column named in the schema, or the label",
     );
+    // Two columns of one name.
+    let twice = tocpile::ingest::arrow::arrow_schema::Schema::new(vec![
+        tocpile::ingest::arrow::arrow_schema::Field::new("y", DataType::Float64, false),
+        tocpile::ingest::arrow::arrow_schema::Field::new("x", DataType::Float64, true),
+        tocpile::ingest::arrow::arrow_schema::Field::new("x", DataType::Int64, true),
+    ]);
+    let e = SchemaInference::new("t", &twice, &options(false)).unwrap_err();
+    check(e, "x", "Int64", "a column name not used before");
+    let e = ArrowEncoder::new("t", &twice, numeric(), &options(false)).unwrap_err();
+    check(e, "x", "Int64", "a column name not used before");
     // No label.
     let e = SchemaInference::new("t", &fields(vec![("x", y())]), &options(false)).unwrap_err();
     assert!(

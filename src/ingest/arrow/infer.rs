@@ -6,7 +6,7 @@ use arrow_schema::Schema as ArrowSchema;
 use hashbrown::HashSet;
 
 use super::columns::{numbers, Kind, Text, SUPPORTED};
-use super::{bad_column, field_names, found_string, ArrowOptions};
+use super::{bad_column, check_unique, field_names, found_string, ArrowOptions};
 use crate::error::{Error, Result};
 use crate::ingest::csv::{Column, Schema, MAX_LEVELS};
 
@@ -49,12 +49,14 @@ impl SchemaInference {
     /// # Errors
     /// [`Error::MissingColumn`] if the label is not in `fields`;
     /// [`Error::BadColumn`] for a label that is not a number or boolean,
-    /// or a column of a type tocpile does not read.
+    /// a column of a type tocpile does not read, or two columns of one
+    /// name.
     pub fn new(
         name: &str,
         fields: &ArrowSchema,
         options: &ArrowOptions,
     ) -> Result<SchemaInference> {
+        check_unique(name, fields)?;
         let label = fields
             .field_with_name(&options.label)
             .map_err(|_| Error::MissingColumn {
