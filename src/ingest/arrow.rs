@@ -49,6 +49,15 @@
 //! assert_eq!(chunk.labels, [1.0, 0.0]);
 //! assert_eq!(chunk.batch.row(0), (&[0u32, 3][..], &[12.5, 1.0][..]));
 //! assert_eq!(chunk.batch.row(1), (&[1u32, 2][..], &[1.0, 1.0][..]));
+//!
+//! // Into a dataset file, with the schema for test files to reuse.
+//! use tocpile::dataset::{DatasetWriter, WriterOptions};
+//! let path = std::env::temp_dir().join(format!("tocpile-arrow-doc-{}.toc", std::process::id()));
+//! let layout = WriterOptions { schema: encoder.schema().to_text(), ..WriterOptions::default() };
+//! let mut writer = DatasetWriter::create(&path, encoder.n_cols(), layout)?;
+//! writer.push(&chunk.batch, &chunk.labels)?;
+//! assert_eq!(writer.finish()?.n_rows, 2);
+//! std::fs::remove_file(&path)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
