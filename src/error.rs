@@ -289,6 +289,34 @@ pub enum Error {
         /// The learning rate of that epoch.
         learning_rate: f64,
     },
+    /// A value of a columnar input (Arrow record batches, a Parquet file)
+    /// that its column cannot hold: a label or number that is null or not
+    /// finite, too many distinct strings.
+    BadValue {
+        /// The input's name (a file).
+        path: String,
+        /// 0-based row of the input (rows of every batch read, in order).
+        row: u64,
+        /// The column.
+        column: String,
+        /// What the column needs.
+        expected: &'static str,
+        /// What was there (at most about 40 characters).
+        found: String,
+    },
+    /// A column of a columnar input that cannot be read: an Arrow type
+    /// tocpile does not read, a type the schema does not allow, or a column
+    /// that is neither the label nor in the schema.
+    BadColumn {
+        /// The input's name (a file).
+        path: String,
+        /// The column.
+        column: String,
+        /// Its Arrow type.
+        found: String,
+        /// What was expected of it.
+        expected: &'static str,
+    },
     /// An error inside a section of a file: `error`'s offsets are relative
     /// to the section, which starts at byte `offset` of the file.
     InFile {
@@ -491,6 +519,22 @@ impl fmt::Display for Error {
                 "training diverged in epoch {epoch} (the loss is not finite) with learning \
                  rate {learning_rate}: lower the learning rate"
             ),
+            Error::BadValue {
+                path,
+                row,
+                column,
+                expected,
+                found,
+            } => write!(
+                f,
+                "{path}: row {row} (0-based), column {column:?}: expected {expected}, found {found}"
+            ),
+            Error::BadColumn {
+                path,
+                column,
+                found,
+                expected,
+            } => write!(f, "{path}: column {column:?} ({found}): expected {expected}"),
             Error::InFile {
                 path,
                 section,

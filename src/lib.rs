@@ -54,6 +54,14 @@
 //! paper's comparison formats) plus their labels; see [`loader`] and
 //! [`model`] for runnable examples, and [`kernels`] for the products on
 //! the decode tree.
+//!
+//! # Cargo features
+//!
+//! - `arrow` (off by default): `ingest::arrow`, which encodes Arrow
+//!   `RecordBatch`es (from Parquet, Arrow IPC or any Arrow source) into
+//!   rows for the dataset writer. It adds arrow-rs's array, buffer and
+//!   schema crates (no Parquet); the `tocpile` command line reads Parquet
+//!   files through it with its own `parquet` feature.
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
@@ -79,6 +87,11 @@ pub use codec::{
 };
 pub use error::{Error, IoSource, Result};
 pub use kernels::Workspace;
+/// The `ndarray` crate (0.17) whose arrays the kernels and models take and
+/// return: `use tocpile::ndarray::Array1;` gives the matching version
+/// without a dependency of your own (one of another version would be a
+/// different type).
+pub use ndarray;
 pub use page::Page;
 pub use sparse::{SparseBatch, MAX_COLS};
 

@@ -12,5 +12,6 @@ mod ingest;
 mod kernels;
 mod loader;
 mod model;
+mod readme;
 mod sparse;
 mod train;

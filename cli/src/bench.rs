@@ -39,7 +39,7 @@ enum BenchCommand {
     tocpile bench kernels train.libsvm.gz --formats csr,toc,gzip --json\n  \
     tocpile bench kernels train.toc --batch-rows 100 --batches 10")]
 struct KernelArgs {
-    /// LIBSVM or CSV text (plain or gzip), or a dataset file.
+    /// LIBSVM or CSV text (plain or gzip), Parquet, or a dataset file.
     input: PathBuf,
     #[command(flatten)]
     input_args: InputArgs,

@@ -23,9 +23,13 @@ pub fn parse_format(name: &str) -> Result<FormatKind, String> {
     })
 }
 
-/// Encode LIBSVM or CSV text (plain or gzip) into a tocpile dataset file.
+/// Encode LIBSVM or CSV text (plain or gzip) or a Parquet file into a
+/// tocpile dataset file.
 ///
-/// The input is streamed: it is never held in memory whole. Rows are cut
+/// The input is streamed: it is never held in memory whole. CSV and
+/// Parquet columns are numeric or categorical (one-hot) as a schema says:
+/// inferred from the file (a first pass), or given with --schema. Parquet
+/// needs a build with the `parquet` feature. Rows are cut
 /// into pages of --page-rows rows (one encoded mini-batch each) and pages
 /// into blocks of about --block-bytes bytes (the unit of random I/O), each
 /// block checksummed. The file is written to a temporary file and renamed
@@ -36,9 +40,10 @@ pub fn parse_format(name: &str) -> Result<FormatKind, String> {
     tocpile encode train.svm --cols 123 --page-rows 100 -o train.toc\n  \
     tocpile encode flights.csv.gz --label-column late -o flights.toc --json\n  \
     tocpile encode test.csv --label-column late --schema flights.toc -o test.toc\n  \
+    tocpile encode flights.parquet --label-column late --missing-indicators -o flights.toc\n  \
     tocpile encode train.libsvm --page-format csr -o train-csr.toc")]
 pub struct EncodeArgs {
-    /// The input: LIBSVM or CSV text, plain or gzip.
+    /// The input: LIBSVM or CSV text (plain or gzip), or Parquet.
     pub input: PathBuf,
     /// The dataset file to write.
     #[arg(short, long, value_name = "FILE.toc")]
@@ -153,11 +158,11 @@ pub fn run_encode(args: &EncodeArgs) -> Outcome {
     let unseen = input.unseen_levels();
     if args.json {
         let mut json = InfoJson::new(&args.output, &info);
-        json.unseen_levels = matches!(input, Input::Csv(_)).then_some(unseen);
+        json.unseen_levels = unseen;
         return emit_json(&json);
     }
     let mut text = format!("wrote {}\n{}\n", args.output.display(), info.summary());
-    if unseen > 0 {
+    if let Some(unseen) = unseen.filter(|&n| n > 0) {
         text.push_str(&format!(
             "{unseen} categorical values were not levels of the schema (encoded as all zeros)\n"
         ));
@@ -172,7 +177,7 @@ pub fn run_inspect(args: &InspectArgs) -> Outcome {
         if info.schema.is_empty() {
             return Err(Failure::about(
                 &args.file,
-                "this dataset file stores no schema (it was not encoded from CSV)",
+                "this dataset file stores no schema (it was not encoded from CSV or Parquet)",
             ));
         }
         return emit(&info.schema);

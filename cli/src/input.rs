@@ -1,5 +1,9 @@
-//! Opening the user's data: LIBSVM or CSV text (plain or gzip), or a
-//! tocpile dataset file, read chunk by chunk.
+//! Opening the user's data: LIBSVM or CSV text (plain or gzip), Parquet
+//! (with the `parquet` feature), or a tocpile dataset file, read chunk by
+//! chunk.
+
+#[cfg(feature = "parquet")]
+mod parquet;
 
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
@@ -17,19 +21,25 @@ use crate::Failure;
 /// Rows read per chunk.
 pub const CHUNK_ROWS: usize = 65_536;
 
-/// Text formats of an input file.
+/// Formats of an input file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TextFormat {
     /// `label idx:val idx:val ...` lines.
     Libsvm,
     /// CSV with a header line.
     Csv,
+    /// Parquet (a build with the `parquet` feature).
+    Parquet,
 }
+
+/// The magic number at both ends of a Parquet file.
+const PARQUET_MAGIC: [u8; 4] = *b"PAR1";
 
 /// How to read an input file (shared by `encode`, `ratio` and `bench`).
 #[derive(Debug, Clone, Args)]
 pub struct InputArgs {
-    /// Input format; default by extension (`.csv[.gz]` is CSV; `.libsvm`,
+    /// Input format; default by extension (`.csv[.gz]` is CSV; `.parquet`,
+    /// `.parq`, `.pq` or a file starting with `PAR1` is Parquet; `.libsvm`,
     /// `.svm`, `.txt` and anything else LIBSVM). A tocpile dataset file
     /// (`.toc`) is recognised by its first bytes, where a command reads
     /// one.
@@ -42,20 +52,38 @@ pub struct InputArgs {
     /// LIBSVM: indices start at 0 (default 1).
     #[arg(long)]
     pub zero_based: bool,
-    /// CSV: name of the label column.
+    /// CSV and Parquet: name of the label column.
     #[arg(long, value_name = "NAME", default_value = "label")]
     pub label_column: String,
-    /// CSV: the feature columns from a saved schema (a schema text file, as
-    /// `tocpile inspect --schema` prints, or a .toc file encoded from CSV);
-    /// default: inferred from the file (which reads it twice).
+    /// CSV and Parquet: the feature columns from a saved schema (a schema
+    /// text file, as `tocpile inspect --schema` prints, or a .toc file
+    /// encoded from CSV or Parquet); default: inferred from the file
+    /// (which reads it twice).
     #[arg(long, value_name = "FILE")]
     pub schema: Option<PathBuf>,
+    /// CSV and Parquet: inferring the schema, give each numeric column with
+    /// a missing value (a null in Parquet) an indicator column `NAME:missing` (1 where the value is
+    /// missing, 0 elsewhere). Missing values read as 0 either way.
+    #[arg(long, conflicts_with = "schema")]
+    pub missing_indicators: bool,
+    /// CSV: inferring the schema, the fields of a numeric column that read
+    /// as missing besides the empty field, comma-separated ("" for none);
+    /// default NA,N/A,n/a,#N/A,NULL,null,None,?
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        conflicts_with = "schema"
+    )]
+    pub missing_markers: Option<Vec<String>>,
 }
 
 /// An open input, read chunk by chunk.
 pub enum Input {
     Libsvm(LibsvmReader),
     Csv(Box<CsvReader>),
+    #[cfg(feature = "parquet")]
+    Parquet(Box<parquet::ParquetInput>),
     /// A dataset file: its rows, page by page.
     Dataset {
         dataset: Box<Dataset>,
@@ -63,15 +91,21 @@ pub enum Input {
     },
 }
 
-/// Whether `path` starts with the dataset file magic.
-fn is_dataset(path: &Path) -> bool {
+/// Whether `path` starts with `magic`.
+fn starts_with(path: &Path, magic: [u8; 4]) -> bool {
     let mut head = [0u8; 4];
     std::fs::File::open(path)
         .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok_and(|()| head == FILE_MAGIC)
+        .is_ok_and(|()| head == magic)
 }
 
-/// The text format of `path`: as asked, else by extension.
+/// Whether `path` starts with the dataset file magic.
+fn is_dataset(path: &Path) -> bool {
+    starts_with(path, FILE_MAGIC)
+}
+
+/// The format of `path`: as asked, else by extension, else Parquet by its
+/// magic number, else LIBSVM.
 fn text_format(path: &Path, asked: Option<TextFormat>) -> TextFormat {
     if let Some(format) = asked {
         return format;
@@ -83,6 +117,12 @@ fn text_format(path: &Path, asked: Option<TextFormat>) -> TextFormat {
     let name = name.strip_suffix(".gz").unwrap_or(&name);
     if name.ends_with(".csv") {
         TextFormat::Csv
+    } else if [".parquet", ".parq", ".pq"]
+        .iter()
+        .any(|e| name.ends_with(e))
+        || starts_with(path, PARQUET_MAGIC)
+    {
+        TextFormat::Parquet
     } else {
         TextFormat::Libsvm
     }
@@ -97,7 +137,7 @@ fn read_schema(path: &Path) -> Result<Schema, Failure> {
         if text.is_empty() {
             return Err(Failure::about(
                 path,
-                "this dataset file stores no schema (it was not encoded from CSV)",
+                "this dataset file stores no schema (it was not encoded from CSV or Parquet)",
             ));
         }
         text
@@ -130,13 +170,19 @@ impl Input {
             }
             TextFormat::Csv => {
                 let schema = args.schema.as_deref().map(read_schema).transpose()?;
-                let options = CsvOptions {
+                let mut options = CsvOptions {
                     label: args.label_column.clone(),
                     schema,
+                    missing_indicators: args.missing_indicators,
                     ..CsvOptions::default()
                 };
+                if let Some(markers) = &args.missing_markers {
+                    options.missing_markers =
+                        markers.iter().filter(|m| !m.is_empty()).cloned().collect();
+                }
                 Ok(Input::Csv(Box::new(CsvReader::open(path, options)?)))
             }
+            TextFormat::Parquet => open_parquet(path, args),
         }
     }
 
@@ -145,24 +191,32 @@ impl Input {
         match self {
             Input::Libsvm(r) => r.n_cols(),
             Input::Csv(r) => r.n_cols(),
+            #[cfg(feature = "parquet")]
+            Input::Parquet(r) => r.schema().n_cols(),
             Input::Dataset { dataset, .. } => dataset.info().n_cols,
         }
     }
 
-    /// The schema to store with the rows (CSV), as text; empty otherwise.
+    /// The schema to store with the rows (CSV, Parquet), as text; empty
+    /// otherwise.
     pub fn schema_text(&self) -> String {
         match self {
             Input::Csv(r) => r.schema().to_text(),
+            #[cfg(feature = "parquet")]
+            Input::Parquet(r) => r.schema().to_text(),
             Input::Dataset { dataset, .. } => dataset.info().schema.clone(),
             Input::Libsvm(_) => String::new(),
         }
     }
 
-    /// CSV categorical values not in the schema, so far.
-    pub fn unseen_levels(&self) -> u64 {
+    /// Categorical values not in the schema, so far: `None` for inputs
+    /// without a schema (LIBSVM, dataset files).
+    pub fn unseen_levels(&self) -> Option<u64> {
         match self {
-            Input::Csv(r) => r.unseen_levels(),
-            _ => 0,
+            Input::Csv(r) => Some(r.unseen_levels()),
+            #[cfg(feature = "parquet")]
+            Input::Parquet(r) => Some(r.unseen_levels()),
+            _ => None,
         }
     }
 
@@ -172,6 +226,10 @@ impl Input {
         match self {
             Input::Libsvm(r) => Ok(r.next_chunk(max_rows)?),
             Input::Csv(r) => Ok(r.next_chunk(max_rows)?),
+            // Batches of the size the file was opened with (CHUNK_ROWS);
+            // callers cut them where they need fewer rows.
+            #[cfg(feature = "parquet")]
+            Input::Parquet(r) => r.next_chunk(),
             Input::Dataset {
                 dataset,
                 next_block,
@@ -198,6 +256,28 @@ impl Input {
             }
         }
     }
+}
+
+/// Opens a Parquet file.
+#[cfg(feature = "parquet")]
+fn open_parquet(path: &Path, args: &InputArgs) -> Result<Input, Failure> {
+    let schema = args.schema.as_deref().map(read_schema).transpose()?;
+    let options = tocpile::ingest::arrow::ArrowOptions {
+        label: args.label_column.clone(),
+        missing_indicators: args.missing_indicators,
+    };
+    let input = parquet::ParquetInput::open(path, schema, &options, CHUNK_ROWS)?;
+    Ok(Input::Parquet(Box::new(input)))
+}
+
+/// Parquet needs the `parquet` feature: say how to get it.
+#[cfg(not(feature = "parquet"))]
+fn open_parquet(path: &Path, _: &InputArgs) -> Result<Input, Failure> {
+    Err(Failure::about(
+        path,
+        "a Parquet file, and this tocpile was built without Parquet support: \
+         install it with `cargo install --path cli --features parquet`",
+    ))
 }
 
 /// Reads at most `max_rows` rows of `path` into memory, with a progress

@@ -49,7 +49,7 @@ pub type Outcome = Result<(), Failure>;
     name = "tocpile",
     version,
     about = "Mini-batch SGD on compressed data: tuple-oriented compression (TOC) of \
-             LIBSVM/CSV data, CorgiPile shuffling, training, compression and kernel studies",
+             LIBSVM/CSV/Parquet data, CorgiPile shuffling, training, compression and kernel studies",
     after_help = "Examples:\n  \
         tocpile demo\n  \
         tocpile encode train.libsvm.gz -o train.toc\n  \

@@ -33,7 +33,7 @@ mod plot;
     tocpile ratio train.libsvm.gz --batch-rows 50,250 --shares 1,100 --plot ratio.svg\n  \
     tocpile ratio big.libsvm.gz --max-rows 300000")]
 pub struct RatioArgs {
-    /// LIBSVM or CSV text (plain or gzip), or dataset files.
+    /// LIBSVM or CSV text (plain or gzip), Parquet, or dataset files.
     #[arg(required = true, value_name = "INPUT")]
     inputs: Vec<PathBuf>,
     #[command(flatten)]

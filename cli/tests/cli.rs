@@ -125,7 +125,7 @@ fn encode_csv_keeps_the_schema_for_reuse() {
     assert_eq!(info["cols"], 4); // size + colour=blue, green, red
     assert_eq!(info["unseen_levels"], 0);
     let schema = ok(&["inspect", "train.toc", "--schema"], &dir);
-    assert!(schema.starts_with("tocpile-schema 1\n"), "{schema}");
+    assert!(schema.starts_with("tocpile-schema 2\n"), "{schema}");
     std::fs::write(dir.join("train.schema"), &schema).unwrap();
     // A test file with an unseen colour, read with the training schema,
     // from the schema file and from the dataset file.
@@ -165,6 +165,92 @@ fn encode_csv_keeps_the_schema_for_reuse() {
         &dir,
     );
     assert_eq!(info["rows"], 2);
+}
+
+/// A numeric column with `NA` and empty cells stays numeric; indicators
+/// and markers are options, kept in the stored schema.
+#[test]
+fn encode_csv_missing_values() {
+    let (_guard, dir) = fixture();
+    let mut text = String::from("label,delay,origin\n");
+    for i in 0..30 {
+        let delay = match i % 10 {
+            3 => "NA".to_string(),
+            7 => String::new(),
+            _ => format!("{}.5", i * 7),
+        };
+        text.push_str(&format!("{},{delay},{}\n", i % 2, ["JFK", "EWR"][i % 2]));
+    }
+    std::fs::write(dir.join("na.csv"), &text).unwrap();
+    let info = json(&["encode", "na.csv", "-o", "na.toc", "--json"], &dir);
+    assert_eq!(info["cols"], 3); // delay + origin=EWR, JFK
+    let info = json(
+        &[
+            "encode",
+            "na.csv",
+            "--missing-indicators",
+            "-o",
+            "ind.toc",
+            "--json",
+        ],
+        &dir,
+    );
+    assert_eq!(info["cols"], 4);
+    let schema = ok(&["inspect", "ind.toc", "--schema"], &dir);
+    assert!(
+        schema.contains("\nnumeric-with-indicator delay\n"),
+        "{schema}"
+    );
+    assert!(schema.contains("\nmissing NA\n"), "{schema}");
+    // Without NA as a marker, the column is categorical.
+    let info = json(
+        &[
+            "encode",
+            "na.csv",
+            "--missing-markers",
+            "?,NULL",
+            "-o",
+            "cat.toc",
+            "--json",
+        ],
+        &dir,
+    );
+    assert!(info["cols"].as_u64().unwrap() > 20, "{info}");
+    usage_error(
+        &[
+            "encode",
+            "na.csv",
+            "--schema",
+            "ind.toc",
+            "--missing-indicators",
+            "-o",
+            "x.toc",
+        ],
+        &dir,
+        "--missing-indicators",
+    );
+    runtime_error(
+        &["encode", "na.csv", "--missing-markers", "1", "-o", "x.toc"],
+        &dir,
+        &["missing marker \"1\" is a number"],
+    );
+}
+
+/// A build without the `parquet` feature says how to get one, whether the
+/// file is named `.parquet` or only starts with Parquet's magic number.
+#[cfg(not(feature = "parquet"))]
+#[test]
+fn parquet_needs_the_feature() {
+    let (_guard, dir) = fixture();
+    std::fs::write(dir.join("t.parquet"), b"PAR1 not really PAR1").unwrap();
+    std::fs::write(dir.join("t.bin"), b"PAR1 not really PAR1").unwrap();
+    for input in ["t.parquet", "t.bin"] {
+        runtime_error(
+            &["encode", input, "-o", "t.toc"],
+            &dir,
+            &[input, "built without Parquet support", "--features parquet"],
+        );
+    }
 }
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {

@@ -11,8 +11,11 @@
 //!   matched by header name; a header column that is neither the label nor
 //!   in the schema is an error, as is a schema column missing from the
 //!   header.
-//! - Numeric fields, spaces trimmed, are finite numbers; an empty field
-//!   reads as 0. `NaN` or `inf` is an error: it would poison training.
+//! - Numeric fields, spaces trimmed, are finite numbers or missing: empty
+//!   or one of the schema's missing markers (`NA`, `?`, ...), read as 0,
+//!   with a 1 in the column's missing indicator if it has one. `NaN` or
+//!   `inf` is an error: it would poison training. The rule in full,
+//!   inference included: [`missing`](super::missing).
 //! - Categorical fields are compared byte for byte (no trimming) with the
 //!   column's levels; the matching level's output column gets 1. A value
 //!   that is not a level of the schema (a test file seeing a category its
@@ -49,6 +52,7 @@ use std::path::Path;
 use hashbrown::HashMap;
 use rayon::prelude::*;
 
+use super::missing::is_missing;
 pub use super::schema::{Column, Schema, MAX_LEVELS};
 use super::table::Table;
 use super::{
@@ -67,6 +71,15 @@ pub struct CsvOptions {
     /// The feature columns; `None`: inferred by [`Schema::infer`] (the
     /// file is read twice).
     pub schema: Option<Schema>,
+    /// Inference: the fields of a numeric column that read as missing
+    /// besides the empty field. Default
+    /// [`DEFAULT_MISSING_MARKERS`](super::missing::DEFAULT_MISSING_MARKERS).
+    /// A given schema brings its own markers.
+    pub missing_markers: Vec<String>,
+    /// Inference: give every numeric column that has a missing field a
+    /// missing indicator column ([`Column::NumericWithIndicator`]).
+    /// Default `false`.
+    pub missing_indicators: bool,
 }
 
 impl Default for CsvOptions {
@@ -75,18 +88,24 @@ impl Default for CsvOptions {
             label: "label".to_string(),
             delimiter: b',',
             schema: None,
+            missing_markers: super::missing::default_markers(),
+            missing_indicators: false,
         }
     }
 }
 
 impl Schema {
     /// Infers the schema of a CSV file (plain or gzip) in one streaming
-    /// pass: a column is numeric if every non-empty field (spaces trimmed)
-    /// parses as a number, else categorical with its distinct values as
-    /// levels (an empty field is then the level `""`). `NaN` and `inf`
-    /// count as numbers here, so that reading reports them as errors at
-    /// their line rather than silently turning the column into categories.
-    /// `options.schema` is ignored.
+    /// pass: a column is numeric if every field (spaces trimmed) is a
+    /// number or missing (empty, or one of `options.missing_markers`),
+    /// else categorical with its distinct values as levels (an empty field
+    /// or a marker is then a level like any other). A numeric column gets
+    /// a missing indicator if `options.missing_indicators` is set and one
+    /// of its fields is missing. `NaN` and `inf` count as numbers here, so
+    /// that reading reports them as errors at their line rather than
+    /// silently turning the column into categories. The schema keeps
+    /// `options.missing_markers`; `options.schema` is ignored. The rule in
+    /// full: [`missing`](super::missing).
     ///
     /// Memory: the levels of categorical columns, and at most 256 values
     /// of each column while it looks numeric. A column with more distinct
@@ -94,6 +113,8 @@ impl Schema {
     /// read in a second pass over the file.
     ///
     /// # Errors
+    /// [`Error::InvalidSchema`] for bad `options.missing_markers` (see
+    /// [`Schema::with_missing_markers`]), before reading;
     /// [`Error::Io`]; [`Error::MissingColumn`] if the label column is not
     /// in the header; [`Error::Parse`] for a record with the wrong number
     /// of fields, a header that repeats a name or a non-UTF-8 value in a
@@ -102,16 +123,24 @@ impl Schema {
     pub fn infer(path: impl AsRef<Path>, options: &CsvOptions) -> Result<Schema> {
         // The inference lives with the schema; the options it needs are
         // passed by value so that `schema` does not depend on this module.
-        Schema::infer_columns(path.as_ref(), &options.label, options.delimiter)
+        Schema::infer_columns(
+            path.as_ref(),
+            &options.label,
+            options.delimiter,
+            &options.missing_markers,
+            options.missing_indicators,
+        )
     }
 }
 
-/// How one schema column is read: source field, first output column, and
-/// the level lookup of a categorical column.
+/// How one schema column is read: source field, first output column, the
+/// level lookup of a categorical column, and whether a numeric column has
+/// a missing indicator.
 struct Plan {
     field: usize,
     base: u32,
     levels: Option<HashMap<Vec<u8>, u32>>,
+    indicator: bool,
 }
 
 /// Reads a CSV file chunk by chunk; see the [module docs](self).
@@ -207,6 +236,7 @@ impl CsvReader {
                 // the last column is at most u32::MAX.
                 base: base as u32,
                 levels,
+                indicator: matches!(column, Column::NumericWithIndicator { .. }),
             });
             base += column.width();
         }
@@ -259,6 +289,7 @@ impl CsvReader {
         let records = self.table.records();
         let step = sub_chunk_rows(records.len());
         let (plans, label) = (&self.plans, self.label);
+        let markers = self.schema.missing_markers();
         let parts: Vec<std::result::Result<(Part, u64), BadField>> = records
             .par_chunks(step)
             .enumerate()
@@ -266,7 +297,7 @@ impl CsvReader {
                 let mut part = Part::default();
                 let mut unseen = 0;
                 for (i, record) in records.iter().enumerate() {
-                    parse_record(record, label, plans, &mut part, &mut unseen)
+                    parse_record(record, label, plans, markers, &mut part, &mut unseen)
                         .map_err(|(field, expected)| (k * step + i, field, expected))?;
                 }
                 Ok((part, unseen))
@@ -300,6 +331,7 @@ fn parse_record(
     record: &::csv::ByteRecord,
     label: usize,
     plans: &[Plan],
+    markers: &[String],
     part: &mut Part,
     unseen: &mut u64,
 ) -> std::result::Result<(), (usize, &'static str)> {
@@ -310,16 +342,26 @@ fn parse_record(
         match &plan.levels {
             None => {
                 let text = field.trim_ascii();
-                if text.is_empty() {
-                    continue;
-                }
-                let value = parse_finite(text).ok_or((
-                    plan.field,
-                    "a finite number or an empty field (numeric column)",
-                ))?;
-                if value != 0.0 {
-                    part.cols.push(plan.base);
-                    part.values.push(value);
+                // A number first: missing markers are only looked up for
+                // fields that are not numbers.
+                match parse_finite(text) {
+                    Some(value) if value != 0.0 => {
+                        part.cols.push(plan.base);
+                        part.values.push(value);
+                    }
+                    Some(_) => {}
+                    None if is_missing(text, markers) => {
+                        if plan.indicator {
+                            part.cols.push(plan.base + 1);
+                            part.values.push(1.0);
+                        }
+                    }
+                    None => {
+                        return Err((
+                            plan.field,
+                            "a finite number, an empty field or a missing marker (numeric column)",
+                        ))
+                    }
                 }
             }
             Some(levels) => match levels.get(field) {

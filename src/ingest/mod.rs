@@ -5,7 +5,11 @@
 //! - [`libsvm::LibsvmReader`]: `label idx:val idx:val ... # comment` lines.
 //! - [`csv::CsvReader`]: a header line, a label column named in
 //!   [`csv::CsvOptions`], and numeric or categorical (one-hot) feature
-//!   columns described by a [`csv::Schema`].
+//!   columns described by a [`csv::Schema`]; missing numbers as the
+//!   [`missing`] module says.
+//! - `arrow::ArrowEncoder` (cargo feature `arrow`): Arrow record batches
+//!   (from Parquet, IPC or any Arrow source) into chunks, through the same
+//!   [`csv::Schema`].
 //!
 //! # Input
 //!
@@ -56,9 +60,12 @@ use std::path::Path;
 use crate::error::{Error, Result};
 use crate::sparse::SparseBatch;
 
+#[cfg(feature = "arrow")]
+pub mod arrow;
 pub mod csv;
 pub mod libsvm;
 mod lines;
+pub mod missing;
 mod schema;
 mod table;
 
@@ -77,7 +84,9 @@ pub struct Chunk {
     pub batch: SparseBatch,
     /// One label per row.
     pub labels: Vec<f64>,
-    /// 1-based line of the file where the chunk's first row starts.
+    /// 1-based line of the file where the chunk's first row starts (for
+    /// Arrow input, which has no lines, the 1-based number of its first
+    /// row).
     pub first_line: u64,
 }
 

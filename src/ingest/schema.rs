@@ -1,21 +1,24 @@
 //! [`Schema`]: the feature columns of a CSV file and how they map to
-//! output columns; inference and the text form.
+//! output columns; inference (the text form is in `schema/text.rs`).
 
 use std::path::Path;
 
 use hashbrown::HashSet;
 use rayon::prelude::*;
 
+use super::missing::{check_markers, default_markers, is_missing};
 use super::table::Table;
 use super::{open_path, shorten};
 use crate::error::{Error, Result};
 use crate::sparse::MAX_COLS;
 
+mod text;
+
 /// The most levels a categorical column may have.
 pub const MAX_LEVELS: usize = 65_536;
 
-/// First line of the schema text form.
-const TEXT_HEADER: &str = "tocpile-schema 1";
+/// Suffix of a missing indicator's output column name.
+const INDICATOR_SUFFIX: &str = ":missing";
 
 /// Records per chunk of the inference pass.
 const INFER_ROWS: usize = 8_192;
@@ -24,9 +27,16 @@ const INFER_ROWS: usize = 8_192;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Column {
-    /// A number: one output column holding the value (an empty field
-    /// reads as 0).
+    /// A number: one output column holding the value (a missing field
+    /// reads as 0; see [`missing`](super::missing)).
     Numeric {
+        /// Header name.
+        name: String,
+    },
+    /// A number with a missing indicator: two output columns, the value
+    /// (0 when missing) and, right after it, `NAME:missing`, 1 when the
+    /// value is missing and 0 otherwise.
+    NumericWithIndicator {
         /// Header name.
         name: String,
     },
@@ -44,23 +54,29 @@ impl Column {
     /// The header name.
     pub fn name(&self) -> &str {
         match self {
-            Column::Numeric { name } | Column::Categorical { name, .. } => name,
+            Column::Numeric { name }
+            | Column::NumericWithIndicator { name }
+            | Column::Categorical { name, .. } => name,
         }
     }
 
-    /// Output columns: 1, or the number of levels.
+    /// Output columns: 1, 2 with a missing indicator, or the number of
+    /// levels.
     pub fn width(&self) -> usize {
         match self {
             Column::Numeric { .. } => 1,
+            Column::NumericWithIndicator { .. } => 2,
             Column::Categorical { levels, .. } => levels.len(),
         }
     }
 }
 
 /// The feature columns of a CSV file in output order: numeric columns
-/// give one output column, categorical columns one per level (in level
-/// order). Source columns are matched by header name, so a file whose
-/// columns come in another order reads the same.
+/// give one output column (two with a missing indicator), categorical
+/// columns one per level (in level order). Source columns are matched by
+/// header name, so a file whose columns come in another order reads the
+/// same. A schema also holds the missing markers of its numeric columns
+/// (see [`missing`](super::missing)).
 ///
 /// # Text form
 ///
@@ -69,26 +85,37 @@ impl Column {
 /// so that a test file is read with its training set's columns:
 ///
 /// ```text
-/// tocpile-schema 1
+/// tocpile-schema 2
+/// missing NA
+/// missing ?
 /// numeric dep_delay
+/// numeric-with-indicator arr_delay
 /// categorical 3 origin
 /// level EWR
 /// level JFK
 /// level LGA
 /// ```
 ///
-/// The first line names the format and its version. A name or level is
-/// the rest of its line after one space, with `\` written `\\`, a line
-/// feed `\n` and a carriage return `\r`. A `categorical N` line is followed
-/// by exactly `N` `level` lines, levels strictly ascending by bytes.
+/// The first line names the format and its version. A name, level or
+/// marker is the rest of its line after one space, with `\` written `\\`,
+/// a line feed `\n` and a carriage return `\r`. A `categorical N` line is
+/// followed by exactly `N` `level` lines, levels strictly ascending by
+/// bytes. Each `missing` line names one missing marker (the empty field is
+/// always missing and is not listed). Version 1, written by earlier
+/// releases and still written for a schema with neither markers nor
+/// indicator columns, has no `missing` and no `numeric-with-indicator`
+/// lines; it reads as a schema with no markers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Schema {
     columns: Vec<Column>,
     n_cols: usize,
+    missing: Vec<String>,
 }
 
 impl Schema {
-    /// A schema of `columns`, in output order. Levels are sorted.
+    /// A schema of `columns`, in output order, with the
+    /// [`DEFAULT_MISSING_MARKERS`](super::missing::DEFAULT_MISSING_MARKERS).
+    /// Levels are sorted.
     ///
     /// # Errors
     /// [`Error::InvalidSchema`] for two columns with one name, a repeated
@@ -120,12 +147,46 @@ impl Schema {
                 "{n_cols} output columns, at most {MAX_COLS} allowed"
             )));
         }
-        Ok(Schema { columns, n_cols })
+        Ok(Schema {
+            columns,
+            n_cols,
+            missing: default_markers(),
+        })
+    }
+
+    /// The same schema with other missing markers (fields of numeric
+    /// columns that read as missing besides the empty field; none at all
+    /// is allowed).
+    ///
+    /// # Errors
+    /// [`Error::InvalidSchema`] for a marker that is empty, has spaces
+    /// around it or a line break, is longer than 64 bytes, parses as a
+    /// number (`NaN` included) or is repeated, or for more than
+    /// [`MAX_MISSING_MARKERS`](super::missing::MAX_MISSING_MARKERS)
+    /// markers.
+    pub fn with_missing_markers(mut self, markers: Vec<String>) -> Result<Schema> {
+        check_markers(&markers)?;
+        self.missing = markers;
+        Ok(self)
+    }
+
+    /// The missing markers of numeric columns (the empty field aside).
+    pub fn missing_markers(&self) -> &[String] {
+        &self.missing
     }
 
     /// The inference of [`Schema::infer`] (see there), given the label
-    /// column's name and the field delimiter.
-    pub(super) fn infer_columns(path: &Path, label: &str, delimiter: u8) -> Result<Schema> {
+    /// column's name, the field delimiter, the missing markers (checked
+    /// here, before reading) and whether numeric columns with missing
+    /// fields get an indicator column.
+    pub(super) fn infer_columns(
+        path: &Path,
+        label: &str,
+        delimiter: u8,
+        markers: &[String],
+        missing_indicators: bool,
+    ) -> Result<Schema> {
+        check_markers(markers)?;
         let (name, input) = open_path(path)?;
         let mut table = Table::new(input, name, delimiter)?;
         let label = table.column(label)?;
@@ -136,7 +197,9 @@ impl Schema {
         loop {
             let pending = table.fill(INFER_ROWS).err();
             let records = table.records();
-            stats.par_iter_mut().for_each(|s| s.update(records));
+            stats
+                .par_iter_mut()
+                .for_each(|s| s.update(records, markers));
             for s in &mut stats {
                 if let Some(row) = s.first_text_row.take() {
                     s.first_text = Some((table.line_of(row), shorten(&records[row][s.field])));
@@ -197,6 +260,9 @@ impl Schema {
             .map(|s| {
                 let name = table.header[s.field].clone();
                 if s.first_text.is_none() {
+                    if missing_indicators && s.has_missing {
+                        return Column::NumericWithIndicator { name };
+                    }
                     return Column::Numeric { name };
                 }
                 let levels = s
@@ -207,7 +273,7 @@ impl Schema {
                 Column::Categorical { name, levels }
             })
             .collect();
-        Schema::new(columns)
+        Schema::new(columns)?.with_missing_markers(markers.to_vec())
     }
 
     /// The columns, in output order.
@@ -220,32 +286,20 @@ impl Schema {
         self.n_cols
     }
 
-    /// A name per output column: the header name of a numeric column,
-    /// `name=level` for each level of a categorical one (`origin=JFK`).
+    /// A name per output column: the header name of a numeric column (and
+    /// `name:missing` for its indicator), `name=level` for each level of a
+    /// categorical one (`origin=JFK`).
     pub fn column_names(&self) -> Vec<String> {
         let mut out = Vec::with_capacity(self.n_cols);
         for column in &self.columns {
             match column {
                 Column::Numeric { name } => out.push(name.clone()),
+                Column::NumericWithIndicator { name } => {
+                    out.push(name.clone());
+                    out.push(format!("{name}{INDICATOR_SUFFIX}"));
+                }
                 Column::Categorical { name, levels } => {
                     out.extend(levels.iter().map(|l| format!("{name}={l}")))
-                }
-            }
-        }
-        out
-    }
-
-    /// The text form (see the [type docs](Schema)).
-    pub fn to_text(&self) -> String {
-        let mut out = format!("{TEXT_HEADER}\n");
-        for column in &self.columns {
-            match column {
-                Column::Numeric { name } => out.push_str(&format!("numeric {}\n", escape(name))),
-                Column::Categorical { name, levels } => {
-                    out.push_str(&format!("categorical {} {}\n", levels.len(), escape(name)));
-                    for level in levels {
-                        out.push_str(&format!("level {}\n", escape(level)));
-                    }
                 }
             }
         }
@@ -261,108 +315,10 @@ impl Schema {
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
         crate::atomic::write(path.as_ref(), self.to_text().as_bytes())
     }
-
-    /// Reads the text form (see the [type docs](Schema)).
-    ///
-    /// # Errors
-    /// [`Error::Parse`] (path `<schema>`) naming the line and column of the
-    /// first problem, including a repeated name and unsorted or repeated
-    /// levels; [`Error::InvalidSchema`] for too many output columns.
-    pub fn from_text(text: &str) -> Result<Schema> {
-        let bad = |line: usize, column: usize, expected: &'static str, found: &str| Error::Parse {
-            path: "<schema>".to_string(),
-            line: line as u64 + 1,
-            column,
-            expected,
-            found: shorten(found.as_bytes()),
-        };
-        let mut lines = text.lines().enumerate();
-        match lines.next() {
-            Some((_, TEXT_HEADER)) => {}
-            Some((i, other)) => return Err(bad(i, 1, "\"tocpile-schema 1\"", other)),
-            None => return Err(bad(0, 1, "\"tocpile-schema 1\"", "")),
-        }
-        let mut columns = Vec::new();
-        let mut names = HashSet::new();
-        while let Some((i, line)) = lines.next() {
-            let (name, column) = if let Some(rest) = line.strip_prefix("numeric ") {
-                let name = unescape(rest)
-                    .map_err(|c| bad(i, 9 + c, "an escape \\\\, \\n or \\r", rest))?;
-                (name.clone(), Column::Numeric { name })
-            } else if let Some(rest) = line.strip_prefix("categorical ") {
-                let (count, rest) = rest.split_once(' ').unwrap_or((rest, ""));
-                let n: usize = match count.parse() {
-                    Ok(n) if n <= MAX_LEVELS => n,
-                    _ => return Err(bad(i, 13, "a level count (at most 65536)", count)),
-                };
-                let at = 14 + count.len();
-                let name = unescape(rest)
-                    .map_err(|c| bad(i, at + c, "an escape \\\\, \\n or \\r", rest))?;
-                let mut levels: Vec<String> = Vec::with_capacity(n);
-                for _ in 0..n {
-                    let (j, line) = lines.next().unwrap_or((i + levels.len() + 1, ""));
-                    let Some(rest) = line.strip_prefix("level ") else {
-                        return Err(bad(j, 1, "a \"level \" line", line));
-                    };
-                    let level = unescape(rest)
-                        .map_err(|c| bad(j, 7 + c, "an escape \\\\, \\n or \\r", rest))?;
-                    if levels.last().is_some_and(|last| *last >= level) {
-                        return Err(bad(
-                            j,
-                            7,
-                            "a level above the previous one (sorted, unique)",
-                            rest,
-                        ));
-                    }
-                    levels.push(level);
-                }
-                (name.clone(), Column::Categorical { name, levels })
-            } else if line.is_empty() {
-                continue;
-            } else {
-                return Err(bad(
-                    i,
-                    1,
-                    "\"numeric NAME\" or \"categorical N NAME\"",
-                    line,
-                ));
-            };
-            if !names.insert(name) {
-                return Err(bad(i, 1, "a column name not used before", line));
-            }
-            columns.push(column);
-        }
-        Schema::new(columns)
-    }
 }
 
 fn invalid(message: String) -> Error {
     Error::InvalidSchema { message }
-}
-
-fn escape(text: &str) -> String {
-    text.replace('\\', "\\\\")
-        .replace('\n', "\\n")
-        .replace('\r', "\\r")
-}
-
-/// Undoes [`escape`]; `Err` holds the 0-based byte offset of a bad escape.
-fn unescape(text: &str) -> std::result::Result<String, usize> {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.char_indices();
-    while let Some((i, c)) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some((_, '\\')) => out.push('\\'),
-            Some((_, 'n')) => out.push('\n'),
-            Some((_, 'r')) => out.push('\r'),
-            _ => return Err(i),
-        }
-    }
-    Ok(out)
 }
 
 /// What inference has seen of one source column.
@@ -374,6 +330,9 @@ struct Stats {
     levels: HashSet<Vec<u8>>,
     /// `levels` lacks values seen while the column looked numeric.
     incomplete: bool,
+    /// A field was missing (empty or a marker) while the column looked
+    /// numeric.
+    has_missing: bool,
     /// First non-numeric value: its line and text, once known.
     first_text: Option<(u64, String)>,
     /// Row of the first non-numeric value in the current chunk.
@@ -393,6 +352,7 @@ impl Stats {
             field,
             levels: HashSet::new(),
             incomplete: false,
+            has_missing: false,
             first_text: None,
             first_text_row: None,
             bad_utf8: None,
@@ -405,11 +365,15 @@ impl Stats {
     }
 
     /// Takes in a chunk; stops at a non-UTF-8 value or too many levels.
-    fn update(&mut self, records: &[::csv::ByteRecord]) {
+    fn update(&mut self, records: &[::csv::ByteRecord], markers: &[String]) {
         for (row, record) in records.iter().enumerate() {
             let value = &record[self.field];
-            if !self.is_text() && !looks_numeric(value) {
-                self.first_text_row = Some(row);
+            if !self.is_text() {
+                match classify(value, markers) {
+                    Field::Number => {}
+                    Field::Missing => self.has_missing = true,
+                    Field::Text => self.first_text_row = Some(row),
+                }
             }
             if self.is_text() {
                 if std::str::from_utf8(value).is_err() {
@@ -460,8 +424,23 @@ impl Stats {
     }
 }
 
-/// Empty (after trimming spaces) or a number, NaN and infinities included.
-fn looks_numeric(value: &[u8]) -> bool {
+/// What a field says about its column during inference.
+enum Field {
+    /// A number, NaN and infinities included.
+    Number,
+    /// Empty (after trimming spaces) or a missing marker.
+    Missing,
+    /// Anything else: the column is categorical.
+    Text,
+}
+
+fn classify(value: &[u8], markers: &[String]) -> Field {
     let trimmed = value.trim_ascii();
-    trimmed.is_empty() || std::str::from_utf8(trimmed).is_ok_and(|t| t.parse::<f64>().is_ok())
+    if is_missing(trimmed, markers) {
+        Field::Missing
+    } else if std::str::from_utf8(trimmed).is_ok_and(|t| t.parse::<f64>().is_ok()) {
+        Field::Number
+    } else {
+        Field::Text
+    }
 }

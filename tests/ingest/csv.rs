@@ -1,6 +1,7 @@
 //! CSV round trips: random numeric and categorical columns (values with
 //! delimiters, quotes, line breaks and spaces, quoted when needed or at
-//! random), plain or gzip, read back in random chunk sizes; schema
+//! random; missing numbers empty or as markers, with or without indicator
+//! columns), plain or gzip, read back in random chunk sizes; schema
 //! inference, the schema text form, and reading with a given schema.
 
 use std::io::Cursor;
@@ -36,9 +37,13 @@ const NAMES: &[&str] = &[
     "c3",
 ];
 
+/// How row `i` writes a missing number: empty or one of the default
+/// markers (spaces around it are trimmed).
+const MISSING: &[&str] = &["", "NA", " ? ", "NULL", "#N/A"];
+
 fn number() -> impl Strategy<Value = Option<f64>> {
     prop_oneof![
-        1 => Just(None), // empty field
+        1 => Just(None), // missing
         3 => (-5i64..6).prop_map(|i| Some(i as f64)),
         1 => Just(Some(-0.0)),
         3 => any::<u64>()
@@ -94,7 +99,7 @@ fn write_csv(kinds: &[bool], rows: &[(f64, Vec<Field>)], label_at: usize, crlf: 
         let mut cells: Vec<String> = fields
             .iter()
             .map(|f| match f {
-                Field::Num(None) => String::new(),
+                Field::Num(None) => MISSING[i % MISSING.len()].to_string(),
                 Field::Num(Some(v)) if i % 3 == 0 => format!(" {v:?}"),
                 Field::Num(Some(v)) => quote(&format!("{v:?}"), i % 5 == 1),
                 Field::Cat(l) => quote(LEVELS[*l], i % 4 == 2),
@@ -109,13 +114,29 @@ fn write_csv(kinds: &[bool], rows: &[(f64, Vec<Field>)], label_at: usize, crlf: 
     text
 }
 
-/// The schema inference must find, and the rows it must give.
-fn expected(kinds: &[bool], rows: &[(f64, Vec<Field>)]) -> (Schema, SparseBatch, Vec<f64>) {
+/// The schema inference must find, and the rows it must give (with
+/// missing indicators if `indicators`).
+fn expected(
+    kinds: &[bool],
+    rows: &[(f64, Vec<Field>)],
+    indicators: bool,
+) -> (Schema, SparseBatch, Vec<f64>) {
+    let numeric = |name: String, k: usize| {
+        let missing = rows.iter().any(|(_, f)| match f[k] {
+            Field::Num(v) => v.is_none(),
+            Field::Cat(l) => LEVELS[l].is_empty(),
+        });
+        if indicators && missing {
+            Column::NumericWithIndicator { name }
+        } else {
+            Column::Numeric { name }
+        }
+    };
     let mut columns = Vec::new();
     for (k, &cat) in kinds.iter().enumerate() {
         let name = NAMES[k + 1].to_string();
         if !cat {
-            columns.push(Column::Numeric { name });
+            columns.push(numeric(name, k));
             continue;
         }
         let mut levels: Vec<String> = rows
@@ -127,9 +148,10 @@ fn expected(kinds: &[bool], rows: &[(f64, Vec<Field>)]) -> (Schema, SparseBatch,
             .collect();
         levels.sort();
         levels.dedup();
-        // A categorical column whose fields are all empty looks numeric.
+        // A categorical column whose fields are all empty looks numeric
+        // (every value missing).
         if levels.iter().all(|l| l.is_empty()) {
-            columns.push(Column::Numeric { name });
+            columns.push(numeric(name, k));
         } else {
             columns.push(Column::Categorical { name, levels });
         }
@@ -140,17 +162,28 @@ fn expected(kinds: &[bool], rows: &[(f64, Vec<Field>)]) -> (Schema, SparseBatch,
         let (mut cols, mut vals) = (Vec::new(), Vec::new());
         let mut base = 0u32;
         for (field, column) in fields.iter().zip(schema.columns()) {
+            let indicator = matches!(column, Column::NumericWithIndicator { .. });
             match (field, column) {
-                (Field::Num(v), _) => {
+                (Field::Num(Some(v)), _) => {
                     cols.push(base);
-                    vals.push(v.unwrap_or(0.0));
+                    vals.push(*v);
                 }
+                (Field::Num(None), _) if indicator => {
+                    cols.push(base + 1);
+                    vals.push(1.0);
+                }
+                (Field::Num(None), _) => {}
                 (Field::Cat(l), Column::Categorical { levels, .. }) => {
                     let i = levels.iter().position(|x| x == LEVELS[*l]).unwrap();
                     cols.push(base + i as u32);
                     vals.push(1.0);
                 }
-                (Field::Cat(_), _) => {} // all-empty column read as numeric 0
+                // An all-empty column read as numeric: missing.
+                (Field::Cat(_), _) if indicator => {
+                    cols.push(base + 1);
+                    vals.push(1.0);
+                }
+                (Field::Cat(_), _) => {}
             }
             base += column.width() as u32;
         }
@@ -169,13 +202,15 @@ proptest! {
         gzip in any::<bool>(),
         crlf in any::<bool>(),
         sizes in prop::collection::vec(1usize..15, 1..4),
+        indicators in any::<bool>(),
     ) {
         let label_at = label_pick.index(kinds.len() + 1);
         let text = write_csv(&kinds, &rows, label_at, crlf);
         let file = TempFile::new("round.csv", text.as_bytes(), gzip);
-        let (schema, want, want_labels) = expected(&kinds, &rows);
+        let (schema, want, want_labels) = expected(&kinds, &rows, indicators);
 
-        let mut reader = CsvReader::open(file.path(), CsvOptions::default()).unwrap();
+        let options = CsvOptions { missing_indicators: indicators, ..CsvOptions::default() };
+        let mut reader = CsvReader::open(file.path(), options).unwrap();
         prop_assert_eq!(reader.schema(), &schema);
         let (batch, labels, _) =
             read_all(schema.n_cols(), &sizes, |m| reader.next_chunk(m)).unwrap();
@@ -227,10 +262,21 @@ fn schema_names_and_text_form() {
     let text = schema.to_text();
     assert_eq!(
         text,
-        "tocpile-schema 1\nnumeric dep\\\\delay\ncategorical 3 origin\n\
+        "tocpile-schema 2\nmissing NA\nmissing N/A\nmissing n/a\nmissing #N/A\n\
+         missing NULL\nmissing null\nmissing None\nmissing ?\n\
+         numeric dep\\\\delay\ncategorical 3 origin\n\
          level EWR\nlevel LGA\nlevel a\\nb\n"
     );
     assert_eq!(Schema::from_text(&text).unwrap(), schema);
+    // Without markers (as a version 1 schema reads), version 1 is written.
+    let old = schema.with_missing_markers(vec![]).unwrap();
+    let text = old.to_text();
+    assert_eq!(
+        text,
+        "tocpile-schema 1\nnumeric dep\\\\delay\ncategorical 3 origin\n\
+         level EWR\nlevel LGA\nlevel a\\nb\n"
+    );
+    assert_eq!(Schema::from_text(&text).unwrap(), old);
 }
 
 /// A column that looks numeric for more than 256 distinct values before
@@ -241,7 +287,7 @@ fn late_text_in_a_numeric_looking_column() {
     for i in 0..600 {
         text += &format!("0,{}\n", i % 300);
     }
-    text += "1,NA\n";
+    text += "1,unknown\n";
     let file = TempFile::new("late.csv", text.as_bytes(), true);
     let schema = Schema::infer(file.path(), &CsvOptions::default()).unwrap();
     let Column::Categorical { levels, .. } = &schema.columns()[0] else {
@@ -249,7 +295,7 @@ fn late_text_in_a_numeric_looking_column() {
     };
     assert_eq!(levels.len(), 301);
     assert_eq!(levels[0], "0");
-    assert_eq!(levels[300], "NA");
+    assert_eq!(levels[300], "unknown");
 }
 
 #[test]

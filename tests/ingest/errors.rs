@@ -321,7 +321,7 @@ fn csv_bad_numbers_and_labels() {
         parse(
             3,
             1,
-            "a finite number or an empty field (numeric column)",
+            "a finite number, an empty field or a missing marker (numeric column)",
             "NaN"
         )
     );
@@ -394,7 +394,7 @@ fn csv_unseen_levels_are_counted() {
 
 #[test]
 fn schema_text_errors_name_the_line() {
-    let e = Schema::from_text("tocpile-schema 2\n").unwrap_err();
+    let e = Schema::from_text("tocpile-schema 3\n").unwrap_err();
     assert!(matches!(e, Error::Parse { line: 1, .. }), "{e:?}");
     let e = Schema::from_text("tocpile-schema 1\nnumeric a\ncategorical 2 b\nlevel y\nlevel x\n")
         .unwrap_err();

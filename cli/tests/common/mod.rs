@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+#[cfg(feature = "parquet")]
+pub mod parquet_gen;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
