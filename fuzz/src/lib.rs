@@ -23,6 +23,7 @@ pub fn all_options() -> impl Iterator<Item = EncodeOptions> {
                         level,
                         packing,
                         int_dictionary,
+                        ..EncodeOptions::default()
                     })
             })
     })

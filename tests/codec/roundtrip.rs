@@ -19,6 +19,7 @@ pub fn all_options() -> Vec<EncodeOptions> {
                 level: Level::Full,
                 packing,
                 int_dictionary,
+                ..EncodeOptions::default()
             });
         }
     }

@@ -1,0 +1,182 @@
+//! Loading the pairs of a batch into its [`DecodeTree`]: the first layer
+//! `I` of a tree batch, or every entry of a flat batch. Columns are read
+//! as stored (version 1) or as escape-coded gaps (version 2, `GAPS`);
+//! values inline or through a dictionary of raw `f64`s, integers, or
+//! scaled integers (decimals, in the spirit of ALP: Afroozeh et al.,
+//! SIGMOD 2024). Every column is checked against `n_cols` and every value
+//! against zero on the way.
+
+use super::gaps::{count_elements, for_each_element};
+use super::layout::{f64_at, Dict, Layout, Values};
+use super::wire::unpack_into;
+use super::DecodeTree;
+use crate::error::{Error, Result};
+use crate::sparse::is_zero;
+
+/// `10^e` for every exponent a scaled dictionary may use, each exact.
+pub(crate) const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// The value a scaled dictionary entry decodes to (the encoder keeps an
+/// entry scaled only if this gives back its exact bits).
+#[inline]
+pub(crate) fn scaled_value(int: i64, exponent: u8) -> f64 {
+    int as f64 / POW10[exponent as usize]
+}
+
+impl DecodeTree {
+    /// Fills the first layer: columns checked against `n_cols`, values
+    /// resolved through the dictionary and checked non-zero. Flat batches
+    /// with escape-coded columns need `row_starts` (loaded first): their
+    /// gaps restart at each row.
+    pub(super) fn load_pairs(&mut self, blob: &[u8], layout: &Layout) -> Result<()> {
+        let n = layout.n_pairs();
+        let cols = &layout.pair_cols;
+        unpack_into(
+            cols.payload(blob),
+            cols.width,
+            cols.count,
+            &mut self.scratch,
+        );
+        self.pair_cols.clear();
+        self.pair_cols.push(0);
+        let n_cols = self.n_cols as u64;
+        let out_of_range =
+            |index: usize, col: u64| Error::PairColumnOutOfRange { index, col, n_cols };
+        if layout.has_gaps() {
+            let flat = !layout.has_tree();
+            let row_starts = &self.row_starts;
+            let pair_cols = &mut self.pair_cols;
+            let mut next_row = 0usize;
+            let mut prev = 0u64;
+            let what = "pair columns (escape-coded gaps)";
+            for_each_element(&self.scratch, cols, n, what, |i, gap| {
+                // A flat batch's gaps restart at each row (skipping empty
+                // rows, which start where the next one does).
+                while flat && row_starts.get(next_row).is_some_and(|&s| s as usize <= i) {
+                    prev = 0;
+                    next_row += 1;
+                }
+                let col = prev + gap;
+                if col >= n_cols {
+                    return Err(out_of_range(i, col));
+                }
+                pair_cols.push(col as u32);
+                prev = col;
+                Ok(())
+            })?;
+        } else {
+            for (i, &c) in self.scratch.iter().enumerate() {
+                if c as u64 >= n_cols {
+                    return Err(out_of_range(i, c as u64));
+                }
+            }
+            self.pair_cols.extend_from_slice(&self.scratch);
+        }
+        self.pair_vals.clear();
+        self.pair_vals.push(0.0);
+        match layout.values {
+            Values::Inline { start } => {
+                for i in 0..n {
+                    let v = f64_at(blob, start + 8 * i);
+                    if is_zero(v) {
+                        return Err(Error::ZeroValue {
+                            what: "inline value",
+                            index: i,
+                        });
+                    }
+                    self.pair_vals.push(v);
+                }
+            }
+            Values::Indexed { ids, dict } => {
+                let dict_vals = resolve_dict(blob, &dict, &mut self.scratch)?;
+                unpack_into(ids.payload(blob), ids.width, ids.count, &mut self.scratch);
+                for (i, &id) in self.scratch.iter().enumerate() {
+                    match dict_vals.get(id as usize) {
+                        Some(&v) => self.pair_vals.push(v),
+                        None => {
+                            return Err(Error::ValueIdOutOfRange {
+                                position: i,
+                                id: id as u64,
+                                dict_len: dict_vals.len() as u64,
+                            })
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Resolves the dictionary to `f64` values, rejecting zeros (and integer
+/// entries whose `base + offset` overflows).
+fn resolve_dict(blob: &[u8], dict: &Dict, scratch: &mut Vec<u32>) -> Result<Vec<f64>> {
+    let zero = |index: usize| Error::ZeroValue {
+        what: "dictionary value",
+        index,
+    };
+    match *dict {
+        Dict::Float { start, len } => {
+            let mut out = Vec::with_capacity(len);
+            for i in 0..len {
+                let v = f64_at(blob, start + 8 * i);
+                if is_zero(v) {
+                    return Err(zero(i));
+                }
+                out.push(v);
+            }
+            Ok(out)
+        }
+        Dict::Int { base, offsets } => {
+            unpack_into(offsets.payload(blob), offsets.width, offsets.count, scratch);
+            let mut out = Vec::with_capacity(offsets.count);
+            for (i, &o) in scratch.iter().enumerate() {
+                match base.checked_add(o as i64) {
+                    Some(0) => return Err(zero(i)),
+                    Some(v) => out.push(v as f64),
+                    None => {
+                        return Err(Error::FieldOutOfRange {
+                            what: "dictionary base + offset",
+                            offset: offsets.start,
+                            value: o as u64,
+                            max: i64::MAX.saturating_sub(base) as u64,
+                        })
+                    }
+                }
+            }
+            Ok(out)
+        }
+        Dict::Scaled {
+            exponent,
+            base,
+            deltas,
+        } => {
+            unpack_into(deltas.payload(blob), deltas.width, deltas.count, scratch);
+            // The dictionary holds as many entries as the deltas end.
+            let len = count_elements(scratch, deltas.width);
+            let mut out = Vec::with_capacity(len);
+            let mut acc = base;
+            let what = "dictionary deltas (escape-coded)";
+            for_each_element(scratch, &deltas, len, what, |i, d| {
+                acc = i64::try_from(d)
+                    .ok()
+                    .and_then(|d| acc.checked_add(d))
+                    .ok_or(Error::FieldOutOfRange {
+                        what: "dictionary base + deltas",
+                        offset: deltas.start,
+                        value: d,
+                        max: i64::MAX.saturating_sub(acc) as u64,
+                    })?;
+                if acc == 0 {
+                    return Err(zero(i));
+                }
+                out.push(scaled_value(acc, exponent));
+                Ok(())
+            })?;
+            Ok(out)
+        }
+    }
+}
