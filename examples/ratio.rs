@@ -9,6 +9,9 @@
 //! 50-row batches; ratio = dense `f64` size / encoded size, both summed
 //! over all batches. Formats:
 //! - CSR: `u32` column ids, `f64` values, `u32` row offsets per batch.
+//! - CVI bits: CVI with bit packing (a flat TOC batch with plain packed
+//!   columns, value ids and an `f64` dictionary), the size `TOC_FULL`
+//!   never exceeds.
 //! - snappy (`snap::raw`) and gzip (flate2, level 6) over the dense
 //!   little-endian `f64` bytes of each batch.
 //! - TOC_SPARSE, TOC_LOGICAL: the ablation levels.
@@ -64,8 +67,9 @@ const TIMED_DENSE_BUDGET: usize = 32 << 20;
 const MIN_REP: Duration = Duration::from_millis(20);
 
 /// The formats whose sizes are measured, in table order.
-const FORMATS: [&str; 9] = [
+const FORMATS: [&str; 10] = [
     "CSR",
+    "CVI bits",
     "snappy",
     "gzip",
     "TOC_SPARSE",
@@ -75,8 +79,9 @@ const FORMATS: [&str; 9] = [
     "TOC_FULL v1",
     "TOC_FULL",
 ];
-const JSON_FORMATS: [&str; 9] = [
+const JSON_FORMATS: [&str; 10] = [
     "csr",
+    "cvi_bits",
     "snappy",
     "gzip",
     "toc_sparse",
@@ -189,7 +194,7 @@ struct Sizes {
     batch_rows: usize,
     n_batches: usize,
     dense: u64,
-    encoded: [u64; 9],
+    encoded: [u64; 10],
 }
 
 struct Report {
@@ -259,6 +264,36 @@ fn decode_op(blobs: &[Vec<u8>]) -> Op<'_> {
     })
 }
 
+/// Bytes of `batch` as CVI with bit packing, in the TOC blob format: a
+/// flat batch of plain packed columns and value ids (each at the fewest
+/// bits holding its largest value) and an `f64` dictionary; the bound
+/// `Level::Full` never exceeds.
+fn cvi_bit_packed_len(batch: &SparseBatch) -> u64 {
+    let varint = |v: u64| ((64 - v.leading_zeros() as u64).max(1)).div_ceil(7);
+    let bits = |max: u64| (64 - max.leading_zeros()) as u64;
+    let packed = |count: u64, width: u64| varint(count) + 1 + (count * width).div_ceil(8);
+    let mut distinct: Vec<u64> = batch.values().iter().map(|v| v.to_bits()).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let n = batch.nnz() as u64;
+    let max_len = batch
+        .offsets()
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .max()
+        .unwrap_or(0);
+    let max_col = batch.cols().iter().copied().max().unwrap_or(0) as u64;
+    let d = distinct.len() as u64;
+    let nz = |w: u64| if n == 0 { 0 } else { w };
+    6 + varint(batch.n_cols() as u64)
+        + packed(batch.n_rows() as u64, bits(max_len as u64).max(1))
+        + packed(n, nz(bits(max_col).max(1)))
+        + packed(n, nz(bits(d.saturating_sub(1))))
+        + 1
+        + varint(d)
+        + 8 * d
+}
+
 /// Sizes of every format over all batches of `batch_rows` rows, checking
 /// every TOC encoding round-trips.
 fn measure_sizes(all: &SparseBatch, batch_rows: usize) -> Sizes {
@@ -273,20 +308,21 @@ fn measure_sizes(all: &SparseBatch, batch_rows: usize) -> Sizes {
         batch_rows,
         n_batches: 0,
         dense: 0,
-        encoded: [0; 9],
+        encoded: [0; 10],
     };
     for batch in support::batches(all, batch_rows) {
         sizes.n_batches += 1;
         dense_bytes(&batch, &mut dense);
         sizes.dense += dense.len() as u64;
         sizes.encoded[0] += 12 * batch.nnz() as u64 + 4 * (batch.n_rows() as u64 + 1);
+        sizes.encoded[1] += cvi_bit_packed_len(&batch);
         snapped.resize(snap::raw::max_compress_len(dense.len()), 0);
-        sizes.encoded[1] += snap_enc.compress(&dense, &mut snapped).unwrap() as u64;
+        sizes.encoded[2] += snap_enc.compress(&dense, &mut snapped).unwrap() as u64;
         gz = gzip(&dense, gz);
-        sizes.encoded[2] += gz.len() as u64;
+        sizes.encoded[3] += gz.len() as u64;
         for (k, enc) in encoders.iter_mut().enumerate() {
             let toc = enc.encode(&batch).unwrap();
-            sizes.encoded[3 + k] += toc.encoded_len() as u64;
+            sizes.encoded[4 + k] += toc.encoded_len() as u64;
             let loaded = TocBatch::from_bytes_with_tree(toc.as_bytes(), &mut tree)
                 .unwrap_or_else(|e| panic!("{:?}: encoding rejected: {e}", enc.options()));
             assert_eq!(loaded.level(), enc.options().level);

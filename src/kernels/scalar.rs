@@ -46,25 +46,19 @@ pub(super) fn left_stored(t: &DecodeTree, v: &[f64], g: &mut Vec<f64>, out: &mut
     // `v.A`: 0.99x CSR with one table, 0.75x with two).
     let n = t.n_nodes();
     g.clear();
-    {
-        g.resize(2 * n, 0.0);
-        let (g0, g1) = g.split_at_mut(n);
-        let mut rows = v.iter().zip(t.row_starts.windows(2));
-        loop {
-            let Some((&va, wa)) = rows.next() else { break };
-            for &code in &t.codes[wa[0] as usize..wa[1] as usize] {
-                g0[code as usize] += va;
-            }
-            let Some((&vb, wb)) = rows.next() else { break };
-            for &code in &t.codes[wb[0] as usize..wb[1] as usize] {
-                g1[code as usize] += vb;
-            }
+    g.resize(2 * n, 0.0);
+    let (g0, g1) = g.split_at_mut(n);
+    let rows = v.iter().zip(t.row_starts.windows(2));
+    for (r, (&vr, w)) in rows.enumerate() {
+        let table = if r % 2 == 0 { &mut *g0 } else { &mut *g1 };
+        for &code in &t.codes[w[0] as usize..w[1] as usize] {
+            table[code as usize] += vr;
         }
-        for (a, &b) in g0.iter_mut().zip(g1.iter()) {
-            *a += b;
-        }
-        g.truncate(n);
     }
+    for (a, &b) in g0.iter_mut().zip(g1.iter()) {
+        *a += b;
+    }
+    g.truncate(n);
     // Children before parents; a pair's weight collects every node whose
     // key it is.
     for n in (t.pair_cols.len()..t.n_nodes()).rev() {
