@@ -29,33 +29,36 @@ fn symbols_of(value: u64, width: u8) -> u64 {
 }
 
 /// The width (`1..=32`, or whole bytes only with `bytes`) that writes
-/// `values` in the fewest bits, and that many bits. One pass builds a
-/// histogram by bit length; the cost of each width is then estimated from
-/// the bucket sums, and the three best widths are costed exactly.
+/// `values` in the fewest bits, and that many bits. One pass sums the
+/// values by bit length; each width's cost is then estimated in constant
+/// time from suffix sums, and the three best widths are costed exactly.
+/// (Estimating every width with a pass over the buckets inside a sort
+/// made encoding census_fertility's small batches 2.5 times slower.)
 pub(crate) fn best_width(values: &[u64], bytes: bool) -> (u8, u64) {
-    let mut count = [0u64; 65];
-    let mut sum = [0u128; 65];
+    let mut sum = [0u128; 66];
     for &v in values {
-        let b = (64 - v.leading_zeros()) as usize;
-        count[b] += 1;
-        sum[b] += v as u128;
+        sum[(64 - v.leading_zeros()) as usize] += v as u128;
+    }
+    // above[b]: sum of the values longer than b - 1 bits.
+    for b in (0..65).rev() {
+        sum[b] += sum[b + 1];
     }
     let n = values.len() as u128;
-    let estimate = |w: u8| -> u128 {
-        let e = escape(w) as u128;
-        let extra: u128 = (w as usize + 1..=64).map(|b| sum[b] / e).sum();
-        (n + extra) * w as u128
-    };
-    let mut widths: Vec<u8> = if bytes {
-        vec![8, 16, 24, 32]
+    // Values of more than w bits take about v / E extra symbols.
+    let estimate = |w: u8| (n + sum[w as usize + 1] / escape(w) as u128) * w as u128;
+    let mut widths: Vec<(u128, u8)> = if bytes {
+        [8u8, 16, 24, 32]
+            .iter()
+            .map(|&w| (estimate(w), w))
+            .collect()
     } else {
-        (1..=32).collect()
+        (1..=32u8).map(|w| (estimate(w), w)).collect()
     };
-    widths.sort_by_key(|&w| estimate(w));
+    widths.sort_unstable();
     widths
         .into_iter()
         .take(3)
-        .map(|w| (w, exact_bits(values, w)))
+        .map(|(_, w)| (w, exact_bits(values, w)))
         .min_by_key(|&(w, bits)| (bits, w))
         .expect("three widths")
 }
@@ -83,31 +86,38 @@ pub(crate) fn write_escaped(out: &mut Vec<u8>, values: &[u64], width: u8, symbol
     write_packed(out, symbols, width);
 }
 
-/// Calls `each(index, value)` for every element of the escape-coded
-/// `packed` array (`symbols` holds its unpacked symbols) and checks that
-/// there are exactly `expected` elements, and no escapes after the last.
+/// The running totals of the escape-coded `packed` array (`symbols` holds
+/// its unpacked symbols): `out[k]` is the sum of elements `0..=k`, which
+/// is the sum of every symbol up to the one ending element `k`. Checks
+/// that there are exactly `expected` elements, and no escapes after the
+/// last. Columns stored as gaps are these running totals (restarted per
+/// row for flat batches, by subtraction), and a scaled dictionary's
+/// integers are its base plus them.
+///
+/// Branch-free, with one addition as the only dependency between symbols:
+/// every symbol writes the running total to `out[n]` and advances `n` only
+/// when it ends an element. Testing each symbol for the escape with a
+/// branch mispredicted on every other symbol at width 1 (unary gaps), and
+/// summing each element separately chained a multiply into every step;
+/// flights3m page builds went from 9 to 12 us with either, 9.5 with this.
 ///
 /// Sums cannot overflow: fewer than `2^32` symbols of fewer than `2^32`.
-pub(crate) fn for_each_element(
+pub(crate) fn running_totals(
     symbols: &[u32],
     packed: &Packed,
     expected: usize,
     what: &'static str,
-    mut each: impl FnMut(usize, u64) -> Result<()>,
+    out: &mut Vec<u64>,
 ) -> Result<()> {
     let e = escape(packed.width) as u32;
-    let mut pending = 0u64;
+    out.clear();
+    out.resize(symbols.len() + 1, 0);
+    let mut total = 0u64;
     let mut n = 0usize;
     for &s in symbols {
-        pending += s as u64;
-        if s != e {
-            if n == expected {
-                return Err(mismatch(what, expected, symbols, e));
-            }
-            each(n, pending)?;
-            n += 1;
-            pending = 0;
-        }
+        total += s as u64;
+        out[n] = total;
+        n += (s != e) as usize;
     }
     if symbols.last() == Some(&e) {
         return Err(Error::UnterminatedEscape {
@@ -116,18 +126,14 @@ pub(crate) fn for_each_element(
         });
     }
     if n != expected {
-        return Err(mismatch(what, expected, symbols, e));
+        return Err(Error::LengthMismatch {
+            what,
+            expected: expected as u64,
+            found: n as u64,
+        });
     }
+    out.truncate(n);
     Ok(())
-}
-
-/// The element count error, counting every element.
-fn mismatch(what: &'static str, expected: usize, symbols: &[u32], e: u32) -> Error {
-    Error::LengthMismatch {
-        what,
-        expected: expected as u64,
-        found: symbols.iter().filter(|&&s| s != e).count() as u64,
-    }
 }
 
 /// Number of elements of escape-coded `symbols` at `width` (an
@@ -149,12 +155,11 @@ mod tests {
         let p = read_packed(&mut r, "test", false).unwrap();
         let mut syms = Vec::new();
         unpack_into(p.payload(&buf), p.width, p.count, &mut syms);
-        let mut got = Vec::new();
-        for_each_element(&syms, &p, values.len(), "test", |_, v| {
-            got.push(v);
-            Ok(())
-        })
-        .unwrap();
+        let mut totals = Vec::new();
+        running_totals(&syms, &p, values.len(), "test", &mut totals).unwrap();
+        let got: Vec<u64> = (0..totals.len())
+            .map(|k| totals[k] - if k == 0 { 0 } else { totals[k - 1] })
+            .collect();
         assert_eq!(exact_bits(values, width), p.count as u64 * width as u64);
         got
     }
@@ -205,20 +210,40 @@ mod tests {
             len: 1,
         };
         assert_eq!(count_elements(&[1, 3, 3], 2), 1);
+        let mut out = Vec::new();
         assert_eq!(
-            for_each_element(&[1, 3, 3], &p, 1, "x", |_, _| Ok(())),
+            running_totals(&[1, 3, 3], &p, 1, "x", &mut out),
             Err(Error::UnterminatedEscape {
                 what: "x",
                 offset: 7
             })
         );
         assert_eq!(
-            for_each_element(&[1, 3, 0, 2], &p, 2, "x", |_, _| Ok(())),
+            running_totals(&[1, 3, 0, 2], &p, 2, "x", &mut out),
             Err(Error::LengthMismatch {
                 what: "x",
                 expected: 2,
                 found: 3
             })
         );
+    }
+}
+
+#[cfg(test)]
+mod totals_tests {
+    use super::*;
+
+    #[test]
+    fn running_totals_sum_escapes_into_their_element() {
+        let p = Packed {
+            count: 7,
+            width: 2,
+            start: 0,
+            len: 2,
+        };
+        let mut out = Vec::new();
+        // Elements 1, 3 + 0 = 3, 3 + 3 + 1 = 7, 2: totals 1, 4, 11, 13.
+        running_totals(&[1, 3, 0, 3, 3, 1, 2], &p, 4, "x", &mut out).unwrap();
+        assert_eq!(out, vec![1, 4, 11, 13]);
     }
 }

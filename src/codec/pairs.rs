@@ -6,7 +6,7 @@
 //! SIGMOD 2024). Every column is checked against `n_cols` and every value
 //! against zero on the way.
 
-use super::gaps::{count_elements, for_each_element};
+use super::gaps::{count_elements, running_totals};
 use super::layout::{f64_at, Dict, Layout, Values};
 use super::wire::unpack_into;
 use super::DecodeTree;
@@ -23,10 +23,46 @@ pub(crate) const POW10: [f64; 23] = [
 /// entry scaled only if this gives back its exact bits).
 #[inline]
 pub(crate) fn scaled_value(int: i64, exponent: u8) -> f64 {
-    int as f64 / POW10[exponent as usize]
+    // Dividing by 10^0 = 1 is exact: skip the division for integers.
+    if exponent == 0 {
+        int as f64
+    } else {
+        int as f64 / POW10[exponent as usize]
+    }
 }
 
 impl DecodeTree {
+    /// Appends the columns that the running totals of the gaps give to
+    /// `pair_cols`, each checked against `n_cols`: the totals themselves
+    /// for a tree's first layer; for a flat batch, the totals less the
+    /// total before the row's first entry (gaps restart at every row).
+    fn totals_to_columns(&mut self, totals: &[u64], flat: bool) -> Result<()> {
+        let n_cols = self.n_cols as u64;
+        let check = |start: usize, run: &[u64], base: u64, cols: &mut Vec<u32>| {
+            for (j, &t) in run.iter().enumerate() {
+                let col = t - base;
+                if col >= n_cols {
+                    return Err(Error::PairColumnOutOfRange {
+                        index: start + j,
+                        col,
+                        n_cols,
+                    });
+                }
+                cols.push(col as u32);
+            }
+            Ok(())
+        };
+        if !flat {
+            return check(0, totals, 0, &mut self.pair_cols);
+        }
+        for w in self.row_starts.windows(2) {
+            let (s, e) = (w[0] as usize, w[1] as usize);
+            let base = if s == 0 { 0 } else { totals[s - 1] };
+            check(s, &totals[s..e], base, &mut self.pair_cols)?;
+        }
+        Ok(())
+    }
+
     /// Fills the first layer: columns checked against `n_cols`, values
     /// resolved through the dictionary and checked non-zero. Flat batches
     /// with escape-coded columns need `row_starts` (loaded first): their
@@ -46,27 +82,12 @@ impl DecodeTree {
         let out_of_range =
             |index: usize, col: u64| Error::PairColumnOutOfRange { index, col, n_cols };
         if layout.has_gaps() {
-            let flat = !layout.has_tree();
-            let row_starts = &self.row_starts;
-            let pair_cols = &mut self.pair_cols;
-            let mut next_row = 0usize;
-            let mut prev = 0u64;
             let what = "pair columns (escape-coded gaps)";
-            for_each_element(&self.scratch, cols, n, what, |i, gap| {
-                // A flat batch's gaps restart at each row (skipping empty
-                // rows, which start where the next one does).
-                while flat && row_starts.get(next_row).is_some_and(|&s| s as usize <= i) {
-                    prev = 0;
-                    next_row += 1;
-                }
-                let col = prev + gap;
-                if col >= n_cols {
-                    return Err(out_of_range(i, col));
-                }
-                pair_cols.push(col as u32);
-                prev = col;
-                Ok(())
-            })?;
+            let mut totals = std::mem::take(&mut self.gaps);
+            running_totals(&self.scratch, cols, n, what, &mut totals)?;
+            let checked = self.totals_to_columns(&totals, !layout.has_tree());
+            self.gaps = totals;
+            checked?;
         } else {
             for (i, &c) in self.scratch.iter().enumerate() {
                 if c as u64 >= n_cols {
@@ -157,25 +178,26 @@ fn resolve_dict(blob: &[u8], dict: &Dict, scratch: &mut Vec<u32>) -> Result<Vec<
             unpack_into(deltas.payload(blob), deltas.width, deltas.count, scratch);
             // The dictionary holds as many entries as the deltas end.
             let len = count_elements(scratch, deltas.width);
-            let mut out = Vec::with_capacity(len);
-            let mut acc = base;
             let what = "dictionary deltas (escape-coded)";
-            for_each_element(scratch, &deltas, len, what, |i, d| {
-                acc = i64::try_from(d)
+            let mut totals = Vec::with_capacity(len);
+            running_totals(scratch, &deltas, len, what, &mut totals)?;
+            let mut out = Vec::with_capacity(len);
+            for (i, &t) in totals.iter().enumerate() {
+                // Entry i is base + the running total of the deltas.
+                let int = i64::try_from(t)
                     .ok()
-                    .and_then(|d| acc.checked_add(d))
-                    .ok_or(Error::FieldOutOfRange {
+                    .and_then(|t| base.checked_add(t))
+                    .ok_or_else(|| Error::FieldOutOfRange {
                         what: "dictionary base + deltas",
                         offset: deltas.start,
-                        value: d,
-                        max: i64::MAX.saturating_sub(acc) as u64,
+                        value: t,
+                        max: i64::MAX.saturating_sub(base) as u64,
                     })?;
-                if acc == 0 {
+                if int == 0 {
                     return Err(zero(i));
                 }
-                out.push(scaled_value(acc, exponent));
-                Ok(())
-            })?;
+                out.push(scaled_value(int, exponent));
+            }
             Ok(out)
         }
     }

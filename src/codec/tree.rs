@@ -62,6 +62,8 @@ pub struct DecodeTree {
     /// entries in row order (codes `1..=nnz`), so kernels run CSR loops.
     pub(crate) flat: bool,
     pub(super) scratch: Vec<u32>,
+    /// Decoded escape-coded elements (column gaps), scratch.
+    pub(super) gaps: Vec<u64>,
 }
 
 impl DecodeTree {
