@@ -26,14 +26,14 @@ fn add(dst: &mut [f64], src: &[f64]) {
 }
 
 /// `A . M` with every node's row of the product stored; `m` is row-major
-/// `n_cols x p`; `emit(row, result)` receives each output row.
+/// `n_cols x p`; the rows of the result are added into `out` (row-major
+/// `n_rows x p`, zeroed by the caller).
 pub(super) fn right_stored(
     t: &DecodeTree,
     m: &[f64],
     p: usize,
     node: &mut Vec<f64>,
-    acc: &mut Vec<f64>,
-    mut emit: impl FnMut(usize, &[f64]),
+    out: &mut [f64],
 ) {
     // Every row but the root's (never read) is written before it is read.
     let h = scratch(node, t.n_nodes() * p);
@@ -54,13 +54,10 @@ pub(super) fn right_stored(
             *d = x + y;
         }
     }
-    let acc = zeroed(acc, p);
-    for (r, w) in t.row_starts.windows(2).enumerate() {
-        acc.fill(0.0);
+    for (dst, w) in out.chunks_exact_mut(p).zip(t.row_starts.windows(2)) {
         for &code in &t.codes[w[0] as usize..w[1] as usize] {
-            add(acc, &h[code as usize * p..][..p]);
+            add(dst, &h[code as usize * p..][..p]);
         }
-        emit(r, acc);
     }
 }
 
@@ -70,8 +67,7 @@ pub(super) fn right_lazy(
     m: &[f64],
     p: usize,
     node: &mut Vec<f64>,
-    acc: &mut Vec<f64>,
-    mut emit: impl FnMut(usize, &[f64]),
+    out: &mut [f64],
 ) {
     let first_created = t.pair_cols.len();
     let created = t.n_nodes() - first_created;
@@ -94,18 +90,15 @@ pub(super) fn right_lazy(
         let key = t.key[n] as usize;
         axpy(dst, t.pair_vals[key], m_row(key));
     }
-    let acc = zeroed(acc, p);
-    for (r, w) in t.row_starts.windows(2).enumerate() {
-        acc.fill(0.0);
+    for (dst, w) in out.chunks_exact_mut(p).zip(t.row_starts.windows(2)) {
         for &code in &t.codes[w[0] as usize..w[1] as usize] {
             let c = code as usize;
             if c < first_created {
-                axpy(acc, t.pair_vals[c], m_row(c));
+                axpy(dst, t.pair_vals[c], m_row(c));
             } else {
-                add(acc, &h[(c - first_created) * p..][..p]);
+                add(dst, &h[(c - first_created) * p..][..p]);
             }
         }
-        emit(r, acc);
     }
 }
 
