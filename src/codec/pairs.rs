@@ -112,7 +112,7 @@ impl DecodeTree {
                 }
             }
             Values::Indexed { ids, dict } => {
-                let dict_vals = resolve_dict(blob, &dict, &mut self.scratch)?;
+                let dict_vals = resolve_dict(blob, &dict, &mut self.scratch, &mut self.gaps)?;
                 unpack_into(ids.payload(blob), ids.width, ids.count, &mut self.scratch);
                 for (i, &id) in self.scratch.iter().enumerate() {
                     match dict_vals.get(id as usize) {
@@ -134,7 +134,12 @@ impl DecodeTree {
 
 /// Resolves the dictionary to `f64` values, rejecting zeros (and integer
 /// entries whose `base + offset` overflows).
-fn resolve_dict(blob: &[u8], dict: &Dict, scratch: &mut Vec<u32>) -> Result<Vec<f64>> {
+fn resolve_dict(
+    blob: &[u8],
+    dict: &Dict,
+    scratch: &mut Vec<u32>,
+    totals: &mut Vec<u64>,
+) -> Result<Vec<f64>> {
     let zero = |index: usize| Error::ZeroValue {
         what: "dictionary value",
         index,
@@ -179,8 +184,7 @@ fn resolve_dict(blob: &[u8], dict: &Dict, scratch: &mut Vec<u32>) -> Result<Vec<
             // The dictionary holds as many entries as the deltas end.
             let len = count_elements(scratch, deltas.width);
             let what = "dictionary deltas (escape-coded)";
-            let mut totals = Vec::with_capacity(len);
-            running_totals(scratch, &deltas, len, what, &mut totals)?;
+            running_totals(scratch, &deltas, len, what, totals)?;
             let mut out = Vec::with_capacity(len);
             for (i, &t) in totals.iter().enumerate() {
                 // Entry i is base + the running total of the deltas.
