@@ -264,36 +264,6 @@ fn decode_op(blobs: &[Vec<u8>]) -> Op<'_> {
     })
 }
 
-/// Bytes of `batch` as CVI with bit packing, in the TOC blob format: a
-/// flat batch of plain packed columns and value ids (each at the fewest
-/// bits holding its largest value) and an `f64` dictionary; the bound
-/// `Level::Full` never exceeds.
-fn cvi_bit_packed_len(batch: &SparseBatch) -> u64 {
-    let varint = |v: u64| ((64 - v.leading_zeros() as u64).max(1)).div_ceil(7);
-    let bits = |max: u64| (64 - max.leading_zeros()) as u64;
-    let packed = |count: u64, width: u64| varint(count) + 1 + (count * width).div_ceil(8);
-    let mut distinct: Vec<u64> = batch.values().iter().map(|v| v.to_bits()).collect();
-    distinct.sort_unstable();
-    distinct.dedup();
-    let n = batch.nnz() as u64;
-    let max_len = batch
-        .offsets()
-        .windows(2)
-        .map(|w| w[1] - w[0])
-        .max()
-        .unwrap_or(0);
-    let max_col = batch.cols().iter().copied().max().unwrap_or(0) as u64;
-    let d = distinct.len() as u64;
-    let nz = |w: u64| if n == 0 { 0 } else { w };
-    6 + varint(batch.n_cols() as u64)
-        + packed(batch.n_rows() as u64, bits(max_len as u64).max(1))
-        + packed(n, nz(bits(max_col).max(1)))
-        + packed(n, nz(bits(d.saturating_sub(1))))
-        + 1
-        + varint(d)
-        + 8 * d
-}
-
 /// Sizes of every format over all batches of `batch_rows` rows, checking
 /// every TOC encoding round-trips.
 fn measure_sizes(all: &SparseBatch, batch_rows: usize) -> Sizes {
@@ -315,7 +285,7 @@ fn measure_sizes(all: &SparseBatch, batch_rows: usize) -> Sizes {
         dense_bytes(&batch, &mut dense);
         sizes.dense += dense.len() as u64;
         sizes.encoded[0] += 12 * batch.nnz() as u64 + 4 * (batch.n_rows() as u64 + 1);
-        sizes.encoded[1] += cvi_bit_packed_len(&batch);
+        sizes.encoded[1] += support::cvi_bit_packed_len(&batch);
         snapped.resize(snap::raw::max_compress_len(dense.len()), 0);
         sizes.encoded[2] += snap_enc.compress(&dense, &mut snapped).unwrap() as u64;
         gz = gzip(&dense, gz);
