@@ -9,13 +9,19 @@
 //! 50-row batches; ratio = dense `f64` size / encoded size, both summed
 //! over all batches. Formats:
 //! - CSR: `u32` column ids, `f64` values, `u32` row offsets per batch.
+//! - CVI bits: CVI with bit packing (a flat TOC batch with plain packed
+//!   columns, value ids and an `f64` dictionary), the size `TOC_FULL`
+//!   never exceeds.
 //! - snappy (`snap::raw`) and gzip (flate2, level 6) over the dense
 //!   little-endian `f64` bytes of each batch.
 //! - TOC_SPARSE, TOC_LOGICAL: the ablation levels.
 //! - TOC paper: TOC_FULL with the paper's layout (byte packing, `f64`
 //!   dictionary).
 //! - TOC bits+f64: TOC_FULL with bit packing and an `f64` dictionary.
-//! - TOC_FULL: the default (bit packing, integer dictionary).
+//! - TOC_FULL v1: bit packing and integer dictionary in the fixed layout of
+//!   format version 1 (`Adaptive::NONE`).
+//! - TOC_FULL: the default (bit packing; per batch the smaller of the tree
+//!   and flat rows, gap-coded columns, the smallest dictionary form).
 //!
 //! Every TOC encoding is validated and decoded back and compared with its
 //! batch. Speeds are measured on a fixed prefix of the 250-row batches (at
@@ -33,6 +39,10 @@
 //! differs); "paper" is `EncodeOptions::paper()`; "naive" is
 //! `TocBatch::from_bytes(..).decode()` on the default encoding.
 //!
+//! `--datasets` also takes the mixed one-hot and decimal sets
+//! (`nycflights13_cents` and the others of `support::DECIMAL_DATASETS`:
+//! numeric columns divided by 100).
+//!
 //! All rows of every dataset are used, except nycflights13 and flights3m,
 //! capped at 300,000 rows; `--rows N` caps every dataset at N rows.
 
@@ -44,7 +54,9 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use support::{dense_bytes, gunzip, gzip};
-use tocpile::{DecodeTree, EncodeOptions, Encoder, Level, Packing, SparseBatch, TocBatch};
+use tocpile::{
+    Adaptive, DecodeTree, EncodeOptions, Encoder, Level, Packing, SparseBatch, TocBatch,
+};
 
 const SEED: u64 = 42;
 const BATCH_SIZES: [usize; 2] = [250, 50];
@@ -55,35 +67,43 @@ const TIMED_DENSE_BUDGET: usize = 32 << 20;
 const MIN_REP: Duration = Duration::from_millis(20);
 
 /// The formats whose sizes are measured, in table order.
-const FORMATS: [&str; 8] = [
+const FORMATS: [&str; 10] = [
     "CSR",
+    "CVI bits",
     "snappy",
     "gzip",
     "TOC_SPARSE",
     "TOC_LOGICAL",
     "TOC paper",
     "TOC bits+f64",
+    "TOC_FULL v1",
     "TOC_FULL",
 ];
-const JSON_FORMATS: [&str; 8] = [
+const JSON_FORMATS: [&str; 10] = [
     "csr",
+    "cvi_bits",
     "snappy",
     "gzip",
     "toc_sparse",
     "toc_logical",
     "toc_paper",
     "toc_bits_f64dict",
+    "toc_full_v1",
     "toc_full",
 ];
 
 /// The TOC configurations, in the order of `FORMATS[3..]`.
-fn toc_options() -> [EncodeOptions; 5] {
+fn toc_options() -> [EncodeOptions; 6] {
     [
         EncodeOptions::level(Level::Sparse),
         EncodeOptions::level(Level::Logical),
         EncodeOptions::paper(),
         EncodeOptions {
             int_dictionary: false,
+            ..EncodeOptions::default()
+        },
+        EncodeOptions {
+            adaptive: Adaptive::NONE,
             ..EncodeOptions::default()
         },
         EncodeOptions::default(),
@@ -113,7 +133,12 @@ struct Args {
 fn usage() -> ! {
     eprintln!(
         "usage: ratio [--json] [--rows N] [--datasets a,b] [--reps N]\n  datasets: {}",
-        support::DATASETS.join(",")
+        support::DATASETS
+            .iter()
+            .chain(support::DECIMAL_DATASETS)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(",")
     );
     std::process::exit(2)
 }
@@ -147,7 +172,8 @@ fn parse_args() -> Args {
                 let list = it.next().unwrap_or_else(|| usage());
                 args.datasets = list.split(',').map(str::to_string).collect();
                 for d in &args.datasets {
-                    if !support::DATASETS.contains(&d.as_str()) {
+                    let known = support::DATASETS.iter().chain(support::DECIMAL_DATASETS);
+                    if !known.copied().any(|k| k == d.as_str()) {
                         eprintln!("unknown dataset {d}");
                         usage();
                     }
@@ -168,7 +194,7 @@ struct Sizes {
     batch_rows: usize,
     n_batches: usize,
     dense: u64,
-    encoded: [u64; 8],
+    encoded: [u64; 10],
 }
 
 struct Report {
@@ -252,20 +278,21 @@ fn measure_sizes(all: &SparseBatch, batch_rows: usize) -> Sizes {
         batch_rows,
         n_batches: 0,
         dense: 0,
-        encoded: [0; 8],
+        encoded: [0; 10],
     };
     for batch in support::batches(all, batch_rows) {
         sizes.n_batches += 1;
         dense_bytes(&batch, &mut dense);
         sizes.dense += dense.len() as u64;
         sizes.encoded[0] += 12 * batch.nnz() as u64 + 4 * (batch.n_rows() as u64 + 1);
+        sizes.encoded[1] += support::cvi_bit_packed_len(&batch);
         snapped.resize(snap::raw::max_compress_len(dense.len()), 0);
-        sizes.encoded[1] += snap_enc.compress(&dense, &mut snapped).unwrap() as u64;
+        sizes.encoded[2] += snap_enc.compress(&dense, &mut snapped).unwrap() as u64;
         gz = gzip(&dense, gz);
-        sizes.encoded[2] += gz.len() as u64;
+        sizes.encoded[3] += gz.len() as u64;
         for (k, enc) in encoders.iter_mut().enumerate() {
             let toc = enc.encode(&batch).unwrap();
-            sizes.encoded[3 + k] += toc.encoded_len() as u64;
+            sizes.encoded[4 + k] += toc.encoded_len() as u64;
             let loaded = TocBatch::from_bytes_with_tree(toc.as_bytes(), &mut tree)
                 .unwrap_or_else(|e| panic!("{:?}: encoding rejected: {e}", enc.options()));
             assert_eq!(loaded.level(), enc.options().level);
@@ -376,7 +403,7 @@ fn measure_speed(all: &SparseBatch, reps: usize) -> (usize, u64, [f64; 9], [f64;
 fn measure(name: &str, args: &Args) -> Report {
     let start = Instant::now();
     let cap = args.rows.unwrap_or(match name {
-        "flights3m" | "nycflights13" => FLIGHT_ROWS,
+        "flights3m" | "nycflights13" | "flights3m_cents" | "nycflights13_cents" => FLIGHT_ROWS,
         _ => usize::MAX,
     });
     let (raw, _) = support::load(name, cap);

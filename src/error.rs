@@ -83,6 +83,14 @@ pub enum Error {
         /// Width found, in bits.
         width: u8,
     },
+    /// An escape-coded array (format version 2) ends with escape
+    /// symbols: its last element never ends.
+    UnterminatedEscape {
+        /// The array.
+        what: &'static str,
+        /// Byte offset of the array's payload.
+        offset: usize,
+    },
     /// The unused bits at the end of a packed array are not zero.
     NonZeroPadding {
         /// The array.
@@ -397,6 +405,10 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "{what}: bit width {width} at byte {offset} not allowed (1..=32, or 0 where documented)"
+            ),
+            Error::UnterminatedEscape { what, offset } => write!(
+                f,
+                "{what}: the array starting at byte {offset} ends inside an element (escape symbols without a final symbol)"
             ),
             Error::NonZeroPadding { what, offset } => {
                 write!(f, "{what}: padding bits in byte {offset} are not zero")

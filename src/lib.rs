@@ -19,7 +19,7 @@
 //! [`encode`]) and [`TocBatch`]:
 //!
 //! ```
-//! use tocpile::{Encoder, EncodeOptions, SparseBatch, TocBatch};
+//! use tocpile::{Adaptive, Encoder, EncodeOptions, SparseBatch, TocBatch};
 //!
 //! // The running example of the TOC paper (Figure 3).
 //! let batch = SparseBatch::from_dense_rows(4, &[
@@ -28,9 +28,16 @@
 //!     [0.0, 1.1, 3.0, 1.4],
 //!     [1.1, 2.0, 0.0, 0.0],
 //! ])?;
+//! // The paper's layout: always the prefix tree.
+//! let paper_layout = EncodeOptions { adaptive: Adaptive::NONE, ..EncodeOptions::default() };
+//! let encoded = Encoder::new(paper_layout).encode(&batch)?;
+//! assert_eq!(encoded.n_codes(), 9); // D = [1 2 3 4] [6 3] [5 8] [6]
+//!
+//! // The default chooses per batch: this one is too small for the tree
+//! // to pay, so it is stored as flat rows (packed columns and value ids).
 //! let mut encoder = Encoder::new(EncodeOptions::default());
 //! let encoded = encoder.encode(&batch)?;
-//! assert_eq!(encoded.n_codes(), 9); // D = [1 2 3 4] [6 3] [5 8] [6]
+//! assert!(!encoded.has_tree());
 //!
 //! // Bytes from disk or the network are untrusted: from_bytes validates.
 //! let bytes: Vec<u8> = encoded.as_bytes().to_vec();
@@ -83,7 +90,7 @@ pub mod train;
 mod wire;
 
 pub use codec::{
-    decode_bytes, encode, DecodeTree, EncodeOptions, Encoder, Level, Packing, TocBatch,
+    decode_bytes, encode, Adaptive, DecodeTree, EncodeOptions, Encoder, Level, Packing, TocBatch,
 };
 pub use error::{Error, IoSource, Result};
 pub use kernels::Workspace;

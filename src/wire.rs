@@ -394,16 +394,21 @@ fn unpack_bits(payload: &[u8], width: u8, count: usize, out: &mut Vec<u32>) {
         let word = u64::from_le_bytes(payload[at..at + 8].try_into().expect("8 bytes"));
         ((word >> (bit & 7)) & mask) as u32
     }));
+    // The tail: the last bytes copied into a zero-padded buffer, read the
+    // same way. A byte-by-byte tail cost up to 64 slow reads per array at
+    // width 1, which small arrays (a page's row lengths, first-layer gaps)
+    // paid on every page.
+    let base = ((fast * w) >> 3).min(payload.len());
+    let mut pad = [0u8; 24];
+    let rest = &payload[base..];
+    let keep = rest.len().min(16);
+    pad[..keep].copy_from_slice(&rest[..keep]);
     out.extend((fast..count).map(|i| {
         let bit = i * w;
-        // 5 bytes hold the 7 + 32 bits a value can span.
-        let word = payload
-            .get(bit >> 3..)
-            .unwrap_or_default()
-            .iter()
-            .take(5)
-            .enumerate()
-            .fold(0u64, |acc, (k, &b)| acc | (b as u64) << (8 * k));
+        // Tail values start within 8 bytes of `base`; past the payload
+        // they read zeros rather than panic.
+        let at = ((bit >> 3) - base).min(16);
+        let word = u64::from_le_bytes(pad[at..at + 8].try_into().expect("8 bytes"));
         ((word >> (bit & 7)) & mask) as u32
     }));
 }

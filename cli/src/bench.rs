@@ -10,7 +10,7 @@ use tocpile::bench::{kernel_table, KernelBenchConfig, KernelReport, Op};
 use tocpile::formats::FormatKind;
 
 use crate::encode::parse_format;
-use crate::input::{load_rows, InputArgs};
+use crate::input::{load_rows, shuffled, to_decimals, InputArgs};
 use crate::output::{emit, emit_json};
 use crate::{Failure, Outcome};
 
@@ -59,6 +59,18 @@ struct KernelArgs {
     /// milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 20)]
     min_time_ms: u64,
+    /// Divide the values of every numeric column (any value other than 1)
+    /// by 10^N before measuring (see `tocpile ratio --decimals`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=22))]
+    decimals: Option<u32>,
+    /// Shuffle the rows read once with this seed before cutting batches
+    /// (default: file order).
+    #[arg(long, value_name = "SEED")]
+    shuffle: Option<u64>,
+    /// Read this many rows (default: --batches times --batch-rows), so
+    /// that with --shuffle the batches mix rows from the whole range.
+    #[arg(long, value_name = "N")]
+    max_rows: Option<usize>,
     /// Print the table as JSON.
     #[arg(long)]
     json: bool,
@@ -88,13 +100,23 @@ struct KernelJson {
 
 fn kernels(args: &KernelArgs) -> Outcome {
     let batch_rows = usize::try_from(args.batch_rows).unwrap_or(usize::MAX);
-    let max_rows = batch_rows.saturating_mul(usize::try_from(args.batches).unwrap_or(usize::MAX));
-    let (rows, _) = load_rows(&args.input, &args.input_args, max_rows)?;
+    let n_batches = usize::try_from(args.batches).unwrap_or(usize::MAX);
+    let max_rows = args
+        .max_rows
+        .unwrap_or_else(|| batch_rows.saturating_mul(n_batches));
+    let (mut rows, labels) = load_rows(&args.input, &args.input_args, max_rows)?;
     if rows.n_rows() == 0 {
         return Err(Failure::about(&args.input, "no rows to measure"));
     }
+    if let Some(places) = args.decimals {
+        rows = to_decimals(&rows, places)?;
+    }
+    if let Some(seed) = args.shuffle {
+        rows = shuffled(&rows, &labels, seed)?.0;
+    }
     let batches: Vec<_> = (0..rows.n_rows())
         .step_by(batch_rows)
+        .take(n_batches)
         .map(|s| rows.slice_rows(s..(s + batch_rows).min(rows.n_rows())))
         .collect();
     let config = KernelBenchConfig {

@@ -307,6 +307,37 @@ pub fn load_rows(
     Ok((all, labels))
 }
 
+/// Turns the numeric columns of `batch` (those holding any value other
+/// than 1; one-hot columns hold only 1) into `places`-decimal columns by
+/// dividing every value by `10^places`, as prices in cents become prices
+/// in currency units. `value / 10^places` is correctly rounded, so each
+/// result is the `f64` that parsing its decimal text would give: a
+/// measurement aid that builds tabular data of mixed one-hot and decimal
+/// columns from integer data (`ratio --decimals 2`).
+pub fn to_decimals(batch: &SparseBatch, places: u32) -> Result<SparseBatch, Failure> {
+    let divisor = 10f64.powi(places as i32);
+    let mut numeric = vec![false; batch.n_cols()];
+    for (&c, &v) in batch.cols().iter().zip(batch.values()) {
+        numeric[c as usize] |= v != 1.0;
+    }
+    let mut out = SparseBatch::with_cols(batch.n_cols())?;
+    let mut vals = Vec::new();
+    for (cols, row) in batch.rows() {
+        vals.clear();
+        vals.extend(cols.iter().zip(row).map(
+            |(&c, &v)| {
+                if numeric[c as usize] {
+                    v / divisor
+                } else {
+                    v
+                }
+            },
+        ));
+        out.push_row(cols, &vals)?;
+    }
+    Ok(out)
+}
+
 /// A row-count spinner on stderr, hidden unless stderr is a terminal.
 pub fn progress(message: &str) -> ProgressBar {
     if !std::io::stderr().is_terminal() {

@@ -9,7 +9,7 @@ use serde::Serialize;
 use tocpile::bench::{ratio_table, RatioConfig, RatioRow};
 use tocpile::formats::FormatKind;
 
-use crate::input::{load_rows, shuffled, InputArgs};
+use crate::input::{load_rows, shuffled, to_decimals, InputArgs};
 use crate::output::{emit, emit_json};
 use crate::{Failure, Outcome};
 
@@ -56,6 +56,11 @@ pub struct RatioArgs {
     /// Read at most this many rows of each input.
     #[arg(long, value_name = "N")]
     max_rows: Option<usize>,
+    /// Divide the values of every numeric column (any value other than 1)
+    /// by 10^N before measuring: integer columns become N-decimal ones
+    /// (prices from cents) beside the one-hot columns.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=22))]
+    decimals: Option<u32>,
     /// Skip the formats that build a dense matrix (DEN, DVI, snappy, gzip,
     /// lz4) on batches whose dense f64 size exceeds this many MiB.
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
@@ -129,6 +134,9 @@ fn measure(
         load_rows(path, &args.input_args, args.max_rows.unwrap_or(usize::MAX))?;
     if rows.n_rows() == 0 {
         return Err(Failure::about(path, "no rows"));
+    }
+    if let Some(places) = args.decimals {
+        rows = to_decimals(&rows, places)?;
     }
     if let Some(seed) = args.shuffle {
         rows = shuffled(&rows, &labels, seed)?.0;

@@ -356,6 +356,50 @@ fn ratio_text_prints_the_three_figures() {
 }
 
 #[test]
+fn ratio_decimals_divide_the_numeric_columns() {
+    let (_guard, dir) = fixture();
+    let bytes = |extra: &[&str]| {
+        let mut args = vec!["ratio", "small.libsvm", "--batch-rows", "40", "--no-large"];
+        args.extend_from_slice(extra);
+        args.push("--json");
+        let v = json(&args, &dir);
+        v["datasets"][0]["batches"][0]["bytes"].clone()
+    };
+    let (plain, cents) = (bytes(&[]), bytes(&["--decimals", "2"]));
+    // The numeric columns changed (dense bytes compress differently) and
+    // every format still decoded exactly (ratio checks it).
+    assert_ne!(plain["gzip"], cents["gzip"]);
+    assert_eq!(plain["DEN"], cents["DEN"]);
+    usage_error(&["ratio", "small.libsvm", "--decimals", "23"], &dir, "23");
+    let v = json(
+        &[
+            "bench",
+            "kernels",
+            "small.libsvm",
+            "--decimals",
+            "2",
+            "--shuffle",
+            "3",
+            "--batch-rows",
+            "10",
+            "--batches",
+            "2",
+            "--max-rows",
+            "40",
+            "--formats",
+            "toc",
+            "--rounds",
+            "1",
+            "--min-time-ms",
+            "1",
+            "--json",
+        ],
+        &dir,
+    );
+    assert_eq!(v["n_batches"], 2);
+}
+
+#[test]
 fn bench_kernels_json_has_the_documented_shape() {
     let (_guard, dir) = fixture();
     let v = json(

@@ -5,33 +5,37 @@
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use tocpile::{
-    DecodeTree, EncodeOptions, Encoder, Level, Packing, SparseBatch, TocBatch, MAX_COLS,
+    Adaptive, DecodeTree, EncodeOptions, Encoder, Level, Packing, SparseBatch, TocBatch, MAX_COLS,
 };
 
 /// Every level.
 pub const LEVELS: [Level; 3] = [Level::Sparse, Level::Logical, Level::Full];
 
-/// Every combination of level, packing and integer dictionary (12).
+/// Every combination of level, packing, integer dictionary and the
+/// per-batch choices of format version 2 (all or none): 24.
 pub fn all_options() -> impl Iterator<Item = EncodeOptions> {
     LEVELS.into_iter().flat_map(|level| {
         [Packing::Bits, Packing::Bytes]
             .into_iter()
             .flat_map(move |packing| {
-                [false, true]
-                    .into_iter()
-                    .map(move |int_dictionary| EncodeOptions {
-                        level,
-                        packing,
-                        int_dictionary,
-                    })
+                [false, true].into_iter().flat_map(move |int_dictionary| {
+                    [Adaptive::ALL, Adaptive::NONE]
+                        .into_iter()
+                        .map(move |adaptive| EncodeOptions {
+                            level,
+                            packing,
+                            int_dictionary,
+                            adaptive,
+                        })
+                })
             })
     })
 }
 
-/// One of the 12 option combinations, chosen by the input.
+/// One of the 24 option combinations, chosen by the input.
 pub fn arbitrary_options(u: &mut Unstructured<'_>) -> Result<EncodeOptions> {
-    let i = u.choose_index(12)?;
-    Ok(all_options().nth(i).expect("12 combinations"))
+    let i = u.choose_index(24)?;
+    Ok(all_options().nth(i).expect("24 combinations"))
 }
 
 /// The largest `decoded_nnz` we decode for an input of `len` bytes: keeps
@@ -52,7 +56,7 @@ const MANTISSA: u64 = (1 << 52) - 1;
 /// bits.
 pub fn arbitrary_value(u: &mut Unstructured<'_>) -> Result<f64> {
     let sign = if u.arbitrary::<bool>()? { SIGN } else { 0 };
-    Ok(match u.int_in_range(0u8..=15)? {
+    Ok(match u.int_in_range(0u8..=16)? {
         0 => 0.0,
         1 => -0.0,
         2 => 1.0,
@@ -99,7 +103,9 @@ pub fn arbitrary_value(u: &mut Unstructured<'_>) -> Result<f64> {
             f64::from_bits(1),
             f64::from_bits(MANTISSA),
         ])?,
-        12 => *u.choose(&[0.5, 1.5, -2.5, 0.1, 1.0 / 3.0])?,
+        12 => *u.choose(&[0.5, 1.5, -2.5, 0.1, 1.0 / 3.0, 0.1 + 0.2, 1e-22, 9.99e15])?,
+        // A decimal with a few places (the scaled dictionary).
+        13 => u.int_in_range(-100_000i64..=100_000)? as f64 / 10f64.powi(u.int_in_range(0..=4)?),
         _ => f64::from_bits(u.arbitrary::<u64>()?),
     })
 }

@@ -11,14 +11,19 @@
 //!   packed offsets instead of raw `f64`s (one-hot and count data).
 //! - No cap on the rows of a batch (the authors' code fixes 1024); limits
 //!   are those of `u32` ids: fewer than 2^32 entries per batch.
+//! - With [`Adaptive`] (the default), `Level::Full` chooses per batch
+//!   between the prefix tree and flat value-indexed rows, between stored
+//!   and gap-coded columns, and among dictionary forms, by exact size
+//!   (`physical.rs`, `values.rs`).
 
 use hashbrown::HashMap;
 
-use super::layout::{self, DICT_F64, DICT_INT, FLAG_INDEXED, FLAG_TREE, MAGIC, VERSION};
+use super::layout::{self, FLAG_TREE, MAGIC};
+use super::values::Dictionary;
 use super::TocBatch;
 use crate::error::{Error, Result};
 use crate::sparse::SparseBatch;
-use crate::wire::{bits_needed, write_f64s, write_packed, write_varint, zigzag};
+use crate::wire::{bits_needed, write_f64s, write_packed, write_varint};
 
 /// How much of TOC to apply: the three configurations of the paper's
 /// ablation (Figure 6). Every level is a complete, decodable format.
@@ -57,9 +62,51 @@ pub struct EncodeOptions {
     pub level: Level,
     /// Width policy for [`Level::Full`] (ignored by the other levels).
     pub packing: Packing,
-    /// Store an all-integer value dictionary as packed integers
-    /// ([`Level::Full`] only).
+    /// Store an all-integer value dictionary as packed integers, and
+    /// (with [`Adaptive::scaled_dictionary`]) a decimal one as scaled
+    /// integers ([`Level::Full`] only).
     pub int_dictionary: bool,
+    /// The per-batch choices of [`Level::Full`] beyond the paper's layout
+    /// (format version 2 where they need it).
+    pub adaptive: Adaptive,
+}
+
+/// Choices `Level::Full` makes per batch, each by the exact encoded size
+/// (so none can make a batch larger). [`Adaptive::NONE`] gives the fixed
+/// layout of format version 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Adaptive {
+    /// Store the batch flat (value-indexed, bit-packed rows: CSR with
+    /// packed columns and value ids) when the prefix tree does not pay, as
+    /// on mnist5k's pixels. Readable by version 1.
+    pub flat_pages: bool,
+    /// Store columns as escape-coded gaps when smaller: between sorted
+    /// first-layer pairs, or within the rows of a flat batch (version 2).
+    pub gaps: bool,
+    /// Allow the scaled-integer (decimal) dictionary, sorted and
+    /// gap-coded (version 2).
+    pub scaled_dictionary: bool,
+}
+
+impl Adaptive {
+    /// Every choice enabled (the default).
+    pub const ALL: Adaptive = Adaptive {
+        flat_pages: true,
+        gaps: true,
+        scaled_dictionary: true,
+    };
+    /// No choice: the layout of format version 1.
+    pub const NONE: Adaptive = Adaptive {
+        flat_pages: false,
+        gaps: false,
+        scaled_dictionary: false,
+    };
+}
+
+impl Default for Adaptive {
+    fn default() -> Self {
+        Adaptive::ALL
+    }
 }
 
 impl Default for EncodeOptions {
@@ -68,6 +115,7 @@ impl Default for EncodeOptions {
             level: Level::Full,
             packing: Packing::Bits,
             int_dictionary: true,
+            adaptive: Adaptive::ALL,
         }
     }
 }
@@ -81,13 +129,14 @@ impl EncodeOptions {
         }
     }
 
-    /// The paper's physical layout: whole-byte widths and a raw `f64`
-    /// dictionary.
+    /// The paper's physical layout: whole-byte widths, a raw `f64`
+    /// dictionary, always the prefix tree.
     pub fn paper() -> Self {
         EncodeOptions {
             level: Level::Full,
             packing: Packing::Bytes,
             int_dictionary: false,
+            adaptive: Adaptive::NONE,
         }
     }
 }
@@ -97,22 +146,25 @@ impl EncodeOptions {
 /// the buffers have grown to the largest batch.
 #[derive(Debug, Default)]
 pub struct Encoder {
-    options: EncodeOptions,
+    pub(super) options: EncodeOptions,
     /// `(column, value bits)` -> first-layer id (1-based, first appearance).
     pair_ids: HashMap<(u32, u64), u32>,
     /// `(node << 32) | first-layer id` -> child node (`GetIndex`).
     children: HashMap<u64, u32>,
-    /// Value bits -> dictionary id.
-    value_ids: HashMap<u64, u32>,
-    first_cols: Vec<u32>,
-    first_vals: Vec<f64>,
+    pub(super) first_cols: Vec<u32>,
+    pub(super) first_vals: Vec<f64>,
     /// The batch as first-layer ids, rows concatenated.
-    seq: Vec<u32>,
-    codes: Vec<u32>,
-    row_lens: Vec<u32>,
-    ids: Vec<u32>,
-    dict: Vec<f64>,
-    scratch: Vec<u32>,
+    pub(super) seq: Vec<u32>,
+    pub(super) codes: Vec<u32>,
+    pub(super) row_lens: Vec<u32>,
+    /// Value id of each first-layer pair.
+    pub(super) ids: Vec<u32>,
+    pub(super) dict: Dictionary,
+    pub(super) scratch: Vec<u32>,
+    pub(super) gaps: Vec<u64>,
+    pub(super) flat_gaps: Vec<u64>,
+    /// First-layer permutation scratch (sorting by column).
+    order: Vec<u32>,
 }
 
 impl Encoder {
@@ -164,7 +216,9 @@ impl Encoder {
             }
         }
         out.extend_from_slice(&MAGIC);
-        out.push(VERSION);
+        // Version 1 unless the batch uses a version-2 feature (patched by
+        // `full`).
+        out.push(1);
         match self.options.level {
             Level::Sparse => {
                 out.push(0);
@@ -177,7 +231,7 @@ impl Encoder {
                 write_f64s(out, batch.values());
             }
             Level::Logical => {
-                self.logical(batch);
+                self.logical(batch, false);
                 out.push(FLAG_TREE);
                 write_varint(out, batch.n_cols() as u64);
                 write_packed(out, &self.row_lens, 32);
@@ -186,19 +240,8 @@ impl Encoder {
                 write_packed(out, &self.codes, 32);
             }
             Level::Full => {
-                self.logical(batch);
-                out.push(FLAG_TREE | FLAG_INDEXED);
-                write_varint(out, batch.n_cols() as u64);
-                let w = self.width_of(&self.row_lens, 1);
-                write_packed(out, &self.row_lens, w);
-                let w = self.width_of(&self.first_cols, 1);
-                write_packed(out, &self.first_cols, w);
-                self.index_values();
-                let w = self.width_of(&self.ids, 0);
-                write_packed(out, &self.ids, w);
-                self.write_dict(out);
-                let w = self.width_of(&self.codes, 1);
-                write_packed(out, &self.codes, w);
+                self.logical(batch, self.options.adaptive.gaps);
+                self.full(batch, out);
             }
         }
         Ok(())
@@ -206,7 +249,7 @@ impl Encoder {
 
     /// Width for `values` under the packing policy, at least `min_bits`
     /// when the array is not empty.
-    fn width_of(&self, values: &[u32], min_bits: u8) -> u8 {
+    pub(super) fn width_of(&self, values: &[u32], min_bits: u8) -> u8 {
         if values.is_empty() {
             return 0;
         }
@@ -220,8 +263,11 @@ impl Encoder {
     /// Algorithm 1: phase I assigns first-layer ids to the distinct pairs in
     /// order of first appearance; phase II matches each row greedily against
     /// the tree, emitting one code per match and adding one node per match
-    /// that does not end the row.
-    fn logical(&mut self, batch: &SparseBatch) {
+    /// that does not end the row. With `sort_first_layer`, the first layer
+    /// is renumbered by column between the phases (stable, so pairs of one
+    /// column keep their order): the ids are the encoder's to choose, and
+    /// sorted columns cost a few bits each as gaps.
+    fn logical(&mut self, batch: &SparseBatch, sort_first_layer: bool) {
         self.pair_ids.clear();
         self.children.clear();
         self.first_cols.clear();
@@ -237,6 +283,9 @@ impl Encoder {
                 self.first_vals.push(v);
             }
             self.seq.push(id);
+        }
+        if sort_first_layer {
+            self.sort_first_layer();
         }
         // Node ids: 0 root, 1..=|I| first layer (GetIndex(0, p) = p), then
         // new nodes in creation order. Fits in u32: nodes < 2 * nnz + 1.
@@ -267,65 +316,41 @@ impl Encoder {
         }
     }
 
-    /// Value indexing (3.2): a dictionary of the distinct first-layer values
-    /// and one id per first-layer pair.
-    fn index_values(&mut self) {
-        self.value_ids.clear();
-        self.ids.clear();
-        self.dict.clear();
-        for &v in &self.first_vals {
-            let next = self.dict.len() as u32;
-            let id = *self.value_ids.entry(v.to_bits()).or_insert(next);
-            if id == next {
-                self.dict.push(v);
-            }
-            self.ids.push(id);
+    /// Renumbers the first layer in ascending column order and rewrites
+    /// `seq` to the new ids.
+    fn sort_first_layer(&mut self) {
+        let cols = &self.first_cols;
+        if cols.windows(2).all(|w| w[0] <= w[1]) {
+            return;
         }
-    }
-
-    fn write_dict(&mut self, out: &mut Vec<u8>) {
-        if self.options.int_dictionary {
-            if let Some(base) = int_base(&self.dict) {
-                out.push(DICT_INT);
-                write_varint(out, zigzag(base));
-                self.scratch.clear();
-                self.scratch
-                    .extend(self.dict.iter().map(|&v| (v as i64 - base) as u32));
-                let w = self.width_of(&self.scratch, 1);
-                write_packed(out, &self.scratch, w);
-                return;
-            }
+        self.order.clear();
+        self.order.extend(0..cols.len() as u32);
+        self.order.sort_by_key(|&i| cols[i as usize]);
+        // rank[old] = new id (1-based), in `scratch`.
+        self.scratch.clear();
+        self.scratch.resize(self.order.len() + 1, 0);
+        for (new, &old) in self.order.iter().enumerate() {
+            self.scratch[old as usize + 1] = new as u32 + 1;
         }
-        out.push(DICT_F64);
-        write_varint(out, self.dict.len() as u64);
-        write_f64s(out, &self.dict);
+        for id in &mut self.seq {
+            *id = self.scratch[*id as usize];
+        }
+        let cols: Vec<u32> = self
+            .order
+            .iter()
+            .map(|&i| self.first_cols[i as usize])
+            .collect();
+        let vals: Vec<f64> = self
+            .order
+            .iter()
+            .map(|&i| self.first_vals[i as usize])
+            .collect();
+        self.first_cols = cols;
+        self.first_vals = vals;
     }
 }
 
 #[inline]
 fn child_key(node: u32, pair: u32) -> u64 {
     ((node as u64) << 32) | pair as u64
-}
-
-/// The smallest value if every value is an integer that survives the round
-/// trip `f64 -> i64 -> f64` bit for bit and the range fits in `u32`.
-fn int_base(values: &[f64]) -> Option<i64> {
-    const EXACT: f64 = (1u64 << 53) as f64;
-    let mut min = i64::MAX;
-    let mut max = i64::MIN;
-    for &v in values {
-        if !v.is_finite() || v.abs() > EXACT || v.fract() != 0.0 {
-            return None;
-        }
-        let i = v as i64;
-        if (i as f64).to_bits() != v.to_bits() {
-            return None;
-        }
-        min = min.min(i);
-        max = max.max(i);
-    }
-    if values.is_empty() || max - min > u32::MAX as i64 {
-        return None;
-    }
-    Some(min)
 }

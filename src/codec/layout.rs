@@ -4,7 +4,10 @@
 //! only: magic, version, flags, varints, widths, that every payload lies
 //! inside the blob, padding bits, and no trailing bytes. It allocates
 //! nothing. The contents of the sections (ids in range, ascending columns)
-//! are checked afterwards by the tree builder in `tree.rs`.
+//! are checked afterwards by the tree builder in `tree.rs` and `pairs.rs`.
+//!
+//! Version 2 adds the `GAPS` flag (escape-coded column gaps) and the
+//! scaled-integer dictionary; a version-1 blob may use neither.
 
 use crate::error::{Error, Result};
 use crate::sparse::MAX_COLS;
@@ -12,19 +15,38 @@ use crate::wire::{read_packed, unzigzag, Packed, Reader, MAX_COUNT};
 
 /// The four bytes every encoded batch starts with.
 pub const MAGIC: [u8; 4] = *b"TOCB";
-/// The format version this build writes (and the highest it reads).
-pub const VERSION: u8 = 1;
+/// The highest format version this build writes and reads. The encoder
+/// writes the lowest version that can express a batch: a batch that uses
+/// no version-2 feature is a version-1 blob, readable by older builds.
+pub const VERSION: u8 = 2;
 
 /// Flag: the batch carries a prefix tree (first layer plus codes).
 pub(crate) const FLAG_TREE: u8 = 1;
 /// Flag: values are indexed into a dictionary.
 pub(crate) const FLAG_INDEXED: u8 = 2;
-const KNOWN_FLAGS: u8 = FLAG_TREE | FLAG_INDEXED;
+/// Flag (version 2, only with `FLAG_INDEXED`): pair columns are
+/// escape-coded gaps (see `gaps.rs`): for a tree batch, between the columns
+/// of consecutive first-layer pairs (sorted by column); for a flat batch,
+/// between consecutive columns of a row.
+pub(crate) const FLAG_GAPS: u8 = 4;
+
+/// Flags defined by each version (index: version).
+const KNOWN_FLAGS: [u8; 3] = [
+    0,
+    FLAG_TREE | FLAG_INDEXED,
+    FLAG_TREE | FLAG_INDEXED | FLAG_GAPS,
+];
 
 /// Dictionary kind: raw little-endian `f64` values.
 pub(crate) const DICT_F64: u8 = 0;
 /// Dictionary kind: integers, stored as `base` plus packed offsets.
 pub(crate) const DICT_INT: u8 = 1;
+/// Dictionary kind (version 2): scaled integers, `(base + prefix sums of
+/// escape-coded deltas) / 10^exponent`.
+pub(crate) const DICT_SCALED: u8 = 2;
+/// Largest exponent of a scaled dictionary: `10^22` is the largest power
+/// of ten an `f64` holds exactly.
+pub(crate) const MAX_EXPONENT: u8 = 22;
 
 /// How the values of the pairs are stored.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -42,15 +64,14 @@ pub(crate) enum Dict {
     Float { start: usize, len: usize },
     /// Value `i` is `base + offsets[i]`, exactly representable as `f64`.
     Int { base: i64, offsets: Packed },
-}
-
-impl Dict {
-    pub(crate) fn len(&self) -> usize {
-        match self {
-            Dict::Float { len, .. } => *len,
-            Dict::Int { offsets, .. } => offsets.count,
-        }
-    }
+    /// Value `i` is `(base + deltas[0] + ... + deltas[i]) / 10^exponent`;
+    /// `deltas` is escape-coded, so its element count is known only once
+    /// it is decoded.
+    Scaled {
+        exponent: u8,
+        base: i64,
+        deltas: Packed,
+    },
 }
 
 /// Where everything sits in a structurally valid blob.
@@ -58,6 +79,9 @@ impl Dict {
 pub(crate) struct Layout {
     pub(crate) flags: u8,
     pub(crate) n_cols: usize,
+    /// Pairs: first-layer pairs (tree batches) or entries (flat batches).
+    /// Equal to `pair_cols.count` unless the columns are escape-coded.
+    pub(crate) n_pairs: usize,
     /// Per row: number of codes (tree batches) or pairs (flat batches).
     pub(crate) row_lengths: Packed,
     /// Column id of each pair: the first layer `I` for tree batches, every
@@ -74,11 +98,16 @@ impl Layout {
     }
 
     pub(crate) fn n_pairs(&self) -> usize {
-        self.pair_cols.count
+        self.n_pairs
     }
 
     pub(crate) fn has_tree(&self) -> bool {
         self.flags & FLAG_TREE != 0
+    }
+
+    /// Whether pair columns are escape-coded gaps.
+    pub(crate) fn has_gaps(&self) -> bool {
+        self.flags & FLAG_GAPS != 0
     }
 }
 
@@ -87,7 +116,7 @@ pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
     let mut r = Reader::new(blob);
     r.magic(&MAGIC)?;
     let version = r.u8("version")?;
-    if version != VERSION {
+    if version == 0 || version > VERSION {
         return Err(Error::UnsupportedVersion {
             found: version,
             supported: VERSION,
@@ -95,7 +124,9 @@ pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
     }
     let flags_at = r.offset();
     let flags = r.u8("flags")?;
-    if flags & !KNOWN_FLAGS != 0 {
+    // GAPS without INDEXED is undefined: the pair count comes from the ids.
+    let undefined_combination = flags & FLAG_GAPS != 0 && flags & FLAG_INDEXED == 0;
+    if flags & !KNOWN_FLAGS[version as usize] != 0 || undefined_combination {
         return Err(Error::UnknownFlags {
             offset: flags_at,
             flags,
@@ -104,13 +135,19 @@ pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
     let n_cols = r.varint_max("n_cols", MAX_COLS as u64)? as usize;
     let row_lengths = read_packed(&mut r, "row lengths", false)?;
     let pair_cols = read_packed(&mut r, "pair columns", false)?;
+    let gaps = flags & FLAG_GAPS != 0;
     let values = if flags & FLAG_INDEXED != 0 {
         // Ids may have width 0 (a one-value dictionary): their count must
-        // equal the pair count, which the byte-backed columns bound.
+        // equal the pair count (at most the column symbols when those are
+        // escape-coded), which the byte-backed columns bound.
         let ids = read_packed(&mut r, "value ids", true)?;
-        if ids.count != pair_cols.count {
+        if ids.count != pair_cols.count && !(gaps && ids.count <= pair_cols.count) {
             return Err(Error::LengthMismatch {
-                what: "value ids (one per pair)",
+                what: if gaps {
+                    "value ids (at most one per column symbol)"
+                } else {
+                    "value ids (one per pair)"
+                },
                 expected: pair_cols.count as u64,
                 found: ids.count as u64,
             });
@@ -131,12 +168,31 @@ pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
                 let offsets = read_packed(&mut r, "dictionary offsets", false)?;
                 Dict::Int { base, offsets }
             }
+            DICT_SCALED if version >= 2 => {
+                let exponent_at = r.offset();
+                let exponent = r.u8("dictionary exponent")?;
+                if exponent > MAX_EXPONENT {
+                    return Err(Error::FieldOutOfRange {
+                        what: "dictionary exponent",
+                        offset: exponent_at,
+                        value: exponent as u64,
+                        max: MAX_EXPONENT as u64,
+                    });
+                }
+                let base = unzigzag(r.varint("dictionary base")?);
+                let deltas = read_packed(&mut r, "dictionary deltas", false)?;
+                Dict::Scaled {
+                    exponent,
+                    base,
+                    deltas,
+                }
+            }
             kind => {
                 return Err(Error::FieldOutOfRange {
                     what: "dictionary kind",
                     offset: kind_at,
                     value: kind as u64,
-                    max: DICT_INT as u64,
+                    max: if version >= 2 { DICT_SCALED } else { DICT_INT } as u64,
                 })
             }
         };
@@ -145,6 +201,10 @@ pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
         let start = r.offset();
         r.bytes(pair_cols.count as u64 * 8, "inline values")?;
         Values::Inline { start }
+    };
+    let n_pairs = match values {
+        Values::Indexed { ids, .. } => ids.count,
+        Values::Inline { .. } => pair_cols.count,
     };
     let codes = if flags & FLAG_TREE != 0 {
         Some(read_packed(&mut r, "codes", false)?)
@@ -160,6 +220,7 @@ pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
     Ok(Layout {
         flags,
         n_cols,
+        n_pairs,
         row_lengths,
         pair_cols,
         values,

@@ -14,10 +14,14 @@
 //! `docs/FORMAT.md`.
 
 mod encoder;
+mod gaps;
 mod layout;
+mod pairs;
+mod physical;
 mod tree;
+mod values;
 
-pub use encoder::{EncodeOptions, Encoder, Level, Packing};
+pub use encoder::{Adaptive, EncodeOptions, Encoder, Level, Packing};
 pub use layout::{MAGIC, VERSION};
 pub use tree::DecodeTree;
 
@@ -160,16 +164,29 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
         self.decoded_nnz
     }
 
-    /// Which TOC stages this batch uses.
+    /// Which TOC stages this batch uses: [`Level::Full`] for every
+    /// value-indexed batch, including the flat pages `Level::Full` writes
+    /// when the prefix tree does not pay ([`TocBatch::has_tree`]).
     pub fn level(&self) -> Level {
         let f = self.layout.flags;
-        if f & FLAG_TREE == 0 {
-            Level::Sparse
-        } else if f & FLAG_INDEXED == 0 {
+        if f & FLAG_INDEXED != 0 {
+            Level::Full
+        } else if f & FLAG_TREE != 0 {
             Level::Logical
         } else {
-            Level::Full
+            Level::Sparse
         }
+    }
+
+    /// Whether the batch carries a prefix tree; a flat batch stores its
+    /// entries row by row (CSR with packed columns and value ids).
+    pub fn has_tree(&self) -> bool {
+        self.layout.has_tree()
+    }
+
+    /// The format version of the blob (1 or 2; see `docs/FORMAT.md`).
+    pub fn version(&self) -> u8 {
+        self.as_bytes()[4]
     }
 
     /// Rebuilds the decode tree into `tree`, reusing its allocations.

@@ -25,10 +25,10 @@
 //! - Flat batches (level `Sparse`) have no tree: the pairs are the rows, and
 //!   the tree holds the first layer only, with the codes `1..=nnz`.
 
-use super::layout::{Dict, Layout, Values};
+use super::layout::Layout;
 use crate::error::{Error, Result};
-use crate::sparse::{is_zero, SparseBatch};
-use crate::wire::{f64_at, unpack_into};
+use crate::sparse::SparseBatch;
+use crate::wire::unpack_into;
 
 /// The rebuilt prefix tree of one batch, plus its unpacked codes: the
 /// structure every kernel on the encoded form runs on.
@@ -58,7 +58,12 @@ pub struct DecodeTree {
     /// Set by element-wise kernels that may turn values into zeros, which
     /// decoding must then drop.
     pub(crate) zeros_possible: bool,
-    scratch: Vec<u32>,
+    /// A flat batch: no nodes beyond the first layer, whose pairs are the
+    /// entries in row order (codes `1..=nnz`), so kernels run CSR loops.
+    pub(crate) flat: bool,
+    pub(super) scratch: Vec<u32>,
+    /// Decoded escape-coded elements (column gaps), scratch.
+    pub(super) gaps: Vec<u64>,
 }
 
 impl DecodeTree {
@@ -107,7 +112,8 @@ impl DecodeTree {
             &self.row_starts,
             &self.scratch,
         ];
-        4 * u32s.iter().map(|v| v.capacity()).sum::<usize>() + 8 * self.pair_vals.capacity()
+        4 * u32s.iter().map(|v| v.capacity()).sum::<usize>()
+            + 8 * (self.pair_vals.capacity() + self.gaps.capacity())
     }
 
     /// Parent of every node (Table 4's "ParentIndex"; the root's is 0).
@@ -138,12 +144,13 @@ impl DecodeTree {
     pub(crate) fn build(&mut self, blob: &[u8], layout: &Layout, compact: bool) -> Result<()> {
         self.n_cols = layout.n_cols;
         self.zeros_possible = false;
-        self.load_pairs(blob, layout)?;
+        self.flat = !layout.has_tree();
         self.load_rows(blob, layout)?;
+        self.load_pairs(blob, layout)?;
         if layout.has_tree() {
             self.grow(compact)
         } else {
-            self.flat()
+            self.check_flat()
         }
     }
 
@@ -234,64 +241,6 @@ impl DecodeTree {
         Ok(n_nodes as usize)
     }
 
-    /// Fills the first layer: columns checked against `n_cols`, values
-    /// resolved through the dictionary and checked non-zero.
-    fn load_pairs(&mut self, blob: &[u8], layout: &Layout) -> Result<()> {
-        let n = layout.n_pairs();
-        let cols = &layout.pair_cols;
-        unpack_into(
-            cols.payload(blob),
-            cols.width,
-            cols.count,
-            &mut self.scratch,
-        );
-        self.pair_cols.clear();
-        self.pair_cols.push(0);
-        for (i, &c) in self.scratch.iter().enumerate() {
-            if c as usize >= self.n_cols {
-                return Err(Error::PairColumnOutOfRange {
-                    index: i,
-                    col: c as u64,
-                    n_cols: self.n_cols as u64,
-                });
-            }
-        }
-        self.pair_cols.extend_from_slice(&self.scratch);
-        self.pair_vals.clear();
-        self.pair_vals.push(0.0);
-        match layout.values {
-            Values::Inline { start } => {
-                for i in 0..n {
-                    let v = f64_at(blob, start + 8 * i);
-                    if is_zero(v) {
-                        return Err(Error::ZeroValue {
-                            what: "inline value",
-                            index: i,
-                        });
-                    }
-                    self.pair_vals.push(v);
-                }
-            }
-            Values::Indexed { ids, dict } => {
-                let dict_vals = resolve_dict(blob, &dict, &mut self.scratch)?;
-                unpack_into(ids.payload(blob), ids.width, ids.count, &mut self.scratch);
-                for (i, &id) in self.scratch.iter().enumerate() {
-                    match dict_vals.get(id as usize) {
-                        Some(&v) => self.pair_vals.push(v),
-                        None => {
-                            return Err(Error::ValueIdOutOfRange {
-                                position: i,
-                                id: id as u64,
-                                dict_len: dict_vals.len() as u64,
-                            })
-                        }
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Unpacks the row lengths into `row_starts` and the codes (or, for a
     /// flat batch, the identity codes `1..=nnz`).
     fn load_rows(&mut self, blob: &[u8], layout: &Layout) -> Result<()> {
@@ -357,7 +306,7 @@ impl DecodeTree {
 
     /// A flat batch: no nodes beyond the first layer; rows must still have
     /// strictly ascending columns.
-    fn flat(&mut self) -> Result<()> {
+    fn check_flat(&mut self) -> Result<()> {
         self.reset_first_layer(self.pair_cols.len());
         for row in 0..self.n_rows() {
             let (s, e) = (
@@ -416,49 +365,6 @@ impl DecodeTree {
             SparseBatch::from_parts_unchecked(self.n_cols, offsets, cols, vals)
         };
     }
-}
-
-/// Resolves the dictionary to `f64` values, rejecting zeros (and integer
-/// entries whose `base + offset` overflows).
-fn resolve_dict(blob: &[u8], dict: &Dict, scratch: &mut Vec<u32>) -> Result<Vec<f64>> {
-    let mut out = Vec::with_capacity(dict.len());
-    match *dict {
-        Dict::Float { start, len } => {
-            for i in 0..len {
-                let v = f64_at(blob, start + 8 * i);
-                if is_zero(v) {
-                    return Err(Error::ZeroValue {
-                        what: "dictionary value",
-                        index: i,
-                    });
-                }
-                out.push(v);
-            }
-        }
-        Dict::Int { base, offsets } => {
-            unpack_into(offsets.payload(blob), offsets.width, offsets.count, scratch);
-            for (i, &o) in scratch.iter().enumerate() {
-                match base.checked_add(o as i64) {
-                    Some(0) => {
-                        return Err(Error::ZeroValue {
-                            what: "dictionary value",
-                            index: i,
-                        })
-                    }
-                    Some(v) => out.push(v as f64),
-                    None => {
-                        return Err(Error::FieldOutOfRange {
-                            what: "dictionary base + offset",
-                            offset: offsets.start,
-                            value: o as u64,
-                            max: i64::MAX.saturating_sub(base) as u64,
-                        })
-                    }
-                }
-            }
-        }
-    }
-    Ok(out)
 }
 
 /// Marks a created id that a code uses but that has not been built yet.

@@ -37,8 +37,26 @@
 //!   products of every other format: one chain of additions made long rows
 //!   latency-bound (mnist5k `A.v`: 1.9x CSR before, 1.0 to 1.4x after,
 //!   CSR itself gaining too).
-//! - `M.A` accumulates into a column-major scratch (`q` contiguous values
-//!   per output column) and writes the result once, in `out`'s layout.
+//! - `M.A` with stored node weights adds each first-layer column's
+//!   `q` values straight into a row-major `out` (`q x n_cols`, the usual
+//!   layout), touching only the page's columns; otherwise (lazy first
+//!   layer, flat pages, other layouts) it accumulates into a column-major
+//!   scratch and writes it once in `out`'s layout, as CSR does
+//!   (nycflights13, 4,195 columns: 1.1x CSR with the scratch, 0.4x
+//!   direct).
+//! - Flat pages (`Level::Full` stores a page as value-indexed rows when the
+//!   tree does not pay, `docs/FORMAT.md`) run CSR loops over their pairs
+//!   (`flat.rs`; mnist5k `A.v` 1.7x CSR through the identity codes, 1.0x).
+//! - `v.A` sums the runs of one column's first-layer pairs in a register
+//!   (the encoder sorts the first layer by column), and adds even and odd
+//!   rows' weights into two tables, so that the same address is not
+//!   updated back to back (nycflights13 `v.A`: 2.1x to 1.8x CSR;
+//!   mushrooms 1.0x to 0.8x).
+//! - Measured and dropped: evaluating first-layer pairs at their use in
+//!   `A.v` and `v.A` (a branch per code that the predictor cannot learn:
+//!   `A.v` 1.3x to 3.2x CSR on nycflights13); unchecked indexing in `A.v`
+//!   (15 to 20% faster on nycflights13 and flights3m, still above 1.2x
+//!   CSR on nycflights13: not worth `unsafe`).
 //!
 //! All scratch memory lives in a [`Workspace`]; after the first call on a
 //! batch of a given size the kernels allocate nothing.
@@ -81,6 +99,7 @@
 //! # Ok::<(), tocpile::Error>(())
 //! ```
 
+mod flat;
 pub(crate) mod layout;
 pub mod pages;
 mod scalar;
@@ -110,6 +129,18 @@ pub(crate) fn zeroed(buf: &mut Vec<f64>, len: usize) -> &mut [f64] {
     buf.clear();
     buf.resize(len, 0.0);
     buf
+}
+
+/// `buf` grown to at least `len` (new elements zero) and its first `len`
+/// elements, left as the previous call wrote them: for tables whose every
+/// element is written before it is read, so that a call does not pay a
+/// zero fill (`A.M` on nycflights13 spent a third of its time clearing a
+/// 176 KB table it then overwrote).
+pub(crate) fn scratch(buf: &mut Vec<f64>, len: usize) -> &mut [f64] {
+    if buf.len() < len {
+        buf.resize(len, 0.0);
+    }
+    &mut buf[..len]
 }
 
 /// `sum(term(i) for i in 0..n)` with four independent accumulators, so a

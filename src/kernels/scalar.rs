@@ -39,13 +39,26 @@ pub(super) fn right_stored(
 /// Left multiplication with a weight per node: adds `v . A` into `out`
 /// (`n_cols` entries, zeroed by the caller).
 pub(super) fn left_stored(t: &DecodeTree, v: &[f64], g: &mut Vec<f64>, out: &mut [f64]) {
+    // Even and odd rows add into separate tables, summed afterwards: a node
+    // used by consecutive rows (one-hot data repeats a few sequences in
+    // most rows) then updates its weight every other row rather than
+    // waiting on the previous row's store to the same address (mushrooms
+    // `v.A`: 0.99x CSR with one table, 0.75x with two).
+    let n = t.n_nodes();
     g.clear();
-    g.resize(t.n_nodes(), 0.0);
-    for (&vr, w) in v.iter().zip(t.row_starts.windows(2)) {
+    g.resize(2 * n, 0.0);
+    let (g0, g1) = g.split_at_mut(n);
+    let rows = v.iter().zip(t.row_starts.windows(2));
+    for (r, (&vr, w)) in rows.enumerate() {
+        let table = if r % 2 == 0 { &mut *g0 } else { &mut *g1 };
         for &code in &t.codes[w[0] as usize..w[1] as usize] {
-            g[code as usize] += vr;
+            table[code as usize] += vr;
         }
     }
+    for (a, &b) in g0.iter_mut().zip(g1.iter()) {
+        *a += b;
+    }
+    g.truncate(n);
     // Children before parents; a pair's weight collects every node whose
     // key it is.
     for n in (t.pair_cols.len()..t.n_nodes()).rev() {
@@ -53,7 +66,28 @@ pub(super) fn left_stored(t: &DecodeTree, v: &[f64], g: &mut Vec<f64>, out: &mut
         g[t.parent[n] as usize] += gn;
         g[t.key[n] as usize] += gn;
     }
-    for k in 1..t.pair_cols.len() {
-        out[t.pair_cols[k] as usize] += t.pair_vals[k] * g[k];
+    add_pairs(t, g, out);
+}
+
+/// `out[column of k] += value of k * g[k]` for every first-layer pair.
+/// The first layer is sorted by column (the encoder's default), so pairs
+/// of one column come in runs (numeric columns: hundreds of values); a
+/// run is summed in a register and stored once. Updating `out` per pair
+/// made each add wait for the previous store to the same address
+/// (nycflights13 `v.A`: this pass took 0.63x CSR's whole time, 0.2x with
+/// runs).
+fn add_pairs(t: &DecodeTree, g: &[f64], out: &mut [f64]) {
+    let (cols, vals) = (&t.pair_cols[1..], &t.pair_vals[1..]);
+    let g = &g[1..cols.len() + 1];
+    let mut k = 0;
+    while k < cols.len() {
+        let col = cols[k];
+        let mut acc = vals[k] * g[k];
+        k += 1;
+        while k < cols.len() && cols[k] == col {
+            acc += vals[k] * g[k];
+            k += 1;
+        }
+        out[col as usize] += acc;
     }
 }

@@ -10,7 +10,7 @@
 //!
 //! Node vectors are contiguous, so every inner loop runs over `p`.
 
-use super::zeroed;
+use super::{scratch, zeroed};
 use crate::codec::DecodeTree;
 
 /// `dst += x * src`.
@@ -26,16 +26,17 @@ fn add(dst: &mut [f64], src: &[f64]) {
 }
 
 /// `A . M` with every node's row of the product stored; `m` is row-major
-/// `n_cols x p`; `emit(row, result)` receives each output row.
+/// `n_cols x p`; the rows of the result are added into `out` (row-major
+/// `n_rows x p`, zeroed by the caller).
 pub(super) fn right_stored(
     t: &DecodeTree,
     m: &[f64],
     p: usize,
     node: &mut Vec<f64>,
-    acc: &mut Vec<f64>,
-    mut emit: impl FnMut(usize, &[f64]),
+    out: &mut [f64],
 ) {
-    let h = zeroed(node, t.n_nodes() * p);
+    // Every row but the root's (never read) is written before it is read.
+    let h = scratch(node, t.n_nodes() * p);
     for k in 1..t.pair_cols.len() {
         let src = &m[t.pair_cols[k] as usize * p..][..p];
         let x = t.pair_vals[k];
@@ -53,13 +54,10 @@ pub(super) fn right_stored(
             *d = x + y;
         }
     }
-    let acc = zeroed(acc, p);
-    for (r, w) in t.row_starts.windows(2).enumerate() {
-        acc.fill(0.0);
+    for (dst, w) in out.chunks_exact_mut(p).zip(t.row_starts.windows(2)) {
         for &code in &t.codes[w[0] as usize..w[1] as usize] {
-            add(acc, &h[code as usize * p..][..p]);
+            add(dst, &h[code as usize * p..][..p]);
         }
-        emit(r, acc);
     }
 }
 
@@ -69,13 +67,13 @@ pub(super) fn right_lazy(
     m: &[f64],
     p: usize,
     node: &mut Vec<f64>,
-    acc: &mut Vec<f64>,
-    mut emit: impl FnMut(usize, &[f64]),
+    out: &mut [f64],
 ) {
     let first_created = t.pair_cols.len();
     let created = t.n_nodes() - first_created;
     let m_row = |pair: usize| &m[t.pair_cols[pair] as usize * p..][..p];
-    let h = zeroed(node, created * p);
+    // Every created node's row is written (from its parent) before use.
+    let h = scratch(node, created * p);
     for i in 0..created {
         let n = first_created + i;
         let (done, rest) = h.split_at_mut(i * p);
@@ -92,18 +90,15 @@ pub(super) fn right_lazy(
         let key = t.key[n] as usize;
         axpy(dst, t.pair_vals[key], m_row(key));
     }
-    let acc = zeroed(acc, p);
-    for (r, w) in t.row_starts.windows(2).enumerate() {
-        acc.fill(0.0);
+    for (dst, w) in out.chunks_exact_mut(p).zip(t.row_starts.windows(2)) {
         for &code in &t.codes[w[0] as usize..w[1] as usize] {
             let c = code as usize;
             if c < first_created {
-                axpy(acc, t.pair_vals[c], m_row(c));
+                axpy(dst, t.pair_vals[c], m_row(c));
             } else {
-                add(acc, &h[(c - first_created) * p..][..p]);
+                add(dst, &h[(c - first_created) * p..][..p]);
             }
         }
-        emit(r, acc);
     }
 }
 
@@ -117,6 +112,49 @@ pub(super) fn left_stored(
     node: &mut Vec<f64>,
     acc: &mut [f64],
 ) {
+    let g = node_weights(t, mt, q, node);
+    for k in 1..t.pair_cols.len() {
+        let dst = &mut acc[t.pair_cols[k] as usize * q..][..q];
+        axpy(dst, t.pair_vals[k], &g[k * q..][..q]);
+    }
+}
+
+/// `M . A` with a weight vector per node, added straight into `out` in
+/// its own row-major layout (`q x n_cols`, zeroed by the caller): only
+/// the columns of first-layer pairs are touched, `q` strided adds each.
+/// Accumulating into a column-major scratch instead (as CSR must) costs a
+/// zero fill and a transposing copy of the whole `q x n_cols` result
+/// (nycflights13, 4,195 columns: 671 KB each, per call). Pairs of one
+/// column (sorted first layer) are summed in `run` first.
+pub(super) fn left_stored_rows(
+    t: &DecodeTree,
+    mt: &[f64],
+    q: usize,
+    node: &mut Vec<f64>,
+    run: &mut Vec<f64>,
+    out: &mut [f64],
+) {
+    let n_cols = t.n_cols();
+    let g = node_weights(t, mt, q, node);
+    let run = zeroed(run, q);
+    let (cols, vals) = (&t.pair_cols, &t.pair_vals);
+    let mut k = 1;
+    while k < cols.len() {
+        let col = cols[k];
+        run.fill(0.0);
+        while k < cols.len() && cols[k] == col {
+            axpy(run, vals[k], &g[k * q..][..q]);
+            k += 1;
+        }
+        for (j, &x) in run.iter().enumerate() {
+            out[j * n_cols + col as usize] += x;
+        }
+    }
+}
+
+/// The weight vector of every node: `M`'s columns of the rows whose codes
+/// name it, pushed down from each node to its parent and its key.
+fn node_weights<'a>(t: &DecodeTree, mt: &[f64], q: usize, node: &'a mut Vec<f64>) -> &'a [f64] {
     let g = zeroed(node, t.n_nodes() * q);
     for (r, w) in t.row_starts.windows(2).enumerate() {
         let src = &mt[r * q..(r + 1) * q];
@@ -131,10 +169,7 @@ pub(super) fn left_stored(
         add(&mut lo[t.parent[n] as usize * q..][..q], gn);
         add(&mut lo[t.key[n] as usize * q..][..q], gn);
     }
-    for k in 1..t.pair_cols.len() {
-        let dst = &mut acc[t.pair_cols[k] as usize * q..][..q];
-        axpy(dst, t.pair_vals[k], &g[k * q..][..q]);
-    }
+    g
 }
 
 /// `M . A` with weights for created nodes only; first-layer codes go

@@ -5,21 +5,27 @@ use tocpile::{Error, TocBatch};
 
 /// Writes blobs field by field, mirroring docs/FORMAT.md.
 #[derive(Clone)]
-struct Blob(Vec<u8>);
+pub struct Blob(pub Vec<u8>);
 
 impl Blob {
-    fn header(flags: u8, n_cols: u64) -> Blob {
-        Blob(b"TOCB".to_vec()).byte(1).byte(flags).varint(n_cols)
+    pub fn header(flags: u8, n_cols: u64) -> Blob {
+        Blob::versioned(1, flags, n_cols)
     }
-    fn byte(mut self, b: u8) -> Self {
+    pub fn versioned(version: u8, flags: u8, n_cols: u64) -> Blob {
+        Blob(b"TOCB".to_vec())
+            .byte(version)
+            .byte(flags)
+            .varint(n_cols)
+    }
+    pub fn byte(mut self, b: u8) -> Self {
         self.0.push(b);
         self
     }
-    fn raw(mut self, bytes: &[u8]) -> Self {
+    pub fn raw(mut self, bytes: &[u8]) -> Self {
         self.0.extend_from_slice(bytes);
         self
     }
-    fn varint(mut self, mut v: u64) -> Self {
+    pub fn varint(mut self, mut v: u64) -> Self {
         while v >= 0x80 {
             self.0.push(v as u8 | 0x80);
             v >>= 7;
@@ -27,7 +33,7 @@ impl Blob {
         self.0.push(v as u8);
         self
     }
-    fn packed(self, vals: &[u32], width: u8) -> Self {
+    pub fn packed(self, vals: &[u32], width: u8) -> Self {
         let mut s = self.varint(vals.len() as u64).byte(width);
         let (mut acc, mut n) = (0u64, 0u32);
         for &v in vals {
@@ -44,18 +50,18 @@ impl Blob {
         }
         s
     }
-    fn f64s(mut self, vals: &[f64]) -> Self {
+    pub fn f64s(mut self, vals: &[f64]) -> Self {
         for v in vals {
             self.0.extend_from_slice(&v.to_le_bytes());
         }
         self
     }
-    fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.0.len()
     }
 }
 
-fn err(blob: &[u8]) -> Error {
+pub fn err(blob: &[u8]) -> Error {
     TocBatch::from_bytes(blob).expect_err("blob must be rejected")
 }
 
@@ -108,10 +114,10 @@ fn bad_magic() {
 #[test]
 fn unsupported_version() {
     assert_eq!(
-        err(b"TOCB\x02\x00\x04"),
+        err(b"TOCB\x03\x00\x04"),
         Error::UnsupportedVersion {
-            found: 2,
-            supported: 1
+            found: 3,
+            supported: 2
         }
     );
 }

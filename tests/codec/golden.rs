@@ -1,6 +1,6 @@
-//! Golden blobs of format version 1, committed once and never regenerated:
-//! whatever the encoder writes today, these bytes must keep decoding to
-//! the same batches.
+//! Golden blobs of format versions 1 and 2, committed once and never
+//! regenerated: whatever the encoder writes today, these bytes must keep
+//! decoding to the same batches.
 
 use crate::support::figure3;
 use tocpile::{Level, SparseBatch, TocBatch};
@@ -50,6 +50,64 @@ fn golden_v1_blobs_still_decode() {
         let bytes = std::fs::read(golden_dir().join(file)).unwrap();
         let toc = TocBatch::from_bytes(&bytes[..]).unwrap_or_else(|e| panic!("{file}: {e}"));
         assert_eq!(toc.level(), level, "{file}");
+        assert!(toc.decode() == batch(), "{file}");
+    }
+}
+
+/// Two-decimal prices and quarter values beside a one-hot column.
+pub fn prices() -> SparseBatch {
+    let mut b = SparseBatch::with_cols(6).unwrap();
+    for i in 0..30u32 {
+        let cents = 199 + (i * 37) % 500;
+        let vals = [1.0, cents as f64 / 100.0, 0.25 * (i % 4 + 1) as f64];
+        b.push_row(&[i % 3, 3, 5], &vals).unwrap();
+    }
+    b
+}
+
+/// Rows that share no sequences, with many distinct integer values.
+pub fn pixels() -> SparseBatch {
+    let mut b = SparseBatch::with_cols(64).unwrap();
+    for r in 0..12u32 {
+        let cols: Vec<u32> = (0..64).filter(|c| (c * 7 + r * 3) % 5 < 2).collect();
+        let vals: Vec<f64> = cols
+            .iter()
+            .map(|c| ((c * 31 + r * 17) % 255 + 1) as f64)
+            .collect();
+        b.push_row(&cols, &vals).unwrap();
+    }
+    b
+}
+
+/// One-hot columns that repeat, and a numeric one.
+pub fn onehot() -> SparseBatch {
+    let mut b = SparseBatch::with_cols(300).unwrap();
+    for r in 0..40u32 {
+        let vals = [1.0, 1.0, 1.0, (r % 6 + 1) as f64 * 10.0];
+        b.push_row(&[r % 2, 10 + r % 3, 100 + (r * 7) % 5, 299], &vals)
+            .unwrap();
+    }
+    b
+}
+
+/// File name, whether it holds a prefix tree, and the batch.
+type GoldenV2 = (&'static str, bool, fn() -> SparseBatch);
+
+const GOLDEN_V2: &[GoldenV2] = &[
+    ("prices_full.toc", false, prices),
+    ("pixels_full.toc", false, pixels),
+    ("onehot_full.toc", true, onehot),
+];
+
+#[test]
+fn golden_v2_blobs_still_decode() {
+    let dir = golden_dir().with_file_name("v2");
+    for &(file, has_tree, batch) in GOLDEN_V2 {
+        let bytes = std::fs::read(dir.join(file)).unwrap();
+        let toc = TocBatch::from_bytes(&bytes[..]).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(toc.version(), 2, "{file}");
+        assert_eq!(toc.level(), Level::Full, "{file}");
+        assert_eq!(toc.has_tree(), has_tree, "{file}");
         assert!(toc.decode() == batch(), "{file}");
     }
 }

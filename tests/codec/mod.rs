@@ -1,5 +1,6 @@
 mod datasets;
 mod errors;
+mod errors_v2;
 mod golden;
 mod paper_example;
 pub mod roundtrip;

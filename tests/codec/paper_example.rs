@@ -3,7 +3,7 @@
 //! the paper.
 
 use crate::support::figure3;
-use tocpile::{EncodeOptions, Encoder, Level, TocBatch};
+use tocpile::{Adaptive, EncodeOptions, Encoder, Level, TocBatch};
 
 #[test]
 fn sparse_encoding_is_table_b() {
@@ -18,10 +18,14 @@ fn sparse_encoding_is_table_b() {
 
 #[test]
 fn logical_encoding_gives_d_i_and_table4() {
+    // The paper's layout: a tree whatever its size, the first layer in
+    // order of first appearance (`Adaptive::NONE`).
     for level in [Level::Logical, Level::Full] {
-        let toc = Encoder::new(EncodeOptions::level(level))
-            .encode(&figure3())
-            .unwrap();
+        let options = EncodeOptions {
+            adaptive: Adaptive::NONE,
+            ..EncodeOptions::level(level)
+        };
+        let toc = Encoder::new(options).encode(&figure3()).unwrap();
         let tree = toc.full_tree();
         // D: R1 [1 2 3 4], R2 [6 3], R3 [5 8], R4 [6].
         let d: Vec<Vec<u32>> = (0..4).map(|r| tree.row_codes(r).to_vec()).collect();
@@ -79,4 +83,27 @@ fn levels_shrink_the_example() {
     let (s, l, f) = (size(Level::Sparse), size(Level::Logical), size(Level::Full));
     assert!(l < s, "logical {l} >= sparse {s}");
     assert!(f < l, "full {f} >= logical {l}");
+}
+
+#[test]
+fn the_example_is_too_small_for_a_tree_to_pay() {
+    // Five distinct pairs in twelve entries: flat rows of packed columns
+    // and value ids are smaller than the tree's codes plus first layer.
+    let tree = Encoder::new(EncodeOptions {
+        adaptive: Adaptive::NONE,
+        ..EncodeOptions::default()
+    })
+    .encode(&figure3())
+    .unwrap();
+    let adaptive = Encoder::new(EncodeOptions::default())
+        .encode(&figure3())
+        .unwrap();
+    assert!(tree.has_tree());
+    assert!(!adaptive.has_tree());
+    assert_eq!(adaptive.level(), Level::Full);
+    assert!(adaptive.encoded_len() < tree.encoded_len());
+    let tree = adaptive.tree();
+    assert_eq!(tree.n_first_layer(), 12);
+    assert_eq!(tree.n_codes(), 12);
+    assert_eq!(adaptive.decode(), figure3());
 }

@@ -6,7 +6,8 @@
 use proptest::prelude::*;
 
 use crate::strategy::batch;
-use tocpile::{EncodeOptions, Encoder, Level, Packing, SparseBatch, TocBatch, MAX_COLS};
+use crate::support::cvi_bit_packed_len;
+use tocpile::{Adaptive, EncodeOptions, Encoder, Level, Packing, SparseBatch, TocBatch, MAX_COLS};
 
 pub fn all_options() -> Vec<EncodeOptions> {
     let mut out = vec![
@@ -15,11 +16,14 @@ pub fn all_options() -> Vec<EncodeOptions> {
     ];
     for packing in [Packing::Bits, Packing::Bytes] {
         for int_dictionary in [true, false] {
-            out.push(EncodeOptions {
-                level: Level::Full,
-                packing,
-                int_dictionary,
-            });
+            for adaptive in [Adaptive::ALL, Adaptive::NONE] {
+                out.push(EncodeOptions {
+                    level: Level::Full,
+                    packing,
+                    int_dictionary,
+                    adaptive,
+                });
+            }
         }
     }
     out
@@ -59,6 +63,20 @@ proptest! {
             let fresh = Encoder::new(options).encode(&b).unwrap();
             prop_assert_eq!(again.as_bytes(), fresh.as_bytes());
         }
+    }
+
+    /// A `Level::Full` batch is never larger than its CVI form with bit
+    /// packing (columns and value ids at the fewest bits, an `f64`
+    /// dictionary), nor than the version-1 layout.
+    #[test]
+    fn never_larger_than_cvi_with_bit_packing(batch in batch()) {
+        let full = tocpile::encode(&batch).unwrap().encoded_len();
+        prop_assert!(full as u64 <= cvi_bit_packed_len(&batch), "{} > CVI", full);
+        let v1 = Encoder::new(EncodeOptions { adaptive: Adaptive::NONE, ..EncodeOptions::default() })
+            .encode(&batch)
+            .unwrap()
+            .encoded_len();
+        prop_assert!(full <= v1, "{} > version 1 {}", full, v1);
     }
 
     /// The decoded batch equals the input as dense matrices too (small

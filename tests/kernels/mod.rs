@@ -8,7 +8,7 @@ use proptest::prelude::*;
 
 use crate::codec::roundtrip::all_options;
 use crate::strategy::finite_batch;
-use crate::support::{assert_close, batches, load, numbers, DATASETS};
+use crate::support::{assert_close, batches, load, numbers, DATASETS, DECIMAL_DATASETS};
 use tocpile::{DecodeTree, Encoder, SparseBatch, Workspace};
 
 /// Runs every kernel of `tree` against dense math on `batch`.
@@ -121,7 +121,7 @@ fn kernels_match_dense_math_on_every_dataset() {
     // One workspace across datasets of different shapes: reuse must not
     // leak state between batches.
     let mut ws = Workspace::new();
-    for (d, name) in DATASETS.iter().enumerate() {
+    for (d, name) in DATASETS.iter().chain(DECIMAL_DATASETS).enumerate() {
         let (all, _) = load(name, 1500);
         for options in all_options() {
             let mut encoder = Encoder::new(options);
@@ -197,4 +197,23 @@ fn pages_in_parallel_match_one_batch() {
     let mut empty = Array1::from_elem(3, 1.0);
     par_vecmat(&[], Array1::zeros(0).view(), empty.view_mut());
     assert_eq!(empty.to_vec(), vec![0.0; 3]);
+}
+
+#[test]
+fn every_page_form_reaches_its_kernels() {
+    // The tree, flat rows and the lazy first layer are chosen per page:
+    // check that the shared datasets exercise each (the dense checks above
+    // then cover every path).
+    let (mnist, _) = load("mnist5k", 250);
+    let (mush, _) = load("mushrooms", 250);
+    let flat = tocpile::encode(&mnist).unwrap();
+    let tree = tocpile::encode(&mush).unwrap();
+    assert!(!flat.has_tree(), "mnist5k pages are flat");
+    assert!(tree.has_tree(), "mushrooms pages keep the tree");
+    let paper = Encoder::new(tocpile::EncodeOptions::paper())
+        .encode(&mnist)
+        .unwrap();
+    // The first layer of a paper-layout mnist5k page is most of the codes:
+    // the wide kernels evaluate it lazily there.
+    assert!(2 * paper.n_first_layer() > paper.n_codes());
 }

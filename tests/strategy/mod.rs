@@ -23,6 +23,18 @@ pub fn value() -> impl Strategy<Value = f64> {
         1 => Just(-9_007_199_254_740_994.0),
         1 => Just(1e300),
         3 => any::<u64>().prop_map(f64::from_bits),        // all-distinct values
+        3 => decimal(),
+    ]
+}
+
+/// A decimal with up to 4 places, as parsed from text (the scaled
+/// dictionary), sometimes at the edge of the exact range.
+pub fn decimal() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        6 => (-100_000i64..100_000, 0i32..5).prop_map(|(n, e)| n as f64 / 10f64.powi(e)),
+        1 => (0i32..23).prop_map(|e| 1.0 / 10f64.powi(e)),
+        1 => Just(9_007_199_254_740_991.0 / 100.0),
+        1 => Just(0.1 + 0.2),
     ]
 }
 
@@ -93,6 +105,7 @@ pub fn finite_value() -> impl Strategy<Value = f64> {
         1 => Just(f64::from_bits(1)),
         1 => Just(1e-300),
         4 => -1e3..1e3f64,
+        3 => decimal(),
     ]
 }
 

@@ -21,6 +21,17 @@ pub const DATASETS: &[&str] = &[
     "flights3m",
 ];
 
+/// The mixed one-hot and decimal sets built from the shared datasets: the
+/// dataset's numeric columns (any value other than 1) divided by 100, so
+/// that integer columns (distances, times, ages, counts) become two-decimal
+/// prices beside the one-hot columns. Load them by these names.
+pub const DECIMAL_DATASETS: &[&str] = &[
+    "coil2000_cents",
+    "census_fertility_cents",
+    "nycflights13_cents",
+    "flights3m_cents",
+];
+
 /// Path of a dataset file: `../shared/data` beside the checkout, or the
 /// copy of mushrooms that ships in `data/`.
 pub fn dataset_path(name: &str) -> PathBuf {
@@ -51,8 +62,37 @@ pub fn dataset_cols(name: &str) -> usize {
 
 /// Reads at most `max_rows` rows of a dataset: the features as one batch
 /// (1-based indices shifted to 0-based) and the labels.
+///
+/// A name ending in `_cents` is the dataset with its numeric columns
+/// turned into two-decimal ones (see [`DECIMAL_DATASETS`], [`to_decimals`]).
 pub fn load(name: &str, max_rows: usize) -> (SparseBatch, Vec<f64>) {
+    if let Some(base) = name.strip_suffix("_cents") {
+        let (rows, labels) = load(base, max_rows);
+        return (to_decimals(&rows, 2), labels);
+    }
     load_file(&dataset_path(name), dataset_cols(name), max_rows)
+}
+
+/// Every value of the numeric columns of `batch` (those holding any value
+/// other than 1) divided by `10^places`: the correctly rounded quotient,
+/// i.e. the `f64` that parsing the decimal text gives. The same transform
+/// as `tocpile ratio --decimals`.
+pub fn to_decimals(batch: &SparseBatch, places: u32) -> SparseBatch {
+    let divisor = 10f64.powi(places as i32);
+    let mut numeric = vec![false; batch.n_cols()];
+    for (&c, &v) in batch.cols().iter().zip(batch.values()) {
+        numeric[c as usize] |= v != 1.0;
+    }
+    let mut out = SparseBatch::with_cols(batch.n_cols()).unwrap();
+    for (cols, row) in batch.rows() {
+        let vals: Vec<f64> = cols
+            .iter()
+            .zip(row)
+            .map(|(&c, &v)| if numeric[c as usize] { v / divisor } else { v })
+            .collect();
+        out.push_row(cols, &vals).unwrap();
+    }
+    out
 }
 
 /// Reads at most `max_rows` rows of a gzip'd LIBSVM file with `n_cols`
@@ -249,4 +289,34 @@ pub fn timed_batches(
         })
         .collect();
     (batches, dense)
+}
+
+/// Bytes of `batch` as CVI with bit packing, in the TOC blob format: a
+/// flat batch of plain packed columns and value ids (each at the fewest
+/// bits holding its largest value) and an `f64` dictionary; the bound
+/// `Level::Full` never exceeds.
+pub fn cvi_bit_packed_len(batch: &SparseBatch) -> u64 {
+    let varint = |v: u64| ((64 - v.leading_zeros() as u64).max(1)).div_ceil(7);
+    let bits = |max: u64| (64 - max.leading_zeros()) as u64;
+    let packed = |count: u64, width: u64| varint(count) + 1 + (count * width).div_ceil(8);
+    let mut distinct: Vec<u64> = batch.values().iter().map(|v| v.to_bits()).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let n = batch.nnz() as u64;
+    let max_len = batch
+        .offsets()
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .max()
+        .unwrap_or(0);
+    let max_col = batch.cols().iter().copied().max().unwrap_or(0) as u64;
+    let d = distinct.len() as u64;
+    let nz = |w: u64| if n == 0 { 0 } else { w };
+    6 + varint(batch.n_cols() as u64)
+        + packed(batch.n_rows() as u64, bits(max_len as u64).max(1))
+        + packed(n, nz(bits(max_col).max(1)))
+        + packed(n, nz(bits(d.saturating_sub(1))))
+        + 1
+        + varint(d)
+        + 8 * d
 }

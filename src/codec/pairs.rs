@@ -1,0 +1,208 @@
+//! Loading the pairs of a batch into its [`DecodeTree`]: the first layer
+//! `I` of a tree batch, or every entry of a flat batch. Columns are read
+//! as stored (version 1) or as escape-coded gaps (version 2, `GAPS`);
+//! values inline or through a dictionary of raw `f64`s, integers, or
+//! scaled integers (decimals, in the spirit of ALP: Afroozeh et al.,
+//! SIGMOD 2024). Every column is checked against `n_cols` and every value
+//! against zero on the way.
+
+use super::gaps::{count_elements, running_totals};
+use super::layout::{Dict, Layout, Values};
+use super::DecodeTree;
+use crate::error::{Error, Result};
+use crate::sparse::is_zero;
+use crate::wire::{f64_at, unpack_into};
+
+/// `10^e` for every exponent a scaled dictionary may use, each exact.
+pub(crate) const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// The value a scaled dictionary entry decodes to (the encoder keeps an
+/// entry scaled only if this gives back its exact bits).
+#[inline]
+pub(crate) fn scaled_value(int: i64, exponent: u8) -> f64 {
+    // Dividing by 10^0 = 1 is exact: skip the division for integers.
+    if exponent == 0 {
+        int as f64
+    } else {
+        int as f64 / POW10[exponent as usize]
+    }
+}
+
+impl DecodeTree {
+    /// Appends the columns that the running totals of the gaps give to
+    /// `pair_cols`, each checked against `n_cols`: the totals themselves
+    /// for a tree's first layer; for a flat batch, the totals less the
+    /// total before the row's first entry (gaps restart at every row).
+    fn totals_to_columns(&mut self, totals: &[u64], flat: bool) -> Result<()> {
+        let n_cols = self.n_cols as u64;
+        let check = |start: usize, run: &[u64], base: u64, cols: &mut Vec<u32>| {
+            for (j, &t) in run.iter().enumerate() {
+                let col = t - base;
+                if col >= n_cols {
+                    return Err(Error::PairColumnOutOfRange {
+                        index: start + j,
+                        col,
+                        n_cols,
+                    });
+                }
+                cols.push(col as u32);
+            }
+            Ok(())
+        };
+        if !flat {
+            return check(0, totals, 0, &mut self.pair_cols);
+        }
+        for w in self.row_starts.windows(2) {
+            let (s, e) = (w[0] as usize, w[1] as usize);
+            let base = if s == 0 { 0 } else { totals[s - 1] };
+            check(s, &totals[s..e], base, &mut self.pair_cols)?;
+        }
+        Ok(())
+    }
+
+    /// Fills the first layer: columns checked against `n_cols`, values
+    /// resolved through the dictionary and checked non-zero. Flat batches
+    /// with escape-coded columns need `row_starts` (loaded first): their
+    /// gaps restart at each row.
+    pub(super) fn load_pairs(&mut self, blob: &[u8], layout: &Layout) -> Result<()> {
+        let n = layout.n_pairs();
+        let cols = &layout.pair_cols;
+        unpack_into(
+            cols.payload(blob),
+            cols.width,
+            cols.count,
+            &mut self.scratch,
+        );
+        self.pair_cols.clear();
+        self.pair_cols.push(0);
+        let n_cols = self.n_cols as u64;
+        let out_of_range =
+            |index: usize, col: u64| Error::PairColumnOutOfRange { index, col, n_cols };
+        if layout.has_gaps() {
+            let what = "pair columns (escape-coded gaps)";
+            let mut totals = std::mem::take(&mut self.gaps);
+            running_totals(&self.scratch, cols, n, what, &mut totals)?;
+            let checked = self.totals_to_columns(&totals, !layout.has_tree());
+            self.gaps = totals;
+            checked?;
+        } else {
+            for (i, &c) in self.scratch.iter().enumerate() {
+                if c as u64 >= n_cols {
+                    return Err(out_of_range(i, c as u64));
+                }
+            }
+            self.pair_cols.extend_from_slice(&self.scratch);
+        }
+        self.pair_vals.clear();
+        self.pair_vals.push(0.0);
+        match layout.values {
+            Values::Inline { start } => {
+                for i in 0..n {
+                    let v = f64_at(blob, start + 8 * i);
+                    if is_zero(v) {
+                        return Err(Error::ZeroValue {
+                            what: "inline value",
+                            index: i,
+                        });
+                    }
+                    self.pair_vals.push(v);
+                }
+            }
+            Values::Indexed { ids, dict } => {
+                let dict_vals = resolve_dict(blob, &dict, &mut self.scratch, &mut self.gaps)?;
+                unpack_into(ids.payload(blob), ids.width, ids.count, &mut self.scratch);
+                for (i, &id) in self.scratch.iter().enumerate() {
+                    match dict_vals.get(id as usize) {
+                        Some(&v) => self.pair_vals.push(v),
+                        None => {
+                            return Err(Error::ValueIdOutOfRange {
+                                position: i,
+                                id: id as u64,
+                                dict_len: dict_vals.len() as u64,
+                            })
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Resolves the dictionary to `f64` values, rejecting zeros (and integer
+/// entries whose `base + offset` overflows).
+fn resolve_dict(
+    blob: &[u8],
+    dict: &Dict,
+    scratch: &mut Vec<u32>,
+    totals: &mut Vec<u64>,
+) -> Result<Vec<f64>> {
+    let zero = |index: usize| Error::ZeroValue {
+        what: "dictionary value",
+        index,
+    };
+    match *dict {
+        Dict::Float { start, len } => {
+            let mut out = Vec::with_capacity(len);
+            for i in 0..len {
+                let v = f64_at(blob, start + 8 * i);
+                if is_zero(v) {
+                    return Err(zero(i));
+                }
+                out.push(v);
+            }
+            Ok(out)
+        }
+        Dict::Int { base, offsets } => {
+            unpack_into(offsets.payload(blob), offsets.width, offsets.count, scratch);
+            let mut out = Vec::with_capacity(offsets.count);
+            for (i, &o) in scratch.iter().enumerate() {
+                match base.checked_add(o as i64) {
+                    Some(0) => return Err(zero(i)),
+                    Some(v) => out.push(v as f64),
+                    None => {
+                        return Err(Error::FieldOutOfRange {
+                            what: "dictionary base + offset",
+                            offset: offsets.start,
+                            value: o as u64,
+                            max: i64::MAX.saturating_sub(base) as u64,
+                        })
+                    }
+                }
+            }
+            Ok(out)
+        }
+        Dict::Scaled {
+            exponent,
+            base,
+            deltas,
+        } => {
+            unpack_into(deltas.payload(blob), deltas.width, deltas.count, scratch);
+            // The dictionary holds as many entries as the deltas end.
+            let len = count_elements(scratch, deltas.width);
+            let what = "dictionary deltas (escape-coded)";
+            running_totals(scratch, &deltas, len, what, totals)?;
+            let mut out = Vec::with_capacity(len);
+            for (i, &t) in totals.iter().enumerate() {
+                // Entry i is base + the running total of the deltas.
+                let int = i64::try_from(t)
+                    .ok()
+                    .and_then(|t| base.checked_add(t))
+                    .ok_or_else(|| Error::FieldOutOfRange {
+                        what: "dictionary base + deltas",
+                        offset: deltas.start,
+                        value: t,
+                        max: i64::MAX.saturating_sub(base) as u64,
+                    })?;
+                if int == 0 {
+                    return Err(zero(i));
+                }
+                out.push(scaled_value(int, exponent));
+            }
+            Ok(out)
+        }
+    }
+}
