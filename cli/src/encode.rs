@@ -50,12 +50,13 @@ pub struct EncodeArgs {
     pub output: PathBuf,
     #[command(flatten)]
     pub input_args: InputArgs,
-    /// Rows per page (one encoded mini-batch).
-    #[arg(long, value_name = "N", default_value_t = 250, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Rows per page (one encoded mini-batch), 1 to 4294967295 (what a
+    /// reader accepts).
+    #[arg(long, value_name = "N", default_value_t = 250, value_parser = clap::value_parser!(u64).range(1..=u64::from(u32::MAX)))]
     pub page_rows: u64,
     /// Target bytes per block (a block closes with the first page that
-    /// reaches it).
-    #[arg(long, value_name = "N", default_value_t = 4 << 20, value_parser = clap::value_parser!(u64).range(1..))]
+    /// reaches it), 1 to 4294967295 (what a reader accepts).
+    #[arg(long, value_name = "N", default_value_t = 4 << 20, value_parser = clap::value_parser!(u64).range(1..=u64::from(u32::MAX)))]
     pub block_bytes: u64,
     /// Format of every page: toc (TOC_FULL), toc_sparse, toc_logical, csr,
     /// cvi, dvi, den, gzip, snappy or lz4.
@@ -140,7 +141,16 @@ impl InfoJson {
 }
 
 pub fn run_encode(args: &EncodeArgs) -> Outcome {
-    let mut input = Input::open(&args.input, &args.input_args, false)?;
+    crate::misuse::output_is_not_input(&args.input, &args.output)?;
+    let mut input_args = args.input_args.clone();
+    if input_args.scratch_dir.is_none() {
+        // A stream's copy goes beside the output, which has room for data.
+        input_args.scratch_dir = Some(match args.output.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        });
+    }
+    let mut input = Input::open(&args.input, &input_args, false)?;
     let options = WriterOptions {
         page_rows: usize::try_from(args.page_rows).unwrap_or(usize::MAX),
         block_bytes: usize::try_from(args.block_bytes).unwrap_or(usize::MAX),
@@ -150,6 +160,7 @@ pub fn run_encode(args: &EncodeArgs) -> Outcome {
     let mut writer = DatasetWriter::create(&args.output, input.n_cols(), options)?;
     let bar = progress(&format!("encoding {}", args.input.display()));
     while let Some(chunk) = input.next_chunk(CHUNK_ROWS)? {
+        tocpile::cleanup::check()?;
         writer.push(&chunk.batch, &chunk.labels)?;
         bar.inc(chunk.batch.n_rows() as u64);
     }

@@ -73,7 +73,8 @@ impl DatasetWriter {
     ///
     /// # Errors
     /// [`Error::BadArgument`] for zero `page_rows` or `block_bytes`;
-    /// [`Error::TooLarge`] for too many columns;
+    /// [`Error::TooLarge`] for too many columns, or `page_rows` or
+    /// `block_bytes` above `u32::MAX` (a reader's limits);
     /// [`Error::Io`] if the temporary file cannot be created.
     pub fn create(path: impl AsRef<Path>, n_cols: usize, options: WriterOptions) -> Result<Self> {
         if options.page_rows == 0 || options.block_bytes == 0 {
@@ -81,6 +82,19 @@ impl DatasetWriter {
                 what: "page_rows and block_bytes",
                 expected: "at least 1",
             });
+        }
+        // The largest values a reader accepts (the footer's limits).
+        for (what, value) in [
+            ("WriterOptions::page_rows", options.page_rows),
+            ("WriterOptions::block_bytes", options.block_bytes),
+        ] {
+            if value as u64 > u64::from(u32::MAX) {
+                return Err(Error::TooLarge {
+                    what,
+                    value: value as u64,
+                    max: u64::from(u32::MAX),
+                });
+            }
         }
         let pending = SparseBatch::with_cols(n_cols)?;
         let mut writer = DatasetWriter {
