@@ -159,10 +159,14 @@ pub fn run_encode(args: &EncodeArgs) -> Outcome {
     };
     let mut writer = DatasetWriter::create(&args.output, input.n_cols(), options)?;
     let bar = progress(&format!("encoding {}", args.input.display()));
-    while let Some(chunk) = input.next_chunk(CHUNK_ROWS)? {
+    // Chunks sized by bytes, not rows: memory stays bounded whatever the
+    // row width (images of 784 columns, one-hot rows of 10).
+    let mut rows = FIRST_CHUNK_ROWS;
+    while let Some(chunk) = input.next_chunk(rows)? {
         tocpile::cleanup::check()?;
         writer.push(&chunk.batch, &chunk.labels)?;
         bar.inc(chunk.batch.n_rows() as u64);
+        rows = chunk_rows(&chunk.batch);
     }
     let info = writer.finish()?;
     bar.finish_and_clear();
@@ -179,6 +183,21 @@ pub fn run_encode(args: &EncodeArgs) -> Outcome {
         ));
     }
     emit(&text)
+}
+
+/// Rows of the first chunk an encode reads, before the row width is known.
+const FIRST_CHUNK_ROWS: usize = 1024;
+
+/// Decoded bytes of a chunk the encode reads: the reader holds the chunk's
+/// text, its parsed parts and the joined batch (about three times this),
+/// beside the writer's round.
+const CHUNK_BYTES: usize = 8 << 20;
+
+/// Rows of the next chunk: [`CHUNK_BYTES`] of rows as wide as `last`'s
+/// (12 bytes per non-zero, 16 per row), within 64 to [`CHUNK_ROWS`].
+fn chunk_rows(last: &tocpile::SparseBatch) -> usize {
+    let per_row = (12 * last.nnz() + 16 * last.n_rows()) / last.n_rows().max(1);
+    (CHUNK_BYTES / per_row.max(1)).clamp(64, CHUNK_ROWS)
 }
 
 pub fn run_inspect(args: &InspectArgs) -> Outcome {
