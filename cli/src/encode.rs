@@ -33,7 +33,16 @@ pub fn parse_format(name: &str) -> Result<FormatKind, String> {
 /// into pages of --page-rows rows (one encoded mini-batch each) and pages
 /// into blocks of about --block-bytes bytes (the unit of random I/O), each
 /// block checksummed. The file is written to a temporary file and renamed
-/// into place, so an interrupted run leaves no partial file.
+/// into place, so an interrupted run leaves no partial file (SIGINT and
+/// SIGTERM remove the temporary file: exit code 130 or 143).
+///
+/// INPUT may be `-` (standard input), a pipe such as /dev/stdin, or a
+/// FIFO, plain or gzip'd; it is read once. With --cols (LIBSVM) or
+/// --schema (CSV) rows are encoded as they come; otherwise the stream is
+/// first copied to --scratch-dir (default: the output's directory), and
+/// the copy is removed. CSV on a stream needs --input-format csv.
+/// Memory is bounded by chunks of about 8 MiB of rows, whatever their
+/// width.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
     tocpile encode train.libsvm.gz -o train.toc\n  \
@@ -41,9 +50,12 @@ pub fn parse_format(name: &str) -> Result<FormatKind, String> {
     tocpile encode flights.csv.gz --label-column late -o flights.toc --json\n  \
     tocpile encode test.csv --label-column late --schema flights.toc -o test.toc\n  \
     tocpile encode flights.parquet --label-column late --missing-indicators -o flights.toc\n  \
-    tocpile encode train.libsvm --page-format csr -o train-csr.toc")]
+    tocpile encode train.libsvm --page-format csr -o train-csr.toc\n  \
+    zcat train.libsvm.gz | tocpile encode - --cols 784 -o train.toc\n  \
+    tocpile encode /dev/stdin --input-format csv --schema train.toc -o test.toc < test.csv")]
 pub struct EncodeArgs {
-    /// The input: LIBSVM or CSV text (plain or gzip), or Parquet.
+    /// The input: LIBSVM or CSV text (plain or gzip), or Parquet; `-` for
+    /// standard input.
     pub input: PathBuf,
     /// The dataset file to write.
     #[arg(short, long, value_name = "FILE.toc")]

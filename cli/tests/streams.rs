@@ -337,7 +337,7 @@ fn killing_train_shuffle_once_removes_its_scratch_copy() {
     // No process has an id this large (Linux allows at most 2^22).
     let stale = dir.join("scratch/.tocpile-shuffled-99999999-0-0.toc");
     std::fs::write(&stale, b"left by a killed run").unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tocpile"))
+    let child = Command::new(env!("CARGO_BIN_EXE_tocpile"))
         .args([
             "train",
             "small.toc",
