@@ -224,12 +224,24 @@ impl Input {
     fn open_stream(path: &Path, args: &InputArgs, datasets: bool) -> Result<Input, Failure> {
         let stream = stream::Stream::open(path)?;
         let head = stream.head();
-        let dataset = datasets && args.input_format.is_none() && head == FILE_MAGIC;
+        let dataset = datasets && args.input_format.is_none() && head.starts_with(&FILE_MAGIC);
         let format = match args.input_format {
             Some(format) => format,
-            None if head == PARQUET_MAGIC => TextFormat::Parquet,
+            None if head.starts_with(&PARQUET_MAGIC) => TextFormat::Parquet,
             None => text_format_by_name(path),
         };
+        if args.input_format.is_none()
+            && !dataset
+            && format == TextFormat::Libsvm
+            && stream::looks_like_csv_header(head)
+        {
+            return Err(Failure::usage(format!(
+                "{}: the first line looks like a CSV header, and a stream has no file name to \
+                 tell its format by: give --input-format csv (or --input-format libsvm if it is \
+                 LIBSVM)",
+                stream.name
+            )));
+        }
         let name = stream.name.clone();
         match format {
             TextFormat::Libsvm if args.cols.is_some() && !dataset => {

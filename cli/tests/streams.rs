@@ -184,6 +184,16 @@ fn csv_from_a_pipe_with_and_without_a_schema() {
         assert_eq!(std::fs::read(dir.join(out)).unwrap(), want, "{args:?}");
     }
     assert_eq!(hidden(&dir), Vec::<String>::new());
+    // Without --input-format: a stream has no extension to tell CSV by.
+    let o = with_stdin(&["encode", "-", "-o", "d.toc"], &dir, &text);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("standard input: the first line looks like a CSV header")
+            && err.contains("--input-format csv"),
+        "{err}"
+    );
+    assert!(!dir.join("d.toc").exists());
 }
 
 #[test]

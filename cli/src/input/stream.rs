@@ -20,9 +20,10 @@ use tocpile::cleanup::{self, ScratchFile};
 
 use crate::Failure;
 
-/// Bytes read ahead to recognise the input (dataset and Parquet magic
-/// numbers).
-const HEAD: usize = 4;
+/// Bytes read ahead to recognise the input: at least the magic numbers
+/// (dataset, Parquet, gzip), and up to the first line break within this
+/// many (a CSV header on a stream named by no extension).
+const HEAD: usize = 4096;
 
 /// Distinguishes the copies of one process.
 static NEXT: AtomicUsize = AtomicUsize::new(0);
@@ -64,7 +65,7 @@ impl Stream {
         };
         let mut head = vec![0u8; HEAD];
         let mut got = 0;
-        while got < HEAD {
+        while got < 4 || (got < HEAD && !head[..got].contains(&b'\n')) {
             match rest.read(&mut head[got..]) {
                 Ok(0) => break,
                 Ok(n) => got += n,
@@ -123,6 +124,19 @@ impl Stream {
         }
         Ok(guard)
     }
+}
+
+/// Whether the first line of `head` looks like a CSV header rather than
+/// LIBSVM: a comma, and a first field that is not a number (a LIBSVM line
+/// starts with its numeric label).
+pub fn looks_like_csv_header(head: &[u8]) -> bool {
+    let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    let first = line
+        .split(|&b| b == b',' || b.is_ascii_whitespace())
+        .next()
+        .unwrap_or_default();
+    line.contains(&b',')
+        && std::str::from_utf8(first).map_or(true, |f| f.trim().parse::<f64>().is_err())
 }
 
 /// `message` with the scratch copy's path replaced by the stream's name.
