@@ -130,13 +130,18 @@ impl Stream {
 /// LIBSVM: a comma, and a first field that is not a number (a LIBSVM line
 /// starts with its numeric label).
 pub fn looks_like_csv_header(head: &[u8]) -> bool {
-    let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    // A whole first line of text only: binary data is no header.
+    let Some(end) = head.iter().position(|&b| b == b'\n') else {
+        return false;
+    };
+    let Ok(line) = std::str::from_utf8(&head[..end]) else {
+        return false;
+    };
     let first = line
-        .split(|&b| b == b',' || b.is_ascii_whitespace())
+        .split(|c: char| c == ',' || c.is_ascii_whitespace())
         .next()
         .unwrap_or_default();
-    line.contains(&b',')
-        && std::str::from_utf8(first).map_or(true, |f| f.trim().parse::<f64>().is_err())
+    line.contains(',') && first.trim().parse::<f64>().is_err()
 }
 
 /// `message` with the scratch copy's path replaced by the stream's name.
