@@ -13,11 +13,21 @@
 //! ([`tocpile::cleanup::remove_registered`]) and exits with the same code.
 
 use std::sync::atomic::{AtomicI32, Ordering};
+
+#[cfg(unix)]
+use signal_hook::consts::{SIGINT, SIGTERM};
+#[cfg(unix)]
+use signal_hook::iterator::Signals;
+#[cfg(unix)]
 use std::time::{Duration, Instant};
 
-use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::iterator::Signals;
+// Elsewhere the numbers only name exit codes (no handler is installed).
+#[cfg(not(unix))]
+const SIGINT: i32 = 2;
+#[cfg(not(unix))]
+const SIGTERM: i32 = 15;
 
+#[cfg(unix)]
 /// How long the main thread gets to unwind after the first signal.
 const GRACE: Duration = Duration::from_millis(1500);
 
@@ -41,9 +51,16 @@ pub fn name() -> &'static str {
     }
 }
 
-/// Installs the handler thread. Without it (an error installing), signals
-/// keep their default action: the process dies, and stale temporaries are
-/// recognised by name later.
+/// Installs the handler thread (Unix). Without it (an error installing,
+/// another platform), signals keep their default action: the process
+/// dies, and stale temporaries are recognised by name later.
+#[cfg(not(unix))]
+pub fn install() {}
+
+/// Installs the handler thread (Unix). Without it (an error installing,
+/// another platform), signals keep their default action: the process
+/// dies, and stale temporaries are recognised by name later.
+#[cfg(unix)]
 pub fn install() {
     let Ok(mut signals) = Signals::new([SIGINT, SIGTERM]) else {
         return;
