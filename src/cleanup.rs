@@ -20,6 +20,9 @@
 //!   ([`owner_pid`]), and [`remove_stale`] deletes those whose process is
 //!   no longer alive (the atomic writer does so for its target's name when
 //!   it starts; the Shuffle Once loader for its scratch directory).
+//!   Liveness is looked up in this machine's `/proc`: processes of other
+//!   machines or PID namespaces (containers) writing to the same
+//!   directory look dead, so give them directories of their own.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
