@@ -314,6 +314,37 @@ fn sigint_and_sigterm_during_encode_leave_no_temporary_file() {
 }
 
 #[test]
+fn a_signal_mid_encode_of_a_file_removes_the_temporary_file() {
+    // A generated file of 60,000 wide rows (about 20 MB). The process is
+    // frozen (SIGSTOP) as soon as its temporary file appears, signalled,
+    // then resumed: the signal lands mid-encode however fast the machine.
+    let dir = tempfile::tempdir().unwrap();
+    let rows: String = (0..60_000).map(wide_row).collect();
+    std::fs::write(dir.path().join("big.libsvm"), rows).unwrap();
+    for (signal, code) in [("INT", 130), ("TERM", 143)] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tocpile"))
+            .args(["encode", "big.libsvm", "-o", "big.toc"])
+            .current_dir(dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for_hidden(dir.path(), &mut child);
+        kill(&child, "STOP");
+        kill(&child, signal);
+        kill(&child, "CONT");
+        let out = child.wait_with_output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(code), "SIG{signal}: {err}");
+        assert!(
+            err.contains(&format!("interrupted by SIG{signal}")),
+            "{err}"
+        );
+        assert_eq!(entries(dir.path()), ["big.libsvm"], "SIG{signal}");
+    }
+}
+
+#[test]
 fn a_signal_while_blocked_on_a_read_still_cleans_up() {
     // Standard input stays open and silent: the process cannot notice the
     // flag by itself, so the handler removes the files and exits.
