@@ -258,9 +258,11 @@ fn wait_for_hidden(dir: &Path, child: &mut Child) {
     }
 }
 
+/// Sends SIG`signal` to `child` (through the shell's `kill` builtin: no
+/// procps needed).
 fn kill(child: &Child, signal: &str) {
-    let status = Command::new("kill")
-        .args([&format!("-{signal}"), &child.id().to_string()])
+    let status = Command::new("sh")
+        .args(["-c", &format!("kill -{signal} {}", child.id())])
         .status()
         .unwrap();
     assert!(status.success());
