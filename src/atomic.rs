@@ -5,6 +5,13 @@
 //! never leaves a half-written file that opens as valid; the temporary
 //! file is removed on error and when an uncommitted writer is dropped.
 //!
+//! Temporary files are registered with [`crate::cleanup`] while they
+//! exist, and every write first checks its interruption flag (SIGINT,
+//! SIGTERM): an interrupted writer fails with
+//! [`Error::Interrupted`] and its temporary file goes. Temporaries of
+//! processes that died without cleaning up (SIGKILL) carry their process
+//! id in the name; creating a file removes those left for the same target.
+//!
 //! Dataset files ([`DatasetWriter`](crate::dataset::DatasetWriter), and
 //! through it Shuffle Once's copy), model files
 //! ([`Model::save`](crate::model::Model::save)) and CSV schemas
@@ -16,6 +23,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::cleanup;
 use crate::error::{Error, Result};
 
 /// Distinguishes temporary files of one process.
@@ -31,18 +39,27 @@ pub(crate) struct AtomicFile {
 }
 
 impl AtomicFile {
-    /// Creates the temporary file `.NAME.tmp-PID-N` beside `path`.
+    /// Creates the temporary file `.NAME.tmp-PID-N` beside `path`, after
+    /// removing those of dead processes for the same `NAME`.
     ///
     /// # Errors
-    /// [`Error::Io`] naming the temporary file.
+    /// [`Error::Interrupted`] after [`cleanup::interrupt`]; [`Error::Io`]
+    /// naming the temporary file.
     pub(crate) fn create(path: &Path) -> Result<AtomicFile> {
+        cleanup::check()?;
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let tmp = path.with_file_name(format!(".{name}.tmp-{}-{n}", std::process::id()));
-        let file = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        cleanup::remove_stale(dir.unwrap_or(Path::new(".")), &format!(".{name}.tmp-"));
+        cleanup::register(&tmp);
+        let file = File::create(&tmp).map_err(|e| {
+            cleanup::forget(&tmp);
+            Error::io(&tmp, e)
+        })?;
         Ok(AtomicFile {
             path: path.to_path_buf(),
             tmp,
@@ -53,8 +70,10 @@ impl AtomicFile {
     /// Appends `bytes`.
     ///
     /// # Errors
-    /// [`Error::Io`] naming the temporary file.
+    /// [`Error::Interrupted`] after [`cleanup::interrupt`]; [`Error::Io`]
+    /// naming the temporary file.
     pub(crate) fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
+        cleanup::check()?;
         let file = self.file.as_mut().expect("open until commit");
         file.write_all(bytes).map_err(|e| Error::io(&self.tmp, e))
     }
@@ -75,9 +94,10 @@ impl AtomicFile {
             .and_then(|file| file.sync_all().map_err(|e| Error::io(&self.tmp, e)))
             .and_then(|()| fs::rename(&self.tmp, &self.path).map_err(|e| Error::io(&self.path, e)));
         if let Err(e) = published {
-            let _ = fs::remove_file(&self.tmp);
+            cleanup::release(&self.tmp);
             return Err(e);
         }
+        cleanup::forget(&self.tmp);
         if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
             if let Ok(d) = File::open(dir) {
                 let _ = d.sync_all();
@@ -90,7 +110,7 @@ impl AtomicFile {
 impl Drop for AtomicFile {
     fn drop(&mut self) {
         if self.file.take().is_some() {
-            let _ = fs::remove_file(&self.tmp);
+            cleanup::release(&self.tmp);
         }
     }
 }

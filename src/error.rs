@@ -359,6 +359,9 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+    /// The work was interrupted ([`cleanup::interrupt`](crate::cleanup::interrupt),
+    /// e.g. on SIGINT or SIGTERM); temporary files were removed.
+    Interrupted,
 }
 
 impl fmt::Display for Error {
@@ -563,6 +566,7 @@ impl fmt::Display for Error {
                 epoch,
                 message,
             } => write!(f, "worker {worker}, shuffle into epoch {epoch}: {message}"),
+            Error::Interrupted => write!(f, "interrupted; temporary files removed"),
         }
     }
 }

@@ -74,6 +74,7 @@
 
 mod atomic;
 pub mod bench;
+pub mod cleanup;
 pub mod codec;
 pub mod dataset;
 pub mod dist;

@@ -33,7 +33,16 @@ pub fn parse_format(name: &str) -> Result<FormatKind, String> {
 /// into pages of --page-rows rows (one encoded mini-batch each) and pages
 /// into blocks of about --block-bytes bytes (the unit of random I/O), each
 /// block checksummed. The file is written to a temporary file and renamed
-/// into place, so an interrupted run leaves no partial file.
+/// into place, so an interrupted run leaves no partial file (SIGINT and
+/// SIGTERM remove the temporary file: exit code 130 or 143).
+///
+/// INPUT may be `-` (standard input), a pipe such as /dev/stdin, or a
+/// FIFO, plain or gzip'd; it is read once. With --cols (LIBSVM) or
+/// --schema (CSV) rows are encoded as they come; otherwise the stream is
+/// first copied to --scratch-dir (default: the output's directory), and
+/// the copy is removed. CSV on a stream needs --input-format csv.
+/// Memory is bounded by chunks of about 8 MiB of rows, whatever their
+/// width.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
     tocpile encode train.libsvm.gz -o train.toc\n  \
@@ -41,21 +50,25 @@ pub fn parse_format(name: &str) -> Result<FormatKind, String> {
     tocpile encode flights.csv.gz --label-column late -o flights.toc --json\n  \
     tocpile encode test.csv --label-column late --schema flights.toc -o test.toc\n  \
     tocpile encode flights.parquet --label-column late --missing-indicators -o flights.toc\n  \
-    tocpile encode train.libsvm --page-format csr -o train-csr.toc")]
+    tocpile encode train.libsvm --page-format csr -o train-csr.toc\n  \
+    zcat train.libsvm.gz | tocpile encode - --cols 784 -o train.toc\n  \
+    tocpile encode /dev/stdin --input-format csv --schema train.toc -o test.toc < test.csv")]
 pub struct EncodeArgs {
-    /// The input: LIBSVM or CSV text (plain or gzip), or Parquet.
+    /// The input: LIBSVM or CSV text (plain or gzip), or Parquet; `-` for
+    /// standard input.
     pub input: PathBuf,
     /// The dataset file to write.
     #[arg(short, long, value_name = "FILE.toc")]
     pub output: PathBuf,
     #[command(flatten)]
     pub input_args: InputArgs,
-    /// Rows per page (one encoded mini-batch).
-    #[arg(long, value_name = "N", default_value_t = 250, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Rows per page (one encoded mini-batch), 1 to 4294967295 (what a
+    /// reader accepts).
+    #[arg(long, value_name = "N", default_value_t = 250, value_parser = clap::value_parser!(u64).range(1..=u64::from(u32::MAX)))]
     pub page_rows: u64,
     /// Target bytes per block (a block closes with the first page that
-    /// reaches it).
-    #[arg(long, value_name = "N", default_value_t = 4 << 20, value_parser = clap::value_parser!(u64).range(1..))]
+    /// reaches it), 1 to 4294967295 (what a reader accepts).
+    #[arg(long, value_name = "N", default_value_t = 4 << 20, value_parser = clap::value_parser!(u64).range(1..=u64::from(u32::MAX)))]
     pub block_bytes: u64,
     /// Format of every page: toc (TOC_FULL), toc_sparse, toc_logical, csr,
     /// cvi, dvi, den, gzip, snappy or lz4.
@@ -140,7 +153,16 @@ impl InfoJson {
 }
 
 pub fn run_encode(args: &EncodeArgs) -> Outcome {
-    let mut input = Input::open(&args.input, &args.input_args, false)?;
+    crate::misuse::output_is_not_input(&args.input, &args.output)?;
+    let mut input_args = args.input_args.clone();
+    if input_args.scratch_dir.is_none() {
+        // A stream's copy goes beside the output, which has room for data.
+        input_args.scratch_dir = Some(match args.output.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        });
+    }
+    let mut input = Input::open(&args.input, &input_args, false)?;
     let options = WriterOptions {
         page_rows: usize::try_from(args.page_rows).unwrap_or(usize::MAX),
         block_bytes: usize::try_from(args.block_bytes).unwrap_or(usize::MAX),
@@ -149,9 +171,14 @@ pub fn run_encode(args: &EncodeArgs) -> Outcome {
     };
     let mut writer = DatasetWriter::create(&args.output, input.n_cols(), options)?;
     let bar = progress(&format!("encoding {}", args.input.display()));
-    while let Some(chunk) = input.next_chunk(CHUNK_ROWS)? {
+    // Chunks sized by bytes, not rows: memory stays bounded whatever the
+    // row width (images of 784 columns, one-hot rows of 10).
+    let mut rows = FIRST_CHUNK_ROWS;
+    while let Some(chunk) = input.next_chunk(rows)? {
+        tocpile::cleanup::check()?;
         writer.push(&chunk.batch, &chunk.labels)?;
         bar.inc(chunk.batch.n_rows() as u64);
+        rows = chunk_rows(&chunk.batch);
     }
     let info = writer.finish()?;
     bar.finish_and_clear();
@@ -168,6 +195,21 @@ pub fn run_encode(args: &EncodeArgs) -> Outcome {
         ));
     }
     emit(&text)
+}
+
+/// Rows of the first chunk an encode reads, before the row width is known.
+const FIRST_CHUNK_ROWS: usize = 1024;
+
+/// Decoded bytes of a chunk the encode reads: the reader holds the chunk's
+/// text, its parsed parts and the joined batch (about three times this),
+/// beside the writer's round.
+const CHUNK_BYTES: usize = 8 << 20;
+
+/// Rows of the next chunk: [`CHUNK_BYTES`] of rows as wide as `last`'s
+/// (12 bytes per non-zero, 16 per row), within 64 to [`CHUNK_ROWS`].
+fn chunk_rows(last: &tocpile::SparseBatch) -> usize {
+    let per_row = (12 * last.nnz() + 16 * last.n_rows()) / last.n_rows().max(1);
+    (CHUNK_BYTES / per_row.max(1)).clamp(64, CHUNK_ROWS)
 }
 
 pub fn run_inspect(args: &InspectArgs) -> Outcome {

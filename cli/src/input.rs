@@ -4,6 +4,7 @@
 
 #[cfg(feature = "parquet")]
 mod parquet;
+mod stream;
 
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
@@ -46,7 +47,7 @@ pub struct InputArgs {
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub input_format: Option<TextFormat>,
     /// LIBSVM: the column count (default: the largest index seen, which
-    /// reads the file twice).
+    /// reads a file twice, and copies a stream to a scratch file first).
     #[arg(long, value_name = "N")]
     pub cols: Option<usize>,
     /// LIBSVM: indices start at 0 (default 1).
@@ -58,7 +59,8 @@ pub struct InputArgs {
     /// CSV and Parquet: the feature columns from a saved schema (a schema
     /// text file, as `tocpile inspect --schema` prints, or a .toc file
     /// encoded from CSV or Parquet); default: inferred from the file
-    /// (which reads it twice).
+    /// (which reads a file twice, and copies a stream to a scratch file
+    /// first).
     #[arg(long, value_name = "FILE")]
     pub schema: Option<PathBuf>,
     /// CSV and Parquet: inferring the schema, give each numeric column with
@@ -76,6 +78,14 @@ pub struct InputArgs {
         conflicts_with = "schema"
     )]
     pub missing_markers: Option<Vec<String>>,
+    /// Where a stream (`-` for standard input, a pipe, a FIFO) is copied
+    /// when it cannot be read as it comes (LIBSVM without --cols, CSV
+    /// without --schema, Parquet); removed as soon as it is open, and on
+    /// every exit path. Default: encode, the output's directory (which has
+    /// room for the data; the temporary directory is often a small
+    /// in-memory file system); others, the temporary directory.
+    #[arg(long, value_name = "DIR")]
+    pub scratch_dir: Option<PathBuf>,
 }
 
 /// An open input, read chunk by chunk.
@@ -110,6 +120,39 @@ fn text_format(path: &Path, asked: Option<TextFormat>) -> TextFormat {
     if let Some(format) = asked {
         return format;
     }
+    match text_format_by_name(path) {
+        TextFormat::Libsvm if starts_with(path, PARQUET_MAGIC) => TextFormat::Parquet,
+        format => format,
+    }
+}
+
+/// The LIBSVM reader's options from the command line.
+fn libsvm_options(args: &InputArgs) -> LibsvmOptions {
+    LibsvmOptions {
+        n_cols: args.cols,
+        zero_based: args.zero_based,
+    }
+}
+
+/// The CSV reader's options from the command line (reading a saved
+/// schema if one is named).
+fn csv_options(args: &InputArgs) -> Result<CsvOptions, Failure> {
+    let schema = args.schema.as_deref().map(read_schema).transpose()?;
+    let mut options = CsvOptions {
+        label: args.label_column.clone(),
+        schema,
+        missing_indicators: args.missing_indicators,
+        ..CsvOptions::default()
+    };
+    if let Some(markers) = &args.missing_markers {
+        options.missing_markers = markers.iter().filter(|m| !m.is_empty()).cloned().collect();
+    }
+    Ok(options)
+}
+
+/// The format a file name says: CSV for `.csv[.gz]`, Parquet for
+/// `.parquet`, `.parq`, `.pq`, else LIBSVM.
+fn text_format_by_name(path: &Path) -> TextFormat {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().to_ascii_lowercase())
@@ -120,7 +163,6 @@ fn text_format(path: &Path, asked: Option<TextFormat>) -> TextFormat {
     } else if [".parquet", ".parq", ".pq"]
         .iter()
         .any(|e| name.ends_with(e))
-        || starts_with(path, PARQUET_MAGIC)
     {
         TextFormat::Parquet
     } else {
@@ -151,6 +193,9 @@ impl Input {
     /// Opens `path` as `args` say. Dataset files are accepted only if
     /// `datasets` is true.
     pub fn open(path: &Path, args: &InputArgs, datasets: bool) -> Result<Input, Failure> {
+        if stream::is_stream(path) {
+            return Input::open_stream(path, args, datasets);
+        }
         if !path.exists() {
             return Err(Failure::about(path, "no such file"));
         }
@@ -161,28 +206,88 @@ impl Input {
             });
         }
         match text_format(path, args.input_format) {
+            TextFormat::Libsvm => Ok(Input::Libsvm(LibsvmReader::open(
+                path,
+                libsvm_options(args),
+            )?)),
+            TextFormat::Csv => Ok(Input::Csv(Box::new(CsvReader::open(
+                path,
+                csv_options(args)?,
+            )?))),
+            TextFormat::Parquet => open_parquet(path, args),
+        }
+    }
+
+    /// Opens a stream (see [`stream`]): read as it comes where the options
+    /// allow, else copied once to a scratch file that is unlinked once
+    /// open.
+    fn open_stream(path: &Path, args: &InputArgs, datasets: bool) -> Result<Input, Failure> {
+        let stream = stream::Stream::open(path)?;
+        let head = stream.head();
+        let dataset = datasets && args.input_format.is_none() && head.starts_with(&FILE_MAGIC);
+        let format = match args.input_format {
+            Some(format) => format,
+            None if head.starts_with(&PARQUET_MAGIC) => TextFormat::Parquet,
+            None => text_format_by_name(path),
+        };
+        if args.input_format.is_none()
+            && !dataset
+            && format == TextFormat::Libsvm
+            && stream::looks_like_csv_header(head)
+        {
+            return Err(Failure::usage(format!(
+                "{}: the first line looks like a CSV header, and a stream has no file name to \
+                 tell its format by: give --input-format csv (or --input-format libsvm if it is \
+                 LIBSVM)",
+                stream.name
+            )));
+        }
+        let name = stream.name.clone();
+        match format {
+            TextFormat::Libsvm if args.cols.is_some() && !dataset => {
+                let options = libsvm_options(args);
+                let reader = LibsvmReader::from_reader(stream.reader(), &name, options)?;
+                return Ok(Input::Libsvm(reader));
+            }
+            TextFormat::Csv if args.schema.is_some() => {
+                let reader = CsvReader::from_reader(stream.reader(), &name, csv_options(args)?)?;
+                return Ok(Input::Csv(Box::new(reader)));
+            }
+            _ => {}
+        }
+        let dir = args.scratch_dir.clone().unwrap_or_else(std::env::temp_dir);
+        let copy = stream.spill(&dir)?;
+        let at = copy.path();
+        let renamed = |e: tocpile::Error| stream::rename(e, at, &name);
+        // Every reader below holds the copy open, so it is unlinked when
+        // `copy` drops at the end of this function.
+        if dataset {
+            let dataset = Dataset::open(at).map_err(renamed)?;
+            return Ok(Input::Dataset {
+                dataset: Box::new(dataset),
+                next_block: 0,
+            });
+        }
+        let open = || std::fs::File::open(at).map_err(|e| Failure::about(at, e));
+        let buffered = |f| std::io::BufReader::with_capacity(1 << 16, f);
+        match format {
             TextFormat::Libsvm => {
-                let options = LibsvmOptions {
-                    n_cols: args.cols,
-                    zero_based: args.zero_based,
-                };
-                Ok(Input::Libsvm(LibsvmReader::open(path, options)?))
+                let mut options = libsvm_options(args);
+                // The inference pass over the copy; the reading pass then
+                // names the stream in its errors.
+                options.n_cols = Some(LibsvmReader::open(at, options).map_err(renamed)?.n_cols());
+                let reader = LibsvmReader::from_reader(buffered(open()?), &name, options)?;
+                Ok(Input::Libsvm(reader))
             }
             TextFormat::Csv => {
-                let schema = args.schema.as_deref().map(read_schema).transpose()?;
-                let mut options = CsvOptions {
-                    label: args.label_column.clone(),
-                    schema,
-                    missing_indicators: args.missing_indicators,
-                    ..CsvOptions::default()
-                };
-                if let Some(markers) = &args.missing_markers {
-                    options.missing_markers =
-                        markers.iter().filter(|m| !m.is_empty()).cloned().collect();
-                }
-                Ok(Input::Csv(Box::new(CsvReader::open(path, options)?)))
+                let mut options = csv_options(args)?;
+                options.schema = Some(Schema::infer(at, &options).map_err(renamed)?);
+                let reader = CsvReader::from_reader(buffered(open()?), &name, options)?;
+                Ok(Input::Csv(Box::new(reader)))
             }
-            TextFormat::Parquet => open_parquet(path, args),
+            TextFormat::Parquet => {
+                open_parquet(at, args).map_err(|Failure(m)| stream::rename(m, at, &name))
+            }
         }
     }
 

@@ -3,14 +3,17 @@
 //! Every command is a thin layer over the library: arguments in, a library
 //! call, a table or JSON out. Errors are one line on stderr,
 //! `tocpile: <message>`, exit code 1 for runtime errors and 2 for usage
-//! errors.
+//! errors; a run stopped by SIGINT or SIGTERM exits with 130 or 143 and
+//! leaves no temporary file (`signals`).
 
 mod bench;
 mod demo;
 mod encode;
 mod input;
+mod misuse;
 mod output;
 mod ratio;
+mod signals;
 mod train;
 
 use std::process::ExitCode;
@@ -38,6 +41,17 @@ impl Failure {
         } else {
             Failure(format!("{name}: {message}"))
         }
+    }
+}
+
+/// Set by [`Failure::usage`]: the run ends with exit code 2.
+static USAGE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+impl Failure {
+    /// A usage error found after parsing (exit code 2, as clap's).
+    pub fn usage(message: impl std::fmt::Display) -> Self {
+        USAGE.store(true, std::sync::atomic::Ordering::SeqCst);
+        Failure(message.to_string())
     }
 }
 
@@ -102,11 +116,20 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    signals::install();
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(_) if tocpile::cleanup::interrupted() => {
+            eprintln!(
+                "tocpile: interrupted by {}; temporary files removed",
+                signals::name()
+            );
+            ExitCode::from(signals::exit_code())
+        }
         Err(Failure(message)) => {
             eprintln!("tocpile: {message}");
-            ExitCode::from(1)
+            let usage = USAGE.load(std::sync::atomic::Ordering::SeqCst);
+            ExitCode::from(if usage { 2 } else { 1 })
         }
     }
 }

@@ -16,6 +16,7 @@ use crate::output::emit;
 use crate::{Failure, Outcome};
 
 mod args;
+mod checks;
 mod json;
 mod plot;
 mod table;
@@ -107,6 +108,10 @@ pub fn run(args: &TrainArgs) -> Outcome {
         Some(path) => Some(Arc::new(Dataset::open(path)?)),
         None => None,
     };
+    if let (Some(path), Some(eval)) = (&args.eval, &eval) {
+        checks::eval_columns(&args.file, &dataset, path, eval)?;
+    }
+    checks::warn_multiclass(&args.model, &dataset, &args.file)?;
     let kind = model_kind(&args.model, args.classes, &dataset, &args.file)?;
     let n_cols = dataset.info().n_cols;
     let initial = Model::new(kind.clone(), n_cols, args.seed)?;
@@ -163,6 +168,7 @@ pub fn run(args: &TrainArgs) -> Outcome {
                 batch_rows: usize::try_from(args.batch_size).unwrap_or(usize::MAX),
                 buffer: Buffer::Fraction(args.buffer),
                 seed: args.seed,
+                scratch_dir: args.scratch_dir.clone(),
                 ..LoaderOptions::default()
             },
         )?;

@@ -20,6 +20,11 @@ use crate::wire::write_varint;
 /// block.
 const PAGES_PER_ROUND: usize = 32;
 
+/// Decoded bytes of pending rows (12 per non-zero, 16 per row) that end a
+/// round early, at the next page boundary: wide rows (images) would
+/// otherwise hold `PAGES_PER_ROUND` pages of them, whatever their width.
+const ROUND_BYTES: usize = 16 << 20;
+
 /// How a dataset file is laid out.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WriterOptions {
@@ -73,7 +78,8 @@ impl DatasetWriter {
     ///
     /// # Errors
     /// [`Error::BadArgument`] for zero `page_rows` or `block_bytes`;
-    /// [`Error::TooLarge`] for too many columns;
+    /// [`Error::TooLarge`] for too many columns, or `page_rows` or
+    /// `block_bytes` above `u32::MAX` (a reader's limits);
     /// [`Error::Io`] if the temporary file cannot be created.
     pub fn create(path: impl AsRef<Path>, n_cols: usize, options: WriterOptions) -> Result<Self> {
         if options.page_rows == 0 || options.block_bytes == 0 {
@@ -81,6 +87,19 @@ impl DatasetWriter {
                 what: "page_rows and block_bytes",
                 expected: "at least 1",
             });
+        }
+        // The largest values a reader accepts (the footer's limits).
+        for (what, value) in [
+            ("WriterOptions::page_rows", options.page_rows),
+            ("WriterOptions::block_bytes", options.block_bytes),
+        ] {
+            if value as u64 > u64::from(u32::MAX) {
+                return Err(Error::TooLarge {
+                    what,
+                    value: value as u64,
+                    max: u64::from(u32::MAX),
+                });
+            }
         }
         let pending = SparseBatch::with_cols(n_cols)?;
         let mut writer = DatasetWriter {
@@ -123,12 +142,20 @@ impl DatasetWriter {
                 found: labels.len() as u64,
             });
         }
-        for (cols, vals) in batch.rows() {
+        // Rows go in one at a time so that a round closes at the first page
+        // boundary past its limits: memory is bounded by the round, not by
+        // the batch pushed.
+        let page_rows = self.options.page_rows;
+        for ((cols, vals), &label) in batch.rows().zip(labels) {
             self.pending.push_row(cols, vals)?;
-        }
-        self.pending_labels.extend_from_slice(labels);
-        if self.pending.n_rows() >= self.options.page_rows * PAGES_PER_ROUND {
-            self.flush_pages(false)?;
+            self.pending_labels.push(label);
+            let rows = self.pending.n_rows();
+            if rows % page_rows == 0
+                && (rows >= page_rows.saturating_mul(PAGES_PER_ROUND)
+                    || 12 * self.pending.nnz() + 16 * rows >= ROUND_BYTES)
+            {
+                self.flush_pages(false)?;
+            }
         }
         Ok(())
     }

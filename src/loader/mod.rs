@@ -88,12 +88,13 @@ use shuffle::shuffle_file_mapped;
 pub use trace::{labels_in_file_order, ShuffleQuality, Trace};
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use epoch::{EpochState, Produce};
 
+use crate::cleanup::{self, ScratchFile};
 use crate::dataset::{Dataset, Source};
 use crate::error::Result;
 use crate::formats::FormatKind;
@@ -149,7 +150,7 @@ pub(crate) struct Plan {
 pub struct Loader<S: Source + 'static = File> {
     dataset: Arc<Dataset<S>>,
     /// Shuffle Once's copy (read instead of `dataset`) and its path.
-    shuffled: Option<(Arc<Dataset>, PathBuf)>,
+    shuffled: Option<(Arc<Dataset>, ScratchFile)>,
     options: LoaderOptions,
     plan: Arc<Plan>,
     warnings: Vec<String>,
@@ -175,29 +176,37 @@ impl<S: Source + 'static> Loader<S> {
     /// outside (0, 1]); errors of writing Shuffle Once's copy.
     pub fn new(dataset: Arc<Dataset<S>>, options: LoaderOptions) -> Result<Self> {
         check_options(&options)?;
-        let shuffled = match options.strategy {
-            Strategy::ShuffleOnce => {
-                let dir = options.scratch_dir.clone().unwrap_or_else(|| {
-                    dataset
-                        .path()
-                        .parent()
-                        .filter(|p| !p.as_os_str().is_empty())
-                        .map_or_else(std::env::temp_dir, Path::to_path_buf)
-                });
-                let path = dir.join(format!(
-                    ".tocpile-shuffled-{}-{}-{}.toc",
-                    std::process::id(),
-                    options.seed,
-                    SCRATCH.fetch_add(1, Ordering::Relaxed)
-                ));
-                let (_, origin) = shuffle_file_mapped(&dataset, &path, options.seed)?;
-                let copy = Dataset::open(&path).inspect_err(|_| {
-                    let _ = std::fs::remove_file(&path);
-                })?;
-                Some((Arc::new(copy), path, origin))
-            }
-            _ => None,
-        };
+        let shuffled =
+            match options.strategy {
+                Strategy::ShuffleOnce => {
+                    // Default beside the file: its file system held the data
+                    // once, so it likely holds the copy; the temporary
+                    // directory is often a small in-memory file system.
+                    let dir = options.scratch_dir.clone().unwrap_or_else(|| {
+                        match dataset.path().parent() {
+                            Some(p) if p.as_os_str().is_empty() => Path::new(".").to_path_buf(),
+                            Some(p) => p.to_path_buf(),
+                            None => std::env::temp_dir(),
+                        }
+                    });
+                    // Copies left by killed runs (their process is gone).
+                    for prefix in [".tocpile-shuffled-", "..tocpile-shuffled-"] {
+                        cleanup::remove_stale(&dir, prefix);
+                    }
+                    // Guarded before it exists: an interruption while it is
+                    // written or read removes it, as does dropping the loader.
+                    let path = ScratchFile::new(dir.join(format!(
+                        ".tocpile-shuffled-{}-{}-{}.toc",
+                        std::process::id(),
+                        options.seed,
+                        SCRATCH.fetch_add(1, Ordering::Relaxed)
+                    )));
+                    let (_, origin) = shuffle_file_mapped(&dataset, path.path(), options.seed)?;
+                    let copy = Dataset::open(path.path())?;
+                    Some((Arc::new(copy), path, origin))
+                }
+                _ => None,
+            };
         let (plan, warnings, shuffled) = match shuffled {
             Some((copy, path, origin)) => {
                 let (mut plan, warnings) = make_plan(&copy, &options);
@@ -283,14 +292,6 @@ impl<S: Source + 'static> Loader<S> {
             )?),
         };
         Epoch::new(producer, &self.plan, self.dataset.path())
-    }
-}
-
-impl<S: Source + 'static> Drop for Loader<S> {
-    fn drop(&mut self) {
-        if let Some((_, path)) = self.shuffled.take() {
-            let _ = std::fs::remove_file(path);
-        }
     }
 }
 

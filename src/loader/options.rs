@@ -159,8 +159,12 @@ pub struct LoaderOptions {
     pub trace: bool,
     /// Page format of exact-mode mini-batches (default: the file's).
     pub format: Option<FormatKind>,
-    /// Where Shuffle Once writes its shuffled copy (default: beside the
-    /// file); the copy is deleted when the loader is dropped.
+    /// Where Shuffle Once writes its shuffled copy and bucket files
+    /// (default: beside the file, whose file system held the data once;
+    /// the temporary directory is often a small in-memory one). They are
+    /// deleted when the loader is dropped, on an error, and on an
+    /// interruption ([`crate::cleanup`]); copies of killed runs are
+    /// removed by the next Shuffle Once loader in the same directory.
     pub scratch_dir: Option<PathBuf>,
 }
 

@@ -11,6 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::cleanup::ScratchFile;
 use crate::dataset::{Dataset, DatasetInfo, DatasetWriter, Source, WriterOptions};
 use crate::error::Result;
 use crate::formats::FormatKind;
@@ -113,9 +114,11 @@ pub(crate) fn shuffle_file_mapped<S: Source>(
     Ok((out.finish()?, origin))
 }
 
-/// Bucket file paths, removed when dropped (success or error).
+/// Bucket file paths, removed when dropped (success or error) or on an
+/// interruption ([`crate::cleanup`]).
 struct Buckets {
     paths: Vec<PathBuf>,
+    _guards: Vec<ScratchFile>,
 }
 
 impl Buckets {
@@ -124,17 +127,13 @@ impl Buckets {
             .file_name()
             .map_or_else(|| "shuffled".into(), |n| n.to_string_lossy().into_owned());
         let dir = output.parent().unwrap_or(Path::new("."));
-        let paths = (0..n)
+        let paths: Vec<PathBuf> = (0..n)
             .map(|k| dir.join(format!(".{name}.bucket-{k}")))
             .collect();
-        Buckets { paths }
-    }
-}
-
-impl Drop for Buckets {
-    fn drop(&mut self) {
-        for p in &self.paths {
-            let _ = std::fs::remove_file(p);
+        let guards = paths.iter().map(ScratchFile::new).collect();
+        Buckets {
+            paths,
+            _guards: guards,
         }
     }
 }

@@ -81,6 +81,13 @@ pub struct TrainArgs {
     /// A dataset file to evaluate the model on after each epoch.
     #[arg(long, value_name = "FILE.toc")]
     pub eval: Option<PathBuf>,
+    /// Where Shuffle Once (--shuffle once) writes its shuffled copy and
+    /// bucket files. Default: beside FILE.toc, whose file system held the
+    /// data once (the temporary directory is often a small in-memory
+    /// one). They are removed on every exit, an error, SIGINT or SIGTERM
+    /// included; copies of killed runs are removed by the next run.
+    #[arg(long, value_name = "DIR")]
+    pub scratch_dir: Option<PathBuf>,
     /// Write the trained model to this file (atomically; one strategy
     /// only).
     #[arg(long, value_name = "MODEL_FILE")]

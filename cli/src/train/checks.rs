@@ -1,0 +1,71 @@
+//! Checks made before the first epoch, so that a mistake costs no
+//! training time: the --eval file's columns, and labels a binary model
+//! cannot take as they are.
+
+use std::path::Path;
+
+use tocpile::dataset::Dataset;
+
+use crate::Failure;
+
+/// The --eval file must have the training file's columns; said before the
+/// first epoch, naming both files.
+pub fn eval_columns(
+    train_path: &Path,
+    train: &Dataset,
+    eval_path: &Path,
+    eval: &Dataset,
+) -> Result<(), Failure> {
+    let (want, got) = (train.info().n_cols, eval.info().n_cols);
+    if want == got {
+        return Ok(());
+    }
+    Err(Failure::about(
+        eval_path,
+        format!(
+            "--eval file has {got} columns, the training file {} has {want}: encode it with \
+             the training file's columns (LIBSVM: --cols {want}; CSV or Parquet: --schema {})",
+            train_path.display(),
+            train_path.display()
+        ),
+    ))
+}
+
+/// Distinct labels of `dataset` up to the third (reading blocks until a
+/// third appears, or to the end).
+fn first_labels(dataset: &Dataset) -> Result<Vec<f64>, Failure> {
+    let mut seen: Vec<f64> = Vec::with_capacity(3);
+    for b in 0..dataset.n_blocks() {
+        let block = dataset.read_block(b)?;
+        for &y in block.labels() {
+            if !seen.iter().any(|s| s.to_bits() == y.to_bits()) {
+                seen.push(y);
+                if seen.len() > 2 {
+                    return Ok(seen);
+                }
+            }
+        }
+    }
+    Ok(seen)
+}
+
+/// A warning (stderr) when a binary model (lr, svm) sees more than two
+/// distinct labels: it takes label > 0 as the positive class, which turns
+/// class indices 1, 2, ... into one class without a word otherwise.
+pub fn warn_multiclass(model: &str, dataset: &Dataset, path: &Path) -> Result<(), Failure> {
+    if !matches!(model, "lr" | "svm") {
+        return Ok(());
+    }
+    let seen = first_labels(dataset)?;
+    if seen.len() > 2 {
+        let shown: Vec<String> = seen.iter().map(|y| y.to_string()).collect();
+        eprintln!(
+            "tocpile: warning: {}: more than two distinct labels ({}, ...): {model} is a binary \
+             model and takes label > 0 as the positive class; for classes use --model softmax \
+             or mlp",
+            path.display(),
+            shown.join(", ")
+        );
+    }
+    Ok(())
+}
