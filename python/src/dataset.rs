@@ -74,7 +74,8 @@ pub(crate) fn want_dense(as_: &str) -> PyResult<bool> {
     }
 }
 
-/// Streams rows into a new dataset file (see `tocpile.encode`).
+/// Streams rows into a new dataset file: the writer behind
+/// `tocpile.encode`. Nothing appears at the path until `finish()`.
 #[pyclass(name = "_Writer", module = "tocpile")]
 pub(crate) struct PyWriter {
     writer: Mutex<Option<DatasetWriter>>,
@@ -150,7 +151,13 @@ impl PyWriter {
     }
 }
 
-/// An open dataset file (see `tocpile.Dataset`).
+/// An open dataset file: `Dataset(path)` reads its footer only.
+///
+/// `info()` and the properties give its figures; `read()` gives every row
+/// and label in file order as `(X, y)` (X a scipy CSR matrix, or dense with
+/// `as_="dense"`), `read_block(i)` one block (its checksum verified),
+/// `labels()` the labels alone, and `verify()` checks every block and page.
+/// A damaged file raises `TocError` naming the block and what is wrong.
 #[pyclass(name = "Dataset", module = "tocpile")]
 pub(crate) struct PyDataset {
     pub(crate) inner: Arc<Dataset>,

@@ -36,7 +36,27 @@ struct State {
     current: Option<Epoch>,
 }
 
-/// An iterator of mini-batches over a dataset file (see `tocpile.Loader`).
+/// Mini-batches of a dataset file in a shuffling strategy's order.
+///
+/// `Loader(path, shuffle="corgipile", batch_size=250, seed=0, rank=0,
+/// world_size=1, buffer=0.1, mode="auto", as_="csr", double_buffer=True)`.
+/// Iterating yields `(X, y)`: X a `scipy.sparse.csr_matrix` (or a dense
+/// float64 array with `as_="dense"`), y the labels. One pass is one epoch:
+/// every row of this rank's share exactly once (MRS's replay batches
+/// aside), the last mini-batch possibly short. A full pass advances the
+/// epoch; `set_epoch(e)` picks one (as with torch's DistributedSampler).
+///
+/// `shuffle`: "corgipile" (blocks in a random order, a buffer of blocks,
+/// rows shuffled in it), "block", "none", "once", "epoch", "window" or
+/// "mrs". `buffer`: a float is a share of the dataset, an int a number of
+/// blocks. `mode`: "page" shuffles whole encoded pages, "exact" rows,
+/// "auto" picks page mode when a mini-batch spans four pages or more.
+/// `rank` of `world_size` reads the rank-th of world_size contiguous
+/// slices of each epoch's block order: the ranks' batches are disjoint and
+/// together cover the file. Orders depend only on (seed, epoch, rank), so
+/// `state_dict()` (epoch and batches yielded) and `load_state_dict()`
+/// resume exactly mid-epoch. Reading runs on background threads; waiting
+/// for a batch releases the GIL.
 #[pyclass(name = "Loader", module = "tocpile")]
 pub(crate) struct PyLoader {
     loader: Loader,

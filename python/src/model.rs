@@ -26,7 +26,10 @@ use crate::arrays;
 use crate::loader::{buffer_of, dataset_of, mode_of, strategy_of};
 use crate::IntoPy;
 
-/// A trained (or loaded) model (see `tocpile.Model`).
+/// A model trained by `tocpile.train` (or loaded by `Model.load`):
+/// `predict`, `predict_proba`, `decision_function` on numpy or scipy rows,
+/// `evaluate` on a dataset file, `save`, its `params`, `layers` and
+/// training `history`.
 #[pyclass(name = "Model", module = "tocpile")]
 pub(crate) struct PyModel {
     model: Model,
@@ -71,7 +74,18 @@ fn score_dict(d: &Bound<'_, PyDict>, prefix: &str, s: &Score) -> PyResult<()> {
     Ok(())
 }
 
-/// Trains a model on a dataset file; see `tocpile.train` for the options.
+/// Trains a model by mini-batch SGD on the dataset file at `path`, the
+/// gradients computed on the encoded pages, and returns it.
+///
+/// `model`: "lr" (logistic regression), "svm", "linreg", "softmax" or
+/// "mlp" (sigmoid hidden layers of 200 and 50); softmax and mlp take the
+/// number of classes from the labels unless `classes` is given. Each epoch
+/// reads the file through a `Loader` (`shuffle`, `batch_size`, `buffer`,
+/// `seed`, `mode` as there) and steps with learning rate
+/// `lr * decay**epoch` and L2 strength `l2`. With `eval` (a path or a
+/// `Dataset`), exact figures on it are computed after each epoch. The same
+/// options give the same model as `tocpile train` on the command line.
+/// The GIL is released while training.
 #[pyfunction]
 #[pyo3(signature = (path, model = "lr", *, epochs = 10, lr = 0.1, decay = 0.95, l2 = 0.0,
     batch_size = 250, shuffle = "corgipile", buffer = None, seed = 0, mode = "auto",
