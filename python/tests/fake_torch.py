@@ -3,7 +3,8 @@ same protocol: ``torch.utils.data.IterableDataset`` and
 ``get_worker_info`` (None in the main process, an object with ``id`` and
 ``num_workers`` in a DataLoader worker), ``torch.distributed`` (
 ``is_available``, ``is_initialized``, ``get_rank``, ``get_world_size``),
-``torch.from_numpy`` and ``torch.sparse_csr_tensor``. PyTorch itself is
+``torch.from_numpy`` and ``torch.sparse_csr_tensor`` (plus a sequential
+``DataLoader`` for the README's example). PyTorch itself is
 not installable in CI; this module lets the tests run the adapter and
 simulate DataLoader workers and DDP ranks."""
 
@@ -40,7 +41,24 @@ def install(monkeypatch):
         def __iter__(self):
             raise NotImplementedError
 
+    class DataLoader:
+        """batch_size=None over an IterableDataset: each worker iterates a
+        pickled copy of the dataset (one worker after another here; the
+        real one interleaves their batches)."""
+
+        def __init__(self, dataset, batch_size=1, num_workers=0, **_):
+            assert batch_size is None, "tocpile yields whole mini-batches: batch_size=None"
+            self.dataset, self.num_workers = dataset, num_workers
+
+        def __iter__(self):
+            if self.num_workers == 0:
+                yield from self.dataset
+                return
+            for w in range(self.num_workers):
+                yield from run_worker(self.dataset, control, w, self.num_workers)
+
     data.IterableDataset = IterableDataset
+    data.DataLoader = DataLoader
     data.get_worker_info = lambda: control.worker
     dist.is_available = lambda: True
     dist.is_initialized = lambda: control.initialized
