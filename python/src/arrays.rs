@@ -12,9 +12,10 @@
 //! C-contiguous (`np.ascontiguousarray(v, dtype=np.float64)`); anything
 //! else is a `ValueError` saying so.
 
+use numpy::ndarray::Dimension;
 use numpy::{
-    PyArray1, PyArray2, PyArrayDescrMethods, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
-    PyReadwriteArray1, PyReadwriteArray2, PyUntypedArray, PyUntypedArrayMethods,
+    PyArray, PyArray1, PyArray2, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray,
+    PyUntypedArrayMethods,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -178,77 +179,67 @@ fn strict<'py>(obj: &Bound<'py, PyAny>, what: &str, ndim: usize) -> PyResult<()>
     Ok(())
 }
 
-/// A kernel's vector operand, borrowed without a copy.
-pub(crate) fn operand1<'py>(
-    obj: &Bound<'py, PyAny>,
+/// A kernel operand: a float64, C-contiguous array of `D`'s dimensions.
+/// The typed cast is the fast path (it checks the type, the dtype and the
+/// dimensions in a few C calls: kernels on 250-row batches take a few
+/// microseconds, so the checks must not); the slow checks run only to word
+/// the error.
+pub(crate) fn operand<'a, 'py, D: Dimension>(
+    obj: &'a Bound<'py, PyAny>,
     what: &str,
-) -> PyResult<PyReadonlyArray1<'py, f64>> {
-    strict(obj, what, 1)?;
-    Ok(obj.cast::<PyArray1<f64>>()?.try_readonly()?)
-}
-
-/// A kernel's matrix operand, borrowed without a copy.
-pub(crate) fn operand2<'py>(
-    obj: &Bound<'py, PyAny>,
-    what: &str,
-) -> PyResult<PyReadonlyArray2<'py, f64>> {
-    strict(obj, what, 2)?;
-    Ok(obj.cast::<PyArray2<f64>>()?.try_readonly()?)
-}
-
-/// A caller's `out` vector of `len` entries, or a new one.
-pub(crate) fn out1<'py>(
-    py: Python<'py>,
-    out: Option<&Bound<'py, PyAny>>,
-    len: usize,
-) -> PyResult<Bound<'py, PyArray1<f64>>> {
-    let Some(out) = out else {
-        return Ok(PyArray1::zeros(py, len, false));
-    };
-    strict(out, "out", 1)?;
-    let array = out.cast::<PyArray1<f64>>()?;
-    if array.len() != len {
-        return value_error(format!("out: expected {len} entries, got {}", array.len()));
+) -> PyResult<&'a Bound<'py, PyArray<f64, D>>> {
+    match obj.cast::<PyArray<f64, D>>() {
+        Ok(array) if array.is_c_contiguous() => Ok(array),
+        _ => {
+            strict(obj, what, D::NDIM.unwrap_or(0))?;
+            value_error(format!(
+                "{what}: expected a float64, C-contiguous numpy array"
+            ))
+        }
     }
-    Ok(array.clone())
 }
 
-/// A caller's `out` matrix of `shape`, or a new one.
-pub(crate) fn out2<'py>(
+/// A caller's `out` array of `shape` (float64, C-contiguous, writeable,
+/// sharing no memory with `operand`), or a new one.
+pub(crate) fn out_array<'py, D: Dimension>(
     py: Python<'py>,
     out: Option<&Bound<'py, PyAny>>,
-    shape: (usize, usize),
-) -> PyResult<Bound<'py, PyArray2<f64>>> {
+    shape: D,
+    operand: &Bound<'py, PyArray<f64, D>>,
+) -> PyResult<Bound<'py, PyArray<f64, D>>> {
     let Some(out) = out else {
-        return Ok(PyArray2::zeros(py, [shape.0, shape.1], false));
+        return Ok(PyArray::zeros(py, shape, false));
     };
-    strict(out, "out", 2)?;
-    let array = out.cast::<PyArray2<f64>>()?;
-    if array.shape() != [shape.0, shape.1] {
+    let array = operand_checked_out(out, shape)?;
+    // SAFETY: reading the flags of a live array object.
+    let flags = unsafe { (*array.as_array_ptr()).flags };
+    if flags & numpy::npyffi::NPY_ARRAY_WRITEABLE == 0 {
+        return value_error("out: cannot write to the array (it is read-only)".into());
+    }
+    let span = |a: &Bound<'py, PyArray<f64, D>>| {
+        let start = a.data() as usize;
+        start..start + 8 * a.len()
+    };
+    let (a, b) = (span(&array), span(operand));
+    if a.start < b.end && b.start < a.end {
+        return value_error("out: shares memory with the operand; pass another array".into());
+    }
+    Ok(array)
+}
+
+fn operand_checked_out<'py, D: Dimension>(
+    out: &Bound<'py, PyAny>,
+    shape: D,
+) -> PyResult<Bound<'py, PyArray<f64, D>>> {
+    let array = operand::<D>(out, "out")?;
+    if array.shape() != shape.slice() {
         return value_error(format!(
-            "out: expected shape ({}, {}), got {:?}",
-            shape.0,
-            shape.1,
+            "out: expected shape {:?}, got {:?}",
+            shape.slice(),
             array.shape()
         ));
     }
     Ok(array.clone())
-}
-
-/// A mutable borrow of `out`, or a `ValueError` (read-only, or aliased).
-pub(crate) fn write1<'py>(
-    out: &Bound<'py, PyArray1<f64>>,
-) -> PyResult<PyReadwriteArray1<'py, f64>> {
-    out.try_readwrite()
-        .map_err(|e| PyValueError::new_err(format!("out: cannot write to the array ({e})")))
-}
-
-/// As [`write1`] for matrices.
-pub(crate) fn write2<'py>(
-    out: &Bound<'py, PyArray2<f64>>,
-) -> PyResult<PyReadwriteArray2<'py, f64>> {
-    out.try_readwrite()
-        .map_err(|e| PyValueError::new_err(format!("out: cannot write to the array ({e})")))
 }
 
 /// Rows gathered as CSR parts, with int32 indices when they fit (scipy's

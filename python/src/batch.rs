@@ -5,6 +5,8 @@
 
 use std::sync::{Mutex, MutexGuard};
 
+use numpy::ndarray::{Ix1, Ix2};
+use numpy::PyArrayMethods;
 use numpy::{PyArray1, PyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -21,7 +23,9 @@ use crate::IntoPy;
 /// (`TocBatch(X)`), or from bytes (`TocBatch.from_bytes(b)`, which
 /// validates them: bad bytes raise `TocError` naming the byte offset).
 /// The kernels take float64, C-contiguous numpy arrays, write into `out`
-/// when given (else a new array) and release the GIL while they run.
+/// when given (else a new array) and release the GIL while they run
+/// (except on operands so small, under 20,000 multiply-adds, that the
+/// release would cost more than other threads could gain).
 #[pyclass(name = "TocBatch", module = "tocpile")]
 pub(crate) struct PyTocBatch {
     pub(crate) batch: TocBatch,
@@ -65,6 +69,30 @@ impl PyTocBatch {
         })
     }
 
+    // `views`: the kernels read the operand and write `out` through
+    // ndarray views made with numpy's unchecked `as_array` /
+    // `as_array_mut` rather than its borrow tracker (a process-wide table
+    // whose bookkeeping cost a microsecond or more per call, as much as
+    // A.v itself on a 250-row page). What the tracker would guarantee is
+    // checked instead: both arrays are float64 and C-contiguous
+    // (`arrays::operand`), `out` is writeable and shares no memory with
+    // the operand (`arrays::out_array`), and no other Rust view of them
+    // exists during the call. Both arrays are kept alive by the `Bound`s
+    // the call holds. As with any numpy extension that releases the GIL,
+    // another Python thread writing to them meanwhile gets an unspecified
+    // result, never a freed buffer (numpy refuses to resize an array that
+    // is referenced).
+
+    /// Runs a kernel of about `work` multiply-adds, with the GIL released
+    /// (other Python threads run meanwhile) unless the work is below
+    /// [`RELEASE_GIL_WORK`].
+    fn run<T: Send>(&self, py: Python<'_>, work: u64, f: impl FnOnce() -> T + Send) -> T {
+        if work < RELEASE_GIL_WORK {
+            return f();
+        }
+        py.detach(f)
+    }
+
     fn check_len(&self, what: &str, found: usize, expected: usize, of: &str) -> PyResult<()> {
         if found == expected {
             return Ok(());
@@ -74,6 +102,15 @@ impl PyTocBatch {
         )))
     }
 }
+
+/// Kernels of fewer multiply-adds (stored entries times the operand's
+/// width) run without releasing the GIL. Releasing and re-taking it costs
+/// about 0.2 microseconds, a third of `A.v` on a 250-row page of the
+/// flight data (0.6 us for 1,500 entries, `experiments/python_bench.py`);
+/// at this size a kernel takes several microseconds, the release costs a
+/// few percent, and a kernel holding the GIL for less is shorter than
+/// Python's own switch interval (5 ms) by three orders of magnitude.
+const RELEASE_GIL_WORK: u64 = 20_000;
 
 /// Runs `f` with the batch's scratch, or a new one if another thread holds
 /// it.
@@ -228,14 +265,15 @@ impl PyTocBatch {
         v: &Bound<'py, PyAny>,
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let v = arrays::operand1(v, "v")?;
+        let v = arrays::operand::<Ix1>(v, "v")?;
         self.check_len("v", v.len(), self.batch.n_cols(), "n_cols")?;
-        let out = arrays::out1(py, out, self.batch.n_rows())?;
-        {
-            let mut o = arrays::write1(&out)?;
-            let (v, o, tree) = (v.as_array(), o.as_array_mut(), &self.tree);
-            py.detach(|| with_ws(&self.ws, |ws| tree.matvec_into(v, o, ws)));
-        }
+        let out = arrays::out_array(py, out, Ix1(self.batch.n_rows()), v)?;
+        // SAFETY: see `views`.
+        let (v, o) = unsafe { (v.as_array(), out.as_array_mut()) };
+        let tree = &self.tree;
+        self.run(py, self.batch.decoded_nnz(), || {
+            with_ws(&self.ws, |ws| tree.matvec_into(v, o, ws))
+        });
         Ok(out)
     }
 
@@ -247,14 +285,15 @@ impl PyTocBatch {
         v: &Bound<'py, PyAny>,
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let v = arrays::operand1(v, "v")?;
+        let v = arrays::operand::<Ix1>(v, "v")?;
         self.check_len("v", v.len(), self.batch.n_rows(), "n_rows")?;
-        let out = arrays::out1(py, out, self.batch.n_cols())?;
-        {
-            let mut o = arrays::write1(&out)?;
-            let (v, o, tree) = (v.as_array(), o.as_array_mut(), &self.tree);
-            py.detach(|| with_ws(&self.ws, |ws| tree.vecmat_into(v, o, ws)));
-        }
+        let out = arrays::out_array(py, out, Ix1(self.batch.n_cols()), v)?;
+        // SAFETY: see `views`.
+        let (v, o) = unsafe { (v.as_array(), out.as_array_mut()) };
+        let tree = &self.tree;
+        self.run(py, self.batch.decoded_nnz(), || {
+            with_ws(&self.ws, |ws| tree.vecmat_into(v, o, ws))
+        });
         Ok(out)
     }
 
@@ -266,15 +305,17 @@ impl PyTocBatch {
         m: &Bound<'py, PyAny>,
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let m = arrays::operand2(m, "M")?;
+        let m = arrays::operand::<Ix2>(m, "M")?;
         let (rows, p) = (m.shape()[0], m.shape()[1]);
         self.check_len("M (rows)", rows, self.batch.n_cols(), "n_cols")?;
-        let out = arrays::out2(py, out, (self.batch.n_rows(), p))?;
-        {
-            let mut o = arrays::write2(&out)?;
-            let (m, o, tree) = (m.as_array(), o.as_array_mut(), &self.tree);
-            py.detach(|| with_ws(&self.ws, |ws| tree.matmat_into(m, o, ws)));
-        }
+        let out = arrays::out_array(py, out, Ix2(self.batch.n_rows(), p), m)?;
+        // SAFETY: see `views`.
+        let (m, o) = unsafe { (m.as_array(), out.as_array_mut()) };
+        let tree = &self.tree;
+        let work = self.batch.decoded_nnz() * p as u64;
+        self.run(py, work, || {
+            with_ws(&self.ws, |ws| tree.matmat_into(m, o, ws))
+        });
         Ok(out)
     }
 
@@ -286,15 +327,17 @@ impl PyTocBatch {
         m: &Bound<'py, PyAny>,
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyArray2<f64>>> {
-        let m = arrays::operand2(m, "M")?;
+        let m = arrays::operand::<Ix2>(m, "M")?;
         let (q, cols) = (m.shape()[0], m.shape()[1]);
         self.check_len("M (columns)", cols, self.batch.n_rows(), "n_rows")?;
-        let out = arrays::out2(py, out, (q, self.batch.n_cols()))?;
-        {
-            let mut o = arrays::write2(&out)?;
-            let (m, o, tree) = (m.as_array(), o.as_array_mut(), &self.tree);
-            py.detach(|| with_ws(&self.ws, |ws| tree.left_matmat_into(m, o, ws)));
-        }
+        let out = arrays::out_array(py, out, Ix2(q, self.batch.n_cols()), m)?;
+        // SAFETY: see `views`.
+        let (m, o) = unsafe { (m.as_array(), out.as_array_mut()) };
+        let tree = &self.tree;
+        let work = self.batch.decoded_nnz() * q as u64;
+        self.run(py, work, || {
+            with_ws(&self.ws, |ws| tree.left_matmat_into(m, o, ws))
+        });
         Ok(out)
     }
 }
