@@ -188,15 +188,24 @@ pub(crate) fn operand<'a, 'py, D: Dimension>(
     obj: &'a Bound<'py, PyAny>,
     what: &str,
 ) -> PyResult<&'a Bound<'py, PyArray<f64, D>>> {
-    match obj.cast::<PyArray<f64, D>>() {
-        Ok(array) if array.is_c_contiguous() => Ok(array),
-        _ => {
-            strict(obj, what, D::NDIM.unwrap_or(0))?;
-            value_error(format!(
-                "{what}: expected a float64, C-contiguous numpy array"
-            ))
+    if let Ok(array) = obj.cast::<PyUntypedArray>() {
+        let dtype = array.dtype();
+        let fits = dtype.num() == numpy::npyffi::NPY_TYPES::NPY_DOUBLE as std::os::raw::c_int
+            && dtype.is_native_byteorder() != Some(false)
+            && Some(array.ndim()) == D::NDIM
+            && array.is_c_contiguous();
+        if fits {
+            // SAFETY: an ndarray of native float64 with D's dimensions is
+            // what `PyArray<f64, D>` stands for (the checks numpy's own
+            // typed cast makes, without building a descriptor to compare
+            // with on every call).
+            return Ok(unsafe { obj.cast_unchecked::<PyArray<f64, D>>() });
         }
     }
+    strict(obj, what, D::NDIM.unwrap_or(0))?;
+    value_error(format!(
+        "{what}: expected a float64, C-contiguous numpy array"
+    ))
 }
 
 /// A caller's `out` array of `shape` (float64, C-contiguous, writeable,
