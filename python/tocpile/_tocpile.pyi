@@ -1,7 +1,7 @@
 """Type stubs of the Rust extension module ``tocpile._tocpile``."""
 
 import os
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union, final
 
 import numpy as np
 import numpy.typing as npt
@@ -18,11 +18,12 @@ class TocError(ValueError):
     """An error reported by the tocpile library (bad bytes, a malformed
     file, options that cannot work), with the library's message."""
 
+@final
 class TocBatch:
     """A batch of rows compressed with TOC, with the products of mini-batch
     SGD run on the compressed form (GIL released)."""
 
-    def __init__(self, x: _Rows, level: str = "full") -> None: ...
+    def __new__(cls, x: _Rows, level: str = "full") -> TocBatch: ...
     @staticmethod
     def from_bytes(data: Union[bytes, bytearray, memoryview]) -> TocBatch: ...
     def to_bytes(self) -> bytes: ...
@@ -54,10 +55,11 @@ class TocBatch:
     def matmat_left(self, m: _F64, out: Optional[_F64] = None) -> _F64:
         """``M . A`` (``M``: q x n_rows) -> q x n_cols."""
 
+@final
 class Dataset:
     """An open dataset file."""
 
-    def __init__(self, path: _Path) -> None: ...
+    def __new__(cls, path: _Path) -> Dataset: ...
     @property
     def path(self) -> str: ...
     def info(self) -> Dict[str, Any]: ...
@@ -85,25 +87,27 @@ class Dataset:
     def verify(self) -> None: ...
     def __len__(self) -> int: ...
 
+@final
 class _Writer:
-    def __init__(
-        self,
+    def __new__(
+        cls,
         path: _Path,
         n_cols: int,
         page_rows: int = 250,
         block_bytes: int = 4194304,
         page_format: str = "toc",
         schema: str = "",
-    ) -> None: ...
+    ) -> _Writer: ...
     def push(self, x: _Rows, y: Any) -> None: ...
     def finish(self) -> Dict[str, Any]: ...
     def abort(self) -> None: ...
 
+@final
 class Loader:
     """Mini-batches of a dataset file in a shuffling strategy's order."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         path: Union[_Path, Dataset],
         shuffle: str = "corgipile",
         batch_size: int = 250,
@@ -114,7 +118,7 @@ class Loader:
         mode: str = "auto",
         as_: str = "csr",
         double_buffer: bool = True,
-    ) -> None: ...
+    ) -> Loader: ...
     def set_epoch(self, epoch: int) -> None: ...
     @property
     def epoch(self) -> int: ...
@@ -128,6 +132,7 @@ class Loader:
     def __iter__(self) -> Loader: ...
     def __next__(self) -> _Batch: ...
 
+@final
 class Model:
     """A trained or loaded model."""
 
