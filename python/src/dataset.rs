@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use numpy::PyArray1;
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
 use pyo3::types::{PyDict, PyTuple};
 use tocpile::dataset::{Dataset, DatasetInfo, DatasetWriter, WriterOptions};
 use tocpile::formats::FormatKind;
@@ -125,7 +126,10 @@ impl PyWriter {
             )));
         }
         let labels = arrays::labels_from_object(y, rows.n_rows())?;
-        let mut guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self
+            .writer
+            .lock_py_attached(py)
+            .unwrap_or_else(|e| e.into_inner());
         let writer = guard
             .as_mut()
             .ok_or_else(|| PyValueError::new_err("the writer is finished"))?;
@@ -137,7 +141,7 @@ impl PyWriter {
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let writer = self
             .writer
-            .lock()
+            .lock_py_attached(py)
             .unwrap_or_else(|e| e.into_inner())
             .take()
             .ok_or_else(|| PyValueError::new_err("the writer is finished"))?;
@@ -146,8 +150,11 @@ impl PyWriter {
     }
 
     /// Abandons the file: nothing appears at the path.
-    fn abort(&self) {
-        self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
+    fn abort(&self, py: Python<'_>) {
+        self.writer
+            .lock_py_attached(py)
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
     }
 }
 

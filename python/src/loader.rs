@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
 use pyo3::types::{PyDict, PyFloat, PyInt, PyTuple};
 use tocpile::dataset::Dataset;
 use tocpile::loader::{Buffer, Epoch, Loader, LoaderOptions, Mode, Strategy};
@@ -111,8 +112,13 @@ pub(crate) fn dataset_of(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Arc
 }
 
 impl PyLoader {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    /// The state, waiting for it with the GIL released: a thread inside
+    /// `__next__` holds it while it waits (GIL released) for the next
+    /// batch, and must be able to take the GIL back to finish.
+    fn lock(&self, py: Python<'_>) -> std::sync::MutexGuard<'_, State> {
+        self.state
+            .lock_py_attached(py)
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     fn options_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
@@ -177,8 +183,8 @@ impl PyLoader {
 
     /// Sets the epoch the next iteration yields (and forgets any position
     /// within the current one). Each full pass also advances it by one.
-    fn set_epoch(&self, epoch: u64) {
-        let mut s = self.lock();
+    fn set_epoch(&self, py: Python<'_>, epoch: u64) {
+        let mut s = self.lock(py);
         *s = State {
             epoch,
             ..State::default()
@@ -187,8 +193,8 @@ impl PyLoader {
 
     /// The epoch being (or next to be) iterated.
     #[getter]
-    fn epoch(&self) -> u64 {
-        self.lock().epoch
+    fn epoch(&self, py: Python<'_>) -> u64 {
+        self.lock(py).epoch
     }
 
     /// The mode in use: "page" or "exact" ("auto" resolved).
@@ -214,7 +220,7 @@ impl PyLoader {
     /// it came from).
     fn state_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = self.options_dict(py)?;
-        let s = self.lock();
+        let s = self.lock(py);
         d.set_item("version", STATE_VERSION)?;
         d.set_item("epoch", s.epoch)?;
         d.set_item("position", s.position)?;
@@ -251,7 +257,7 @@ impl PyLoader {
         }
         let epoch: u64 = get("epoch")?.extract()?;
         let position: u64 = get("position")?.extract()?;
-        *self.lock() = State {
+        *self.lock(py) = State {
             epoch,
             position,
             resume: position,
@@ -264,7 +270,7 @@ impl PyLoader {
         let py = slf.py();
         {
             let this = slf.borrow();
-            let mut s = this.lock();
+            let mut s = this.lock(py);
             s.current = None; // stops the previous pass's producer first
             let (epoch, skip) = (s.epoch, std::mem::take(&mut s.resume));
             let loader = &this.loader;
@@ -287,7 +293,7 @@ impl PyLoader {
     }
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        let mut s = self.lock();
+        let mut s = self.lock(py);
         let Some(stream) = s.current.as_mut() else {
             return Ok(None);
         };

@@ -151,3 +151,31 @@ def test_loader_takes_an_open_dataset(ids_file):
     a = np.concatenate(epoch_ids(tocpile.Loader(ds, seed=4)))
     b = np.concatenate(epoch_ids(tocpile.Loader(str(path), seed=4)))
     np.testing.assert_array_equal(a, b)
+
+
+def test_state_dict_from_another_thread_while_iterating(ids_file):
+    """A thread waiting for a batch holds the loader's state with the GIL
+    released; another thread asking for the state must not deadlock."""
+    import threading
+
+    path, _, _ = ids_file
+    loader = tocpile.Loader(path, batch_size=10, seed=1)
+    states = []
+    done = threading.Event()
+
+    def consume():
+        for _ in loader:
+            pass
+        done.set()
+
+    def watch():
+        while not done.is_set():
+            states.append(loader.state_dict()["position"])
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (consume, watch)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "deadlock"
+    assert all(0 <= p <= 100 for p in states)
