@@ -1,6 +1,7 @@
 """Type stubs of the Rust extension module ``tocpile._tocpile``."""
 
 import os
+import pathlib
 from typing import Any, Dict, List, Optional, Tuple, Union, final
 
 import numpy as np
@@ -61,7 +62,7 @@ class Dataset:
 
     def __new__(cls, path: _Path) -> Dataset: ...
     @property
-    def path(self) -> str: ...
+    def path(self) -> pathlib.Path: ...
     def info(self) -> Dict[str, Any]: ...
     @property
     def n_rows(self) -> int: ...
