@@ -1,0 +1,345 @@
+//! Dataset files from Python: the library's `DatasetWriter` (rows from
+//! numpy or scipy in, published atomically by `finish`) and `Dataset`
+//! (open by the footer, read blocks with their checksums verified, rows
+//! back as scipy CSR or dense numpy).
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use numpy::PyArray1;
+use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
+use pyo3::types::{PyDict, PyTuple};
+use tocpile::dataset::{Dataset, DatasetInfo, DatasetWriter, WriterOptions};
+use tocpile::formats::FormatKind;
+use tocpile::{Page, SparseBatch};
+
+use crate::arrays::{self, CsrParts};
+use crate::IntoPy;
+
+/// The footer's figures as a dict.
+pub(crate) fn info_dict<'py>(py: Python<'py>, info: &DatasetInfo) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("n_rows", info.n_rows)?;
+    d.set_item("n_cols", info.n_cols)?;
+    d.set_item("nnz", info.nnz)?;
+    d.set_item("format", info.format.name())?;
+    d.set_item("page_rows", info.page_rows)?;
+    d.set_item("block_bytes", info.block_bytes)?;
+    d.set_item("n_blocks", info.n_blocks)?;
+    d.set_item("n_pages", info.n_pages)?;
+    d.set_item("file_bytes", info.file_bytes)?;
+    d.set_item("payload_bytes", info.payload_bytes)?;
+    d.set_item("schema", &info.schema)?;
+    Ok(d)
+}
+
+/// Appends the rows of `pages` to `parts`, decoding TOC pages through
+/// their decode trees into one reused scratch batch.
+pub(crate) fn push_pages(pages: &[Page], parts: &mut CsrParts, scratch: &mut SparseBatch) {
+    for page in pages {
+        match page.batch().as_toc() {
+            Some(toc) => {
+                toc.tree().decode_into(scratch);
+                parts.push(scratch);
+            }
+            None => parts.push(&page.batch().decode()),
+        }
+    }
+}
+
+/// `(X, y)` of decoded rows and labels: X a scipy CSR matrix, or a dense
+/// numpy array when `dense`.
+pub(crate) fn rows_and_labels<'py>(
+    py: Python<'py>,
+    parts: CsrParts,
+    labels: Vec<f64>,
+    dense: bool,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let x = if dense {
+        arrays::dense_matrix(py, &parts)?
+    } else {
+        arrays::csr_matrix(py, parts)?
+    };
+    PyTuple::new(py, [x, PyArray1::from_vec(py, labels).into_any()])
+}
+
+pub(crate) fn want_dense(as_: &str) -> PyResult<bool> {
+    match as_ {
+        "csr" => Ok(false),
+        "dense" => Ok(true),
+        _ => Err(PyValueError::new_err(format!(
+            "as_: expected \"csr\" or \"dense\", got {as_:?}"
+        ))),
+    }
+}
+
+/// Streams rows into a new dataset file: the writer behind
+/// `tocpile.encode`. Nothing appears at the path until `finish()`.
+#[pyclass(name = "_Writer", module = "tocpile")]
+pub(crate) struct PyWriter {
+    writer: Mutex<Option<DatasetWriter>>,
+    n_cols: usize,
+}
+
+#[pymethods]
+impl PyWriter {
+    #[new]
+    #[pyo3(signature = (path, n_cols, page_rows = 250, block_bytes = 4 << 20, page_format = "toc", schema = String::new()))]
+    fn new(
+        path: PathBuf,
+        n_cols: usize,
+        page_rows: usize,
+        block_bytes: usize,
+        page_format: &str,
+        schema: String,
+    ) -> PyResult<PyWriter> {
+        let Some(format) = FormatKind::from_name(page_format) else {
+            let names: Vec<&str> = FormatKind::ALL.iter().map(|k| k.name()).collect();
+            return Err(PyValueError::new_err(format!(
+                "page_format: unknown format {page_format:?} (expected \"toc\" or one of {})",
+                names.join(", ")
+            )));
+        };
+        let options = WriterOptions {
+            page_rows,
+            block_bytes,
+            format,
+            schema,
+        };
+        let writer = DatasetWriter::create(&path, n_cols, options).py_err()?;
+        Ok(PyWriter {
+            writer: Mutex::new(Some(writer)),
+            n_cols,
+        })
+    }
+
+    /// Appends rows `x` (numpy 2-D or scipy.sparse) and labels `y`.
+    fn push(&self, py: Python<'_>, x: &Bound<'_, PyAny>, y: &Bound<'_, PyAny>) -> PyResult<()> {
+        let rows = arrays::rows_from_object(x, "X")?;
+        if rows.n_cols() != self.n_cols {
+            return Err(PyValueError::new_err(format!(
+                "X: {} columns, but the file was started with {} (every chunk needs the same columns)",
+                rows.n_cols(),
+                self.n_cols
+            )));
+        }
+        let labels = arrays::labels_from_object(y, rows.n_rows())?;
+        let mut guard = self
+            .writer
+            .lock_py_attached(py)
+            .unwrap_or_else(|e| e.into_inner());
+        let writer = guard
+            .as_mut()
+            .ok_or_else(|| PyValueError::new_err("the writer is finished"))?;
+        py.detach(|| writer.push(&rows, &labels)).py_err()
+    }
+
+    /// Writes the last pages and the footer and publishes the file;
+    /// returns its figures.
+    fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let writer = self
+            .writer
+            .lock_py_attached(py)
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .ok_or_else(|| PyValueError::new_err("the writer is finished"))?;
+        let info = py.detach(|| writer.finish()).py_err()?;
+        info_dict(py, &info)
+    }
+
+    /// Abandons the file: nothing appears at the path.
+    fn abort(&self, py: Python<'_>) {
+        self.writer
+            .lock_py_attached(py)
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+    }
+}
+
+/// An open dataset file: `Dataset(path)` reads its footer only.
+///
+/// `info()` and the properties give its figures; `read()` gives every row
+/// and label in file order as `(X, y)` (X a scipy CSR matrix, or dense with
+/// `as_="dense"`), `read_block(i)` one block (its checksum verified),
+/// `labels()` the labels alone, and `verify()` checks every block and page.
+/// A damaged file raises `TocError` naming the block and what is wrong.
+#[pyclass(name = "Dataset", module = "tocpile")]
+pub(crate) struct PyDataset {
+    pub(crate) inner: Arc<Dataset>,
+}
+
+impl PyDataset {
+    fn check_block(&self, i: usize) -> PyResult<()> {
+        if i < self.inner.n_blocks() {
+            return Ok(());
+        }
+        Err(PyIndexError::new_err(format!(
+            "block {i} out of range: {} has {} blocks",
+            self.inner.path().display(),
+            self.inner.n_blocks()
+        )))
+    }
+
+    /// Rows and labels of `blocks`, in that order.
+    fn gather(&self, py: Python<'_>, blocks: Vec<usize>) -> PyResult<(CsrParts, Vec<f64>)> {
+        let ds = &self.inner;
+        py.detach(|| {
+            let mut parts = CsrParts::new(ds.info().n_cols);
+            let mut labels = Vec::new();
+            let mut scratch = SparseBatch::default();
+            for block in ds.prefetch(blocks, 2)? {
+                let block = block?;
+                push_pages(&block.pages()?, &mut parts, &mut scratch);
+                labels.extend_from_slice(block.labels());
+            }
+            Ok((parts, labels))
+        })
+        .py_err()
+    }
+}
+
+#[pymethods]
+impl PyDataset {
+    /// Opens a dataset file (reads its footer only).
+    #[new]
+    fn new(py: Python<'_>, path: PathBuf) -> PyResult<PyDataset> {
+        let inner = py.detach(|| Dataset::open(&path)).py_err()?;
+        Ok(PyDataset {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The file's path.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.inner.path().to_path_buf()
+    }
+
+    /// The footer's figures: n_rows, n_cols, nnz, format, page_rows,
+    /// block_bytes, n_blocks, n_pages, file_bytes, payload_bytes, schema.
+    fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        info_dict(py, self.inner.info())
+    }
+
+    /// Rows in the file.
+    #[getter]
+    fn n_rows(&self) -> u64 {
+        self.inner.info().n_rows
+    }
+
+    /// Columns of every row.
+    #[getter]
+    fn n_cols(&self) -> usize {
+        self.inner.info().n_cols
+    }
+
+    /// `(n_rows, n_cols)`.
+    #[getter]
+    fn shape(&self) -> (u64, usize) {
+        (self.inner.info().n_rows, self.inner.info().n_cols)
+    }
+
+    /// Non-zero entries.
+    #[getter]
+    fn nnz(&self) -> u64 {
+        self.inner.info().nnz
+    }
+
+    /// Number of blocks (the unit of the CorgiPile loader's random reads).
+    #[getter]
+    fn n_blocks(&self) -> usize {
+        self.inner.n_blocks()
+    }
+
+    /// Rows per page.
+    #[getter]
+    fn page_rows(&self) -> usize {
+        self.inner.info().page_rows
+    }
+
+    /// The page format ("TOC_FULL", "CSR", ...).
+    #[getter]
+    fn format(&self) -> &'static str {
+        self.inner.info().format.name()
+    }
+
+    /// The column schema stored with the data ("" when none).
+    #[getter]
+    fn schema(&self) -> String {
+        self.inner.info().schema.clone()
+    }
+
+    /// Rows of block `i`.
+    fn block_rows(&self, i: usize) -> PyResult<u64> {
+        self.check_block(i)?;
+        Ok(self.inner.block_rows(i))
+    }
+
+    /// A readable summary: rows, columns, pages, blocks, bytes, ratios.
+    fn summary(&self) -> String {
+        self.inner.info().summary()
+    }
+
+    /// Block `i`'s rows and labels, its checksum verified: `(X, y)`, X a
+    /// scipy CSR matrix (or dense numpy with `as_="dense"`).
+    #[pyo3(signature = (i, as_ = "csr"))]
+    fn read_block<'py>(
+        &self,
+        py: Python<'py>,
+        i: usize,
+        as_: &str,
+    ) -> PyResult<Bound<'py, PyTuple>> {
+        let dense = want_dense(as_)?;
+        self.check_block(i)?;
+        let (parts, labels) = self.gather(py, vec![i])?;
+        rows_and_labels(py, parts, labels, dense)
+    }
+
+    /// Every row and label in file order: `(X, y)`.
+    #[pyo3(signature = (as_ = "csr"))]
+    fn read<'py>(&self, py: Python<'py>, as_: &str) -> PyResult<Bound<'py, PyTuple>> {
+        let dense = want_dense(as_)?;
+        let (parts, labels) = self.gather(py, (0..self.inner.n_blocks()).collect())?;
+        rows_and_labels(py, parts, labels, dense)
+    }
+
+    /// Every label in file order (reads each block, no page is decoded).
+    fn labels<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let ds = &self.inner;
+        let labels = py
+            .detach(|| tocpile::loader::labels_in_file_order(ds))
+            .py_err()?;
+        Ok(PyArray1::from_vec(py, labels))
+    }
+
+    /// Reads every block and validates every page (checksums, then the
+    /// full decoder checks); raises `TocError` naming the first bad one.
+    fn verify(&self, py: Python<'_>) -> PyResult<()> {
+        let ds = &self.inner;
+        py.detach(|| {
+            for b in 0..ds.n_blocks() {
+                ds.read_block(b)?.pages()?;
+            }
+            Ok(())
+        })
+        .py_err()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.info().n_rows as usize
+    }
+
+    fn __repr__(&self) -> String {
+        let info = self.inner.info();
+        format!(
+            "Dataset({:?}, n_rows={}, n_cols={}, n_blocks={}, format={})",
+            self.inner.path().display().to_string(),
+            info.n_rows,
+            info.n_cols,
+            info.n_blocks,
+            info.format.name()
+        )
+    }
+}

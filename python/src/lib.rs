@@ -1,0 +1,75 @@
+//! `tocpile._tocpile`: the Rust half of the Python package `tocpile`.
+//!
+//! Every class and function here calls the `tocpile` library's public API
+//! (the dataset writer and reader, `TocBatch` and its decode tree, the
+//! loader, the trainer); none re-implements it. The pure-Python package
+//! (`python/tocpile/`) wraps these into the documented API: scipy matrices
+//! in and out, `encode` over chunks, the PyTorch adapter.
+//!
+//! Errors of the library become `tocpile.TocError` (a `ValueError`)
+//! carrying the library's message; I/O errors become `OSError` (or its
+//! `FileNotFoundError` / `PermissionError` subclasses) with the same
+//! message. Long-running calls (kernels, encoding, reading, training,
+//! waiting for the loader) release the GIL.
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValueError};
+use pyo3::prelude::*;
+
+mod arrays;
+mod batch;
+mod bench;
+mod dataset;
+mod loader;
+mod model;
+
+create_exception!(
+    _tocpile,
+    TocError,
+    PyValueError,
+    "An error reported by the tocpile library: bad bytes, a malformed file, \
+     options that cannot work. The message names the file, block, page, row \
+     or byte offset and what was expected."
+);
+
+/// Converts a library error into the Python exception that fits it.
+pub(crate) fn to_py(e: tocpile::Error) -> PyErr {
+    let message = e.to_string();
+    let mut inner = &e;
+    while let tocpile::Error::InFile { error, .. } = inner {
+        inner = error;
+    }
+    match inner {
+        tocpile::Error::Io { kind, .. } => match kind {
+            std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
+            std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
+            _ => PyOSError::new_err(message),
+        },
+        _ => TocError::new_err(message),
+    }
+}
+
+/// `Result` of the library, into a `PyResult`.
+pub(crate) trait IntoPy<T> {
+    fn py_err(self) -> PyResult<T>;
+}
+
+impl<T> IntoPy<T> for tocpile::Result<T> {
+    fn py_err(self) -> PyResult<T> {
+        self.map_err(to_py)
+    }
+}
+
+/// The extension module.
+#[pymodule]
+fn _tocpile(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("TocError", m.py().get_type::<TocError>())?;
+    m.add_class::<batch::PyTocBatch>()?;
+    m.add_class::<dataset::PyDataset>()?;
+    m.add_class::<dataset::PyWriter>()?;
+    m.add_class::<loader::PyLoader>()?;
+    m.add_class::<model::PyModel>()?;
+    m.add_function(wrap_pyfunction!(model::train, m)?)?;
+    m.add_function(wrap_pyfunction!(bench::bench_kernels, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,24 @@
+"""The README's Python examples run as written (the PyTorch one against
+the stand-in torch module)."""
+
+import os
+import re
+
+import fake_torch
+from conftest import REPO
+
+
+def python_blocks():
+    text = (REPO / "README.md").read_text()
+    section = text.split("\n## Python\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```python\n(.*?)```", section, re.S)
+
+
+def test_readme_examples_run(tmp_path, monkeypatch, capsys):
+    blocks = python_blocks()
+    assert len(blocks) == 2
+    monkeypatch.chdir(tmp_path)
+    exec(compile(blocks[0], "README.md (Python)", "exec"), {})
+    assert sorted(os.listdir(tmp_path)) == ["lr.model", "train.toc"]
+    fake_torch.install(monkeypatch)
+    exec(compile(blocks[1], "README.md (PyTorch)", "exec"), {})

@@ -1,0 +1,139 @@
+"""tocpile: mini-batch SGD on compressed data, from Python.
+
+Rows are stored with tuple-oriented compression (TOC) in dataset files of
+checksummed blocks; the matrix products of SGD run on the compressed form;
+a CorgiPile loader reads the blocks in a random order and shuffles their
+rows in a buffer. This package wraps the Rust library ``tocpile``:
+
+- :func:`encode` writes numpy arrays, scipy.sparse matrices or an iterable
+  of ``(X, y)`` chunks into a dataset file; :class:`Dataset` opens, checks
+  and reads one (rows back as ``scipy.sparse.csr_matrix``).
+- :class:`TocBatch` is one compressed batch with the kernels ``matvec``
+  (A.v), ``vecmat`` (v.A), ``matmat`` (A.M) and ``matmat_left`` (M.A) on
+  numpy arrays, run with the GIL released.
+- :class:`Loader` iterates mini-batches ``(X, y)`` in CorgiPile (or another
+  strategy's) order, split across ranks, with ``set_epoch`` and
+  ``state_dict()`` / ``load_state_dict()`` for exact mid-epoch resumption.
+- :func:`train` trains the built-in models (``lr``, ``svm``, ``linreg``,
+  ``softmax``, ``mlp``) and returns a :class:`Model` with ``predict``.
+- :mod:`tocpile.torch` (imported only on request, needs PyTorch) adapts
+  the loader to ``torch.utils.data.IterableDataset``.
+
+Errors of the library raise :class:`TocError` (a ``ValueError``) with the
+library's message, naming the file, block, page, row or byte offset; I/O
+errors raise ``OSError`` (``FileNotFoundError``, ...); bad arrays (a wrong
+dtype, a non-contiguous kernel operand, a NaN label) raise ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, Optional, Union
+
+from ._tocpile import (
+    Dataset,
+    Loader,
+    Model,
+    TocBatch,
+    TocError,
+    _bench_kernels,
+    _Writer,
+    train,
+)
+
+__all__ = [
+    "Dataset",
+    "Loader",
+    "Model",
+    "TocBatch",
+    "TocError",
+    "encode",
+    "train",
+]
+
+__version__ = "0.1.0"
+
+
+def _is_matrix(x: Any) -> bool:
+    """True for a numpy array or a scipy.sparse matrix (one chunk)."""
+    import numpy as np
+
+    return isinstance(x, np.ndarray) or (hasattr(x, "tocsr") and hasattr(x, "nnz"))
+
+
+def encode(
+    X: Any,
+    y: Any = None,
+    path: Union[str, "os.PathLike[str]", None] = None,
+    *,
+    page_rows: int = 250,
+    block_bytes: int = 4 << 20,
+    page_format: str = "toc",
+    schema: str = "",
+    n_cols: Optional[int] = None,
+) -> dict:
+    """Writes rows and labels into a dataset file at ``path``.
+
+    ``X`` is a 2-D numpy array (any real dtype), any scipy.sparse matrix,
+    or, with ``y=None``, an iterable of ``(X, y)`` chunks (all with the same
+    number of columns), streamed so that memory holds one chunk at a time.
+    ``y`` holds one finite label per row.
+
+    Options are the file writer's: ``page_rows`` rows per page (one
+    encoded batch; for CorgiPile's page mode keep it at most a fifth of the
+    mini-batch), ``block_bytes`` the target block size (the unit of the
+    loader's random reads; smaller blocks shuffle better), ``page_format``
+    ``"toc"`` (default) or one of the comparison formats (``"CSR"``,
+    ``"CVI"``, ``"DEN"``, ``"gzip"``, ...), and a ``schema`` text stored
+    with the data. ``n_cols`` fixes the column count (needed only for an
+    empty iterable).
+
+    The file appears only when complete (written to a temporary file,
+    then renamed); on an error nothing is left at ``path``. Returns the
+    file's figures (rows, columns, nnz, blocks, pages, bytes).
+    """
+    if path is None:
+        raise TypeError("encode() needs a path to write to")
+    chunks: Iterable[Any]
+    if y is not None or _is_matrix(X):
+        if y is None:
+            raise ValueError("y: labels are required (one per row of X)")
+        chunks = [(X, y)]
+    else:
+        chunks = X
+    writer: Optional[_Writer] = None
+    try:
+        for chunk in chunks:
+            try:
+                cx, cy = chunk
+            except (TypeError, ValueError):
+                raise ValueError(
+                    "encode: expected (X, y) pairs from the iterable of chunks, got "
+                    f"{type(chunk).__name__}"
+                ) from None
+            if writer is None:
+                width = n_cols if n_cols is not None else _n_cols(cx)
+                writer = _Writer(
+                    os.fspath(path), width, page_rows, block_bytes, page_format, schema
+                )
+            writer.push(cx, cy)
+        if writer is None:
+            if n_cols is None:
+                raise ValueError("encode: no chunks to write (pass n_cols for an empty file)")
+            writer = _Writer(os.fspath(path), n_cols, page_rows, block_bytes, page_format, schema)
+        return writer.finish()
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+
+
+def _n_cols(x: Any) -> int:
+    import numpy as np
+
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        shape = np.asarray(x).shape
+    if len(shape) != 2:
+        raise ValueError(f"X: expected a 2-D array, got shape {tuple(shape)}")
+    return int(shape[1])
