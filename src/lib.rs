@@ -73,7 +73,6 @@
 #![deny(unsafe_code)]
 
 mod atomic;
-pub mod bench;
 pub mod codec;
 pub mod dataset;
 pub mod dist;
@@ -84,7 +83,7 @@ pub mod kernels;
 pub mod loader;
 pub mod model;
 mod page;
-mod rng;
+pub mod rng;
 mod sparse;
 pub mod train;
 mod wire;

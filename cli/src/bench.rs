@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::measure::kernels::{kernel_table, Clock, KernelBenchConfig, KernelReport, Op};
 use clap::{Args, Subcommand};
 use serde::Serialize;
-use tocpile::bench::{kernel_table, KernelBenchConfig, KernelReport, Op};
 use tocpile::formats::FormatKind;
 
 use crate::encode::parse_format;
@@ -32,12 +32,14 @@ enum BenchCommand {
 /// order) are encoded in every format; A*c, A.v, v.A, A.M and M.A (p = 20)
 /// are timed on each, interleaved over rounds, and the median round is
 /// reported as each format's time over CSR's (below 1 is faster).
-/// Wall-clock times: run on a quiet machine.
+/// Wall-clock times by default (run on a quiet machine); --clock cpu
+/// times the thread's CPU time instead.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
     tocpile bench kernels train.libsvm.gz\n  \
     tocpile bench kernels train.libsvm.gz --formats csr,toc,gzip --json\n  \
-    tocpile bench kernels train.toc --batch-rows 100 --batches 10")]
+    tocpile bench kernels train.toc --batch-rows 100 --batches 10\n  \
+    tocpile bench kernels train.libsvm.gz --formats csr,toc --clock cpu --rounds 9")]
 struct KernelArgs {
     /// LIBSVM or CSV text (plain or gzip), Parquet, or a dataset file.
     input: PathBuf,
@@ -71,9 +73,22 @@ struct KernelArgs {
     /// that with --shuffle the batches mix rows from the whole range.
     #[arg(long, value_name = "N")]
     max_rows: Option<usize>,
+    /// What is timed: `wall` (the wall clock) or `cpu` (the measuring
+    /// thread's CPU time, Linux only), which other processes on a busy
+    /// machine do not inflate.
+    #[arg(long, value_name = "CLOCK", default_value = "wall", value_parser = parse_clock)]
+    clock: Clock,
     /// Print the table as JSON.
     #[arg(long)]
     json: bool,
+}
+
+fn parse_clock(text: &str) -> Result<Clock, String> {
+    match text {
+        "wall" => Ok(Clock::Wall),
+        "cpu" => Ok(Clock::Cpu),
+        other => Err(format!("unknown clock {other:?}: expected wall or cpu")),
+    }
 }
 
 pub fn run(args: &BenchArgs) -> Outcome {
@@ -126,6 +141,7 @@ fn kernels(args: &KernelArgs) -> Outcome {
             .unwrap_or_else(|| FormatKind::ALL.to_vec()),
         rounds: usize::try_from(args.rounds).unwrap_or(usize::MAX),
         min_time: Duration::from_millis(args.min_time_ms),
+        clock: args.clock,
         ..KernelBenchConfig::default()
     };
     let report = kernel_table(&batches, &config).map_err(|e| Failure::about(&args.input, e))?;
@@ -133,11 +149,15 @@ fn kernels(args: &KernelArgs) -> Outcome {
         return emit_json(&to_json(&args.input.display().to_string(), &report));
     }
     emit(&format!(
-        "{}: {} batches of {} rows, p = {}; time per batch as a ratio to CSR (below 1 is faster)\n\n{}\n{}\n",
+        "{}: {} batches of {} rows, p = {}; {} per batch as a ratio to CSR (below 1 is faster)\n\n{}\n{}\n",
         args.input.display(),
         report.n_batches,
         report.batch_rows,
         report.p,
+        match args.clock {
+            Clock::Wall => "time",
+            Clock::Cpu => "CPU time",
+        },
         report.to_markdown(),
         report.csr_micros()
     ))

@@ -9,6 +9,7 @@ mod bench;
 mod demo;
 mod encode;
 mod input;
+mod measure;
 mod output;
 mod ratio;
 mod train;

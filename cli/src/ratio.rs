@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::measure::ratios::{ratio_table, RatioConfig, RatioRow};
 use clap::Args;
 use serde::Serialize;
-use tocpile::bench::{ratio_table, RatioConfig, RatioRow};
 use tocpile::formats::FormatKind;
 
 use crate::input::{load_rows, shuffled, to_decimals, InputArgs};

@@ -1,0 +1,16 @@
+//! Measuring and rendering the paper's experiments on the user's data: the
+//! compression ratios of the TOC paper's Figures 5 to 7 ([`ratios`]) and
+//! the kernel table of its Figure 8 ([`kernels`]). They live in the
+//! command line, not the library: they time, pick medians and print
+//! tables, which a library user does not need; `tocpile ratio`,
+//! `tocpile bench` and `tocpile demo` share them.
+
+pub mod kernels;
+pub mod ratios;
+
+/// Median of a non-empty list (the upper one of an even count), sorting it
+/// in place.
+pub fn median(xs: &mut [f64]) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
