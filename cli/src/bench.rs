@@ -1,4 +1,6 @@
-//! `tocpile bench kernels`: the TOC paper's Figure 8 on the user's data.
+//! `tocpile bench kernels`: the TOC paper's Figure 8 on the user's data;
+//! `tocpile bench codec` (in `bench/codec.rs`): sizes of TOC's layouts and
+//! codec speed.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -10,9 +12,12 @@ use serde::Serialize;
 use tocpile::formats::FormatKind;
 
 use crate::encode::parse_format;
-use crate::input::{load_rows, shuffled, to_decimals, InputArgs};
+use crate::input::InputArgs;
 use crate::output::{emit, emit_json};
+use crate::rows::RowArgs;
 use crate::{Failure, Outcome};
+
+mod codec;
 
 /// Measurements.
 #[derive(Debug, Args)]
@@ -24,6 +29,7 @@ pub struct BenchArgs {
 #[derive(Debug, Subcommand)]
 enum BenchCommand {
     Kernels(KernelArgs),
+    Codec(codec::CodecArgs),
 }
 
 /// Time the matrix operations of MGD on each format, as a ratio to CSR.
@@ -61,18 +67,8 @@ struct KernelArgs {
     /// milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 20)]
     min_time_ms: u64,
-    /// Divide the values of every numeric column (any value other than 1)
-    /// by 10^N before measuring (see `tocpile ratio --decimals`).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=22))]
-    decimals: Option<u32>,
-    /// Shuffle the rows read once with this seed before cutting batches
-    /// (default: file order).
-    #[arg(long, value_name = "SEED")]
-    shuffle: Option<u64>,
-    /// Read this many rows (default: --batches times --batch-rows), so
-    /// that with --shuffle the batches mix rows from the whole range.
-    #[arg(long, value_name = "N")]
-    max_rows: Option<usize>,
+    #[command(flatten)]
+    rows: RowArgs,
     /// What is timed: `wall` (the wall clock) or `cpu` (the measuring
     /// thread's CPU time, Linux only), which other processes on a busy
     /// machine do not inflate.
@@ -94,6 +90,7 @@ fn parse_clock(text: &str) -> Result<Clock, String> {
 pub fn run(args: &BenchArgs) -> Outcome {
     match &args.what {
         BenchCommand::Kernels(args) => kernels(args),
+        BenchCommand::Codec(args) => codec::run(args),
     }
 }
 
@@ -116,19 +113,11 @@ struct KernelJson {
 fn kernels(args: &KernelArgs) -> Outcome {
     let batch_rows = usize::try_from(args.batch_rows).unwrap_or(usize::MAX);
     let n_batches = usize::try_from(args.batches).unwrap_or(usize::MAX);
-    let max_rows = args
-        .max_rows
-        .unwrap_or_else(|| batch_rows.saturating_mul(n_batches));
-    let (mut rows, labels) = load_rows(&args.input, &args.input_args, max_rows)?;
-    if rows.n_rows() == 0 {
-        return Err(Failure::about(&args.input, "no rows to measure"));
-    }
-    if let Some(places) = args.decimals {
-        rows = to_decimals(&rows, places)?;
-    }
-    if let Some(seed) = args.shuffle {
-        rows = shuffled(&rows, &labels, seed)?.0;
-    }
+    let rows = args.rows.load(
+        &args.input,
+        &args.input_args,
+        batch_rows.saturating_mul(n_batches),
+    )?;
     let batches: Vec<_> = (0..rows.n_rows())
         .step_by(batch_rows)
         .take(n_batches)

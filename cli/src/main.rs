@@ -12,6 +12,7 @@ mod input;
 mod measure;
 mod output;
 mod ratio;
+mod rows;
 mod train;
 
 use std::process::ExitCode;

@@ -1,0 +1,96 @@
+//! End to end: `tocpile bench codec` and `tocpile bench kernels --clock`
+//! on a small input. Shapes, keys and error handling; no wall-clock
+//! thresholds.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn bench_codec_reports_every_layout_and_operation() {
+    let (_guard, dir) = fixture();
+    let v = json(
+        &[
+            "bench",
+            "codec",
+            "small.libsvm",
+            "--shuffle",
+            "7",
+            "--reps",
+            "1",
+            "--batch-rows",
+            "16,8",
+            "--json",
+        ],
+        &dir,
+    );
+    assert_eq!(v["shuffle"], 7);
+    let d = &v["datasets"][0];
+    assert_eq!(d["rows"], 40);
+    assert_eq!(d["batches"][0]["batch_rows"], 16);
+    assert_eq!(d["batches"][0]["n_batches"], 3);
+    assert_eq!(d["batches"][1]["n_batches"], 5);
+    for key in [
+        "csr",
+        "cvi_bits",
+        "gzip",
+        "toc_paper",
+        "toc_full_v1",
+        "toc_full",
+    ] {
+        let bytes = d["batches"][0]["encoded_bytes"][key].as_u64().unwrap();
+        assert!(bytes > 0, "{key}");
+        assert!(d["batches"][0]["ratio"][key].as_f64().unwrap() > 0.0);
+    }
+    // TOC_FULL never exceeds CVI with bit packing.
+    let bytes = &d["batches"][1]["encoded_bytes"];
+    assert!(bytes["toc_full"].as_u64() <= bytes["cvi_bits"].as_u64());
+    for op in [
+        "toc_encode",
+        "toc_decode",
+        "gzip_compress",
+        "snappy_decompress",
+    ] {
+        assert!(d["speed"]["secs"][op].as_f64().unwrap() > 0.0, "{op}");
+    }
+    let text = ok(&["bench", "codec", "small.libsvm", "--reps", "1"], &dir);
+    assert!(text.contains("| TOC_FULL v1 | TOC_FULL |"), "{text}");
+    assert!(text.contains("TOC enc / gzip comp"), "{text}");
+}
+
+#[test]
+fn bench_kernels_times_by_cpu_clock_and_rejects_an_unknown_clock() {
+    let (_guard, dir) = fixture();
+    let args = [
+        "bench",
+        "kernels",
+        "small.libsvm",
+        "--formats",
+        "toc",
+        "--rounds",
+        "1",
+        "--min-time-ms",
+        "1",
+        "--clock",
+        "cpu",
+    ];
+    let text = ok(&args, &dir);
+    assert!(text.contains("CPU time per batch"), "{text}");
+    assert!(text.contains("| TOC_FULL |"), "{text}");
+    usage_error(
+        &["bench", "kernels", "small.libsvm", "--clock", "sundial"],
+        &dir,
+        "sundial",
+    );
+}
+
+#[test]
+fn bench_codec_on_an_empty_input_is_an_error() {
+    let (_guard, dir) = fixture();
+    std::fs::write(dir.join("empty.libsvm"), "").unwrap();
+    runtime_error(
+        &["bench", "codec", "empty.libsvm", "--cols", "3"],
+        &dir,
+        &["empty.libsvm", "no rows"],
+    );
+}
