@@ -8,8 +8,7 @@
 //! table with every format as ratios to CSR, run
 //! `tocpile bench kernels DATA.libsvm.gz` (the command line).
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use tocpile_bench_data as support;
 
 use std::hint::black_box;
 use std::time::Duration;

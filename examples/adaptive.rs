@@ -18,8 +18,7 @@
 //! so other processes on a busy machine do not count), median of 7
 //! interleaved rounds.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use tocpile_bench_data as support;
 
 use std::hint::black_box;
 

@@ -15,8 +15,7 @@
 //! Times are the thread's CPU time (`/proc/thread-self/schedstat`), so
 //! other processes on a busy machine do not count.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use tocpile_bench_data as support;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};

@@ -15,10 +15,6 @@
 //! consumer touches every label. `--cold` drops the page cache before
 //! every epoch (root), so blocks come from disk.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
-#[path = "shared/mod.rs"]
 mod shared;
 
 use std::sync::Arc;

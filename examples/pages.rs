@@ -6,8 +6,7 @@
 //! cargo run --release --example pages [-- --datasets a,b]
 //! ```
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use tocpile_bench_data as support;
 
 use std::hint::black_box;
 use std::time::Instant;

@@ -6,10 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{load, sort_by_label};
 use tocpile::dataset::{DatasetInfo, DatasetWriter, WriterOptions};
 use tocpile::formats::FormatKind;
 use tocpile::SparseBatch;
+use tocpile_bench_data::{load, sort_by_label};
 
 /// Rows of a shared dataset (at most `max_rows`), sorted by label when
 /// `clustered` (stable: ties keep file order).

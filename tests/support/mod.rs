@@ -1,7 +1,8 @@
-//! Test and bench support: a minimal reader for the gzip'd LIBSVM files in
+//! Test support: a minimal reader for the gzip'd LIBSVM files in
 //! `../shared/data`, independent of the library's `ingest` readers so that
 //! they can be tested against it (it only has to read trusted test data),
-//! and helpers shared by tests, benches and examples.
+//! and helpers shared by the tests. (Examples and benches load the shared
+//! datasets through the library, with `bench-data/`.)
 
 #![allow(dead_code)]
 
@@ -233,62 +234,6 @@ pub fn figure3() -> SparseBatch {
         ],
     )
     .unwrap()
-}
-
-/// Writes the dense row-major little-endian `f64` bytes of `batch` (what
-/// the general-purpose compressors of the paper's comparison compress).
-pub fn dense_bytes(batch: &SparseBatch, out: &mut Vec<u8>) {
-    let n = batch.n_cols();
-    out.clear();
-    out.resize(batch.n_rows() * n * 8, 0);
-    for (i, (cols, vals)) in batch.rows().enumerate() {
-        for (&c, &v) in cols.iter().zip(vals) {
-            let at = (i * n + c as usize) * 8;
-            out[at..at + 8].copy_from_slice(&v.to_le_bytes());
-        }
-    }
-}
-
-/// gzip (level 6) of `input`, reusing `out`'s allocation.
-pub fn gzip(input: &[u8], mut out: Vec<u8>) -> Vec<u8> {
-    use std::io::Write;
-    out.clear();
-    let mut enc = flate2::write::GzEncoder::new(out, flate2::Compression::new(6));
-    enc.write_all(input).unwrap();
-    enc.finish().unwrap()
-}
-
-/// Inflates gzip `input`, reusing `out`'s allocation.
-pub fn gunzip(input: &[u8], mut out: Vec<u8>) -> Vec<u8> {
-    use std::io::Write;
-    out.clear();
-    let mut dec = flate2::write::GzDecoder::new(out);
-    dec.write_all(input).unwrap();
-    dec.finish().unwrap()
-}
-
-/// The first `rows`-row batches of `all` worth timing: at most
-/// `max_batches`, at most about `dense_budget` dense bytes (at least two),
-/// with the dense little-endian bytes of each. Shared by the codec bench
-/// and the ratio example so both time the same input.
-pub fn timed_batches(
-    all: &SparseBatch,
-    rows: usize,
-    dense_budget: usize,
-    max_batches: usize,
-) -> (Vec<SparseBatch>, Vec<Vec<u8>>) {
-    let batch_dense = (rows * all.n_cols() * 8).max(1);
-    let take = (dense_budget / batch_dense).clamp(2, max_batches);
-    let batches: Vec<SparseBatch> = batches(all, rows).into_iter().take(take).collect();
-    let dense = batches
-        .iter()
-        .map(|b| {
-            let mut d = Vec::new();
-            dense_bytes(b, &mut d);
-            d
-        })
-        .collect();
-    (batches, dense)
 }
 
 /// Bytes of `batch` as CVI with bit packing, in the TOC blob format: a
