@@ -19,19 +19,11 @@
 //! interleaved rounds.
 
 use tocpile_bench_data as support;
+use tocpile_bench_data::thread_cpu_ns as cpu_ns;
 
 use std::hint::black_box;
 
 use tocpile::{Adaptive, DecodeTree, EncodeOptions, Encoder, SparseBatch, TocBatch};
-
-/// Nanoseconds this thread has run.
-fn cpu_ns() -> u64 {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").expect("Linux schedstat");
-    s.split_whitespace()
-        .next()
-        .and_then(|t| t.parse().ok())
-        .expect("schedstat")
-}
 
 /// Median CPU microseconds per page to validate and build the tree of
 /// each of `pages` (interleaved rounds across the page sets).

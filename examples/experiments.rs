@@ -289,7 +289,7 @@ fn formats(args: &Args) -> tocpile::Result<()> {
         if t.is_empty() {
             f64::NAN
         } else {
-            shared::median(t.clone())
+            tocpile_bench_data::median(t.clone())
         }
     };
     let (toc_mem, toc_disk) = (median(&rows_out[0].2[0]), median(&rows_out[0].2[1]));

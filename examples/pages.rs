@@ -6,6 +6,8 @@
 //! cargo run --release --example pages [-- --datasets a,b]
 //! ```
 
+mod shared;
+
 use tocpile_bench_data as support;
 
 use std::hint::black_box;
@@ -33,19 +35,11 @@ fn time(mut f: impl FnMut()) -> f64 {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let names: Vec<String> = args
-        .iter()
-        .position(|a| a == "--datasets")
-        .and_then(|i| args.get(i + 1))
-        .map_or_else(
-            || {
-                ["mushrooms", "coil2000", "mnist5k", "census_fertility"]
-                    .map(String::from)
-                    .to_vec()
-            },
-            |s| s.split(',').map(String::from).collect(),
-        );
+    let datasets: String = shared::Args::from_env().get(
+        "--datasets",
+        "mushrooms,coil2000,mnist5k,census_fertility".to_string(),
+    );
+    let names: Vec<&str> = datasets.split(',').collect();
     println!("threads: {}", rayon::current_num_threads());
     println!("| dataset | pages x rows | A.v parallel / sequential | v.A parallel / sequential |");
     println!("|---|---|---:|---:|");

@@ -220,6 +220,28 @@ pub fn timed_batches(
     (batches, dense)
 }
 
+/// Nanoseconds this thread has run (Linux: `/proc/thread-self/schedstat`),
+/// which other processes on a busy machine do not inflate.
+///
+/// # Panics
+/// Where that file does not exist (not Linux).
+pub fn thread_cpu_ns() -> u64 {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").expect("Linux schedstat");
+    s.split_whitespace()
+        .next()
+        .and_then(|t| t.parse().ok())
+        .expect("schedstat")
+}
+
+/// Median of a non-empty list (the upper one of an even count).
+///
+/// # Panics
+/// If `xs` is empty.
+pub fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -108,12 +108,6 @@ pub fn drop_page_cache() -> bool {
     synced && std::fs::write("/proc/sys/vm/drop_caches", "1").is_ok()
 }
 
-/// Median of a non-empty list.
-pub fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
-}
-
 /// Divides every column by its largest absolute value in `fit` (max-abs
 /// scaling: sparsity is kept, values land in [-1, 1]), applied to each of
 /// `batches`. Raw features of very different magnitudes (a distance in
