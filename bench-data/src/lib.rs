@@ -1,11 +1,14 @@
-//! The shared datasets of `../shared/data` for tocpile's examples and
-//! benches, so that neither includes the tests' support module: loaded by
-//! name through the library's LIBSVM reader, shuffled with its seeded
-//! generator ([`tocpile::rng::Rng`], as the command line's `--shuffle`),
-//! cut into batches.
+//! What tocpile's measurements share, outside the library (which needs
+//! none of it): the shared datasets of `../shared/data` loaded by name
+//! through the library's LIBSVM reader, shuffled with its seeded generator
+//! ([`tocpile::rng::Rng`], as the command line's `--shuffle`) and cut into
+//! batches; the dense bytes, gzip and CVI-with-bit-packing sizes the codec
+//! is compared with; a thread CPU clock and a median. Used by the examples,
+//! the criterion benches, the tests (`tests/support` re-exports it) and
+//! `tocpile bench codec`, so that each piece exists once.
 //!
-//! The tests keep their own reader in `tests/support`, independent of the
-//! library's, because they test the library's reader against it.
+//! The tests keep their own LIBSVM reader in `tests/support`, independent
+//! of the library's, because they test the library's reader against it.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -218,6 +221,37 @@ pub fn timed_batches(
         })
         .collect();
     (batches, dense)
+}
+
+/// Bytes of `batch` as CVI with bit packing, in the TOC blob format: a
+/// flat batch of plain packed columns and value ids (each at the fewest
+/// bits holding its largest value) and an `f64` dictionary; the bound
+/// `Level::Full` never exceeds. (`tocpile bench codec`'s "CVI bits",
+/// and the reference of the tests' never-larger-than-CVI proptest.)
+pub fn cvi_bit_packed_len(batch: &SparseBatch) -> u64 {
+    let varint = |v: u64| ((64 - v.leading_zeros() as u64).max(1)).div_ceil(7);
+    let bits = |max: u64| (64 - max.leading_zeros()) as u64;
+    let packed = |count: u64, width: u64| varint(count) + 1 + (count * width).div_ceil(8);
+    let mut distinct: Vec<u64> = batch.values().iter().map(|v| v.to_bits()).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let n = batch.nnz() as u64;
+    let max_len = batch
+        .offsets()
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .max()
+        .unwrap_or(0);
+    let max_col = batch.cols().iter().copied().max().unwrap_or(0) as u64;
+    let d = distinct.len() as u64;
+    let nz = |w: u64| if n == 0 { 0 } else { w };
+    6 + varint(batch.n_cols() as u64)
+        + packed(batch.n_rows() as u64, bits(max_len as u64).max(1))
+        + packed(n, nz(bits(max_col).max(1)))
+        + packed(n, nz(bits(d.saturating_sub(1))))
+        + 1
+        + varint(d)
+        + 8 * d
 }
 
 /// Nanoseconds this thread has run (Linux: `/proc/thread-self/schedstat`),

@@ -21,7 +21,8 @@
 //!
 //! Every TOC encoding is validated, decoded back and compared with its
 //! batch. Speeds are measured on a fixed prefix of the 250-row batches (at
-//! most 40 batches and ~32 MiB of dense bytes, as in `benches/codec.rs`):
+//! most 40 batches and ~32 MiB of dense bytes: `benches/codec.rs` times
+//! the same input through the same `tocpile_bench_data::timed_batches`):
 //! after a warm-up, each of `reps` repetitions times every operation in
 //! turn, each long enough (>= 20 ms) to be measured with `Instant`. Speeds
 //! are medians over repetitions; time ratios are medians of the
@@ -35,14 +36,15 @@
 //! on the default encoding.
 
 use std::hint::black_box;
-use std::io::Write as _;
 use std::time::{Duration, Instant};
+
+use tocpile_bench_data::{
+    batches, cvi_bit_packed_len, dense_bytes, gunzip, gzip, median, timed_batches,
+};
 
 use tocpile::{
     Adaptive, DecodeTree, EncodeOptions, Encoder, Level, Packing, SparseBatch, TocBatch,
 };
-
-use super::median;
 
 /// Rows per batch of the timed prefix.
 pub const TIMED_BATCH_ROWS: usize = 250;
@@ -256,7 +258,8 @@ fn decode_op(blobs: &[Vec<u8>]) -> Op<'_> {
 /// # Errors
 /// A message if a batch cannot be encoded or compressed.
 pub fn speed(all: &SparseBatch, reps: usize) -> Result<Speed, String> {
-    let (batches, dense) = timed_batches(all);
+    let (batches, dense) =
+        timed_batches(all, TIMED_BATCH_ROWS, TIMED_DENSE_BUDGET, TIMED_MAX_BATCHES);
     let dense_total: u64 = dense.iter().map(|d| d.len() as u64).sum();
     let max_dense = dense.iter().map(Vec::len).max().unwrap_or(0);
     let encode_all = |options: EncodeOptions| -> Result<Vec<Vec<u8>>, String> {
@@ -339,109 +342,24 @@ pub fn speed(all: &SparseBatch, reps: usize) -> Result<Speed, String> {
         }
     }));
     debug_assert_eq!(ops.len(), OPS.len());
-    let mut samples = time_ops(&mut ops, reps);
+    let samples = time_ops(&mut ops, reps);
     let time_ratios: [f64; 4] = std::array::from_fn(|i| {
         let (_, _, a, b) = TIME_RATIOS[i];
-        let mut per_rep: Vec<f64> = samples[a]
-            .iter()
-            .zip(&samples[b])
-            .map(|(x, y)| x / y)
-            .collect();
-        median(&mut per_rep)
+        median(
+            samples[a]
+                .iter()
+                .zip(&samples[b])
+                .map(|(x, y)| x / y)
+                .collect(),
+        )
     });
-    let secs: [f64; 9] = std::array::from_fn(|k| median(&mut samples[k]));
+    let secs: [f64; 9] = std::array::from_fn(|k| median(samples[k].clone()));
     Ok(Speed {
         n_batches: batches.len(),
         dense: dense_total,
         secs,
         time_ratios,
     })
-}
-
-/// Consecutive batches of `rows` rows (the last may be shorter).
-fn batches(all: &SparseBatch, rows: usize) -> impl Iterator<Item = SparseBatch> + '_ {
-    (0..all.n_rows())
-        .step_by(rows.max(1))
-        .map(move |s| all.slice_rows(s..(s + rows).min(all.n_rows())))
-}
-
-/// The first [`TIMED_BATCH_ROWS`]-row batches of `all` worth timing: at
-/// most 40, at most about 32 MiB of dense bytes (at least two), with the
-/// dense bytes of each.
-fn timed_batches(all: &SparseBatch) -> (Vec<SparseBatch>, Vec<Vec<u8>>) {
-    let batch_dense = (TIMED_BATCH_ROWS * all.n_cols() * 8).max(1);
-    let take = (TIMED_DENSE_BUDGET / batch_dense).clamp(2, TIMED_MAX_BATCHES);
-    let batches: Vec<SparseBatch> = batches(all, TIMED_BATCH_ROWS).take(take).collect();
-    let dense = batches
-        .iter()
-        .map(|b| {
-            let mut d = Vec::new();
-            dense_bytes(b, &mut d);
-            d
-        })
-        .collect();
-    (batches, dense)
-}
-
-/// Writes the dense row-major little-endian `f64` bytes of `batch` (what
-/// the general-purpose compressors of the paper's comparison compress).
-fn dense_bytes(batch: &SparseBatch, out: &mut Vec<u8>) {
-    let n = batch.n_cols();
-    out.clear();
-    out.resize(batch.n_rows() * n * 8, 0);
-    for (i, (cols, vals)) in batch.rows().enumerate() {
-        for (&c, &v) in cols.iter().zip(vals) {
-            let at = (i * n + c as usize) * 8;
-            out[at..at + 8].copy_from_slice(&v.to_le_bytes());
-        }
-    }
-}
-
-/// gzip (level 6) of `input`, reusing `out`'s allocation.
-fn gzip(input: &[u8], mut out: Vec<u8>) -> Vec<u8> {
-    out.clear();
-    let mut enc = flate2::write::GzEncoder::new(out, flate2::Compression::new(6));
-    enc.write_all(input).expect("writing to memory");
-    enc.finish().expect("writing to memory")
-}
-
-/// Inflates gzip `input` (made by [`gzip`]), reusing `out`'s allocation.
-fn gunzip(input: &[u8], mut out: Vec<u8>) -> Vec<u8> {
-    out.clear();
-    let mut dec = flate2::write::GzDecoder::new(out);
-    dec.write_all(input).expect("our own gzip");
-    dec.finish().expect("our own gzip")
-}
-
-/// Bytes of `batch` as CVI with bit packing, in the TOC blob format: a
-/// flat batch of plain packed columns and value ids (each at the fewest
-/// bits holding its largest value) and an `f64` dictionary; the bound
-/// `Level::Full` never exceeds. (The tests keep their own copy in
-/// `tests/support` as the reference of that property.)
-fn cvi_bit_packed_len(batch: &SparseBatch) -> u64 {
-    let varint = |v: u64| ((64 - v.leading_zeros() as u64).max(1)).div_ceil(7);
-    let bits = |max: u64| (64 - max.leading_zeros()) as u64;
-    let packed = |count: u64, width: u64| varint(count) + 1 + (count * width).div_ceil(8);
-    let mut distinct: Vec<u64> = batch.values().iter().map(|v| v.to_bits()).collect();
-    distinct.sort_unstable();
-    distinct.dedup();
-    let n = batch.nnz() as u64;
-    let max_len = batch
-        .offsets()
-        .windows(2)
-        .map(|w| w[1] - w[0])
-        .max()
-        .unwrap_or(0);
-    let max_col = batch.cols().iter().copied().max().unwrap_or(0) as u64;
-    let d = distinct.len() as u64;
-    let nz = |w: u64| if n == 0 { 0 } else { w };
-    6 + varint(batch.n_cols() as u64)
-        + packed(batch.n_rows() as u64, bits(max_len as u64).max(1))
-        + packed(n, nz(bits(max_col).max(1)))
-        + packed(n, nz(bits(d.saturating_sub(1))))
-        + 1
-        + varint(d)
-        + 8 * d
 }
 
 #[cfg(test)]

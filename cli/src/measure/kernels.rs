@@ -16,7 +16,7 @@ use tocpile::ndarray::{self, Array1, Array2};
 use tocpile::formats::{Batch, FormatKind};
 use tocpile::{Error, Result, SparseBatch, Workspace};
 
-use super::median;
+use tocpile_bench_data::median;
 
 /// A matrix operation of the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -251,7 +251,7 @@ pub fn kernel_table(batches: &[SparseBatch], config: &KernelBenchConfig) -> Resu
         let bytes: usize = pages.iter().map(|p| p.encoded_len()).sum();
         encoded_bytes.push((*kind, bytes));
         for (o, &op) in Op::ALL.iter().enumerate() {
-            let per_pass = median(&mut samples[f * Op::ALL.len() + o]);
+            let per_pass = median(std::mem::take(&mut samples[f * Op::ALL.len() + o]));
             timings.push(KernelTiming {
                 format: *kind,
                 op,

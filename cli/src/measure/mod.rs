@@ -9,10 +9,3 @@
 pub mod codec;
 pub mod kernels;
 pub mod ratios;
-
-/// Median of a non-empty list (the upper one of an even count), sorting it
-/// in place.
-pub fn median(xs: &mut [f64]) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
-}
