@@ -1,6 +1,7 @@
 //! `tocpile bench kernels`: the TOC paper's Figure 8 on the user's data;
 //! `tocpile bench codec` (in `bench/codec.rs`): sizes of TOC's layouts and
-//! codec speed.
+//! codec speed; `tocpile bench pages` (`bench/pages.rs`): the pages of a
+//! mini-batch in parallel.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -18,6 +19,7 @@ use crate::rows::RowArgs;
 use crate::{Failure, Outcome};
 
 mod codec;
+mod pages;
 
 /// Measurements.
 #[derive(Debug, Args)]
@@ -30,6 +32,7 @@ pub struct BenchArgs {
 enum BenchCommand {
     Kernels(KernelArgs),
     Codec(codec::CodecArgs),
+    Pages(pages::PagesArgs),
 }
 
 /// Time the matrix operations of MGD on each format, as a ratio to CSR.
@@ -91,6 +94,7 @@ pub fn run(args: &BenchArgs) -> Outcome {
     match &args.what {
         BenchCommand::Kernels(args) => kernels(args),
         BenchCommand::Codec(args) => codec::run(args),
+        BenchCommand::Pages(args) => pages::run(args),
     }
 }
 

@@ -94,3 +94,20 @@ fn bench_codec_on_an_empty_input_is_an_error() {
         &["empty.libsvm", "no rows"],
     );
 }
+
+#[test]
+fn bench_pages_prints_a_row_per_mini_batch_shape() {
+    let (_guard, dir) = fixture();
+    let text = ok(&["bench", "pages", "small.libsvm", "--shuffle", "3"], &dir);
+    assert!(text.starts_with("threads: "), "{text}");
+    // 40 rows: 5 pages of 50 rows hold them all in one page; 10 of 100 too.
+    for shape in ["| 5 x 50 |", "| 10 x 100 |"] {
+        let row = text.lines().find(|l| l.contains(shape)).expect(shape);
+        let cells: Vec<f64> = row
+            .split('|')
+            .filter_map(|c| c.trim().parse().ok())
+            .collect();
+        assert_eq!(cells.len(), 2, "{row}");
+        assert!(cells.iter().all(|r| r.is_finite() && *r > 0.0), "{row}");
+    }
+}
