@@ -1,7 +1,8 @@
 //! `tocpile bench kernels`: the TOC paper's Figure 8 on the user's data;
 //! `tocpile bench codec` (in `bench/codec.rs`): sizes of TOC's layouts and
 //! codec speed; `tocpile bench pages` (`bench/pages.rs`): the pages of a
-//! mini-batch in parallel.
+//! mini-batch in parallel; `tocpile bench adaptive` (`bench/adaptive.rs`):
+//! what each choice of format version 2 buys.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -18,6 +19,7 @@ use crate::output::{emit, emit_json};
 use crate::rows::RowArgs;
 use crate::{Failure, Outcome};
 
+mod adaptive;
 mod codec;
 mod pages;
 
@@ -33,6 +35,7 @@ enum BenchCommand {
     Kernels(KernelArgs),
     Codec(codec::CodecArgs),
     Pages(pages::PagesArgs),
+    Adaptive(adaptive::AdaptiveArgs),
 }
 
 /// Time the matrix operations of MGD on each format, as a ratio to CSR.
@@ -95,6 +98,7 @@ pub fn run(args: &BenchArgs) -> Outcome {
         BenchCommand::Kernels(args) => kernels(args),
         BenchCommand::Codec(args) => codec::run(args),
         BenchCommand::Pages(args) => pages::run(args),
+        BenchCommand::Adaptive(args) => adaptive::run(args),
     }
 }
 

@@ -111,3 +111,29 @@ fn bench_pages_prints_a_row_per_mini_batch_shape() {
         assert!(cells.iter().all(|r| r.is_finite() && *r > 0.0), "{row}");
     }
 }
+
+#[test]
+fn bench_adaptive_reports_every_variant() {
+    let (_guard, dir) = fixture();
+    let text = ok(
+        &["bench", "adaptive", "small.libsvm", "--batches", "1"],
+        &dir,
+    );
+    assert!(
+        text.contains("| version 1 | + flat pages | + gaps | + scaled dict | all (default) |"),
+        "{text}"
+    );
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("| small.libsvm |"))
+        .expect("a row");
+    // Five ratios, then "N of 1" flat pages.
+    let ratios: Vec<f64> = row
+        .split('|')
+        .skip(2)
+        .take(5)
+        .map(|c| c.trim().parse().unwrap())
+        .collect();
+    assert!(ratios.iter().all(|r| *r > 0.0), "{row}");
+    assert!(row.contains(" of 1 |"), "{row}");
+}
