@@ -296,13 +296,9 @@ struct Operands {
 impl Operands {
     fn new(batches: &[SparseBatch], n_cols: usize, p: usize) -> Self {
         let rows = batches.iter().map(|b| b.n_rows()).max().unwrap_or(0);
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        };
+        // Values in [-0.5, 0.5) from the library's seeded generator.
+        let mut rng = tocpile::rng::Rng::new(0x2545_f491_4f6c_dd1d);
+        let mut next = move || rng.unit() - 0.5;
         Operands {
             v_cols: Array1::from_shape_simple_fn(n_cols, &mut next),
             v_rows: Array1::from_shape_simple_fn(rows, &mut next),
