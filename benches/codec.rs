@@ -22,8 +22,7 @@
 //!
 //! `cargo bench --bench codec -- --test` runs each once.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use tocpile_bench_data as support;
 
 use std::hint::black_box;
 use std::time::Duration;

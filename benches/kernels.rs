@@ -6,10 +6,9 @@
 //! batches, so bytes/s says how fast each format consumes its own input.
 //! `cargo bench --bench kernels -- --test` runs each once. For the full
 //! table with every format as ratios to CSR, run
-//! `cargo run --release --example kernel_table`.
+//! `tocpile bench kernels DATA.libsvm.gz` (the command line).
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use tocpile_bench_data as support;
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -15,23 +15,14 @@
 //! Times are the thread's CPU time (`/proc/thread-self/schedstat`), so
 //! other processes on a busy machine do not count.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use tocpile_bench_data as support;
+use tocpile_bench_data::thread_cpu_ns as cpu_ns;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::hint::black_box;
 
 use tocpile::{DecodeTree, EncodeOptions, Encoder, TocBatch};
-
-/// Nanoseconds this thread has run.
-fn cpu_ns() -> u64 {
-    let s = std::fs::read_to_string("/proc/thread-self/schedstat").expect("Linux schedstat");
-    s.split_whitespace()
-        .next()
-        .and_then(|t| t.parse().ok())
-        .expect("schedstat")
-}
 
 /// Huffman code lengths for `counts`.
 fn huffman_lengths(counts: &[u64]) -> Vec<u8> {

@@ -34,10 +34,8 @@
 //! rest of a file larger than the budget is read from disk during the
 //! epoch. Epoch times are medians, reported as ratios to TOC_FULL.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use tocpile_bench_data as support;
 
-#[path = "shared/mod.rs"]
 mod shared;
 
 use shared::Args;
@@ -79,14 +77,10 @@ fn split(rows: &SparseBatch, labels: &[f64], share: f64) -> [(SparseBatch, Vec<f
             Vec::new(),
         ),
     ];
-    let mut state = 42u64;
+    // A fixed, seeded coin per row (the library's generator).
+    let mut rng = tocpile::rng::Rng::new(42);
     for (i, (c, v)) in rows.rows().enumerate() {
-        // SplitMix64 step: a fixed, seeded coin per row.
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        let u = (z ^ (z >> 31)) as f64 / u64::MAX as f64;
+        let u = rng.next_u64() as f64 / u64::MAX as f64;
         let k = usize::from(u >= share);
         parts[k].0.push_row(c, v).expect("row");
         parts[k].1.push(labels[i]);
@@ -295,7 +289,7 @@ fn formats(args: &Args) -> tocpile::Result<()> {
         if t.is_empty() {
             f64::NAN
         } else {
-            shared::median(t.clone())
+            tocpile_bench_data::median(t.clone())
         }
     };
     let (toc_mem, toc_disk) = (median(&rows_out[0].2[0]), median(&rows_out[0].2[1]));

@@ -18,6 +18,8 @@
 //! memory is the kernel's high-water mark (`VmHWM`), so it covers the
 //! whole run: run one input per process.
 
+mod shared;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -39,14 +41,9 @@ fn peak_rss_mib() -> f64 {
 }
 
 fn main() -> tocpile::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let flag = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
+    let args = shared::Args::from_env();
     let input = args
+        .0
         .first()
         .filter(|a| !a.starts_with("--"))
         .map(PathBuf::from)
@@ -54,12 +51,13 @@ fn main() -> tocpile::Result<()> {
             PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/flights3m.libsvm.gz")
         });
     let is_flights = input.to_string_lossy().contains("flights3m");
-    let n_cols: Option<usize> = flag("--cols")
-        .map(|s| s.parse().expect("--cols N"))
+    let n_cols: Option<usize> = args
+        .has("--cols")
+        .then(|| args.get("--cols", 0))
         .or(is_flights.then_some(496));
-    let max_rows: u64 = flag("--rows").map_or(u64::MAX, |s| s.parse().expect("--rows N"));
-    let out_dir = flag("--out").map_or_else(std::env::temp_dir, PathBuf::from);
-    let cold = args.iter().any(|a| a == "--cold");
+    let max_rows: u64 = args.get("--rows", u64::MAX);
+    let out_dir: PathBuf = args.get("--out", std::env::temp_dir());
+    let cold = args.has("--cold");
 
     println!("input {}", input.display());
     println!("| page format | rows | seconds | rows/s | file MiB | payload ratio vs dense | vs CSR | peak RSS MiB |");

@@ -15,10 +15,6 @@
 //! consumer touches every label. `--cold` drops the page cache before
 //! every epoch (root), so blocks come from disk.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
-#[path = "shared/mod.rs"]
 mod shared;
 
 use std::sync::Arc;
@@ -107,10 +103,10 @@ fn main() -> tocpile::Result<()> {
             .expect("No Shuffle is measured");
         let mut epoch = l.epoch(0)?;
         epoch.by_ref().for_each(drop);
-        let secs = shared::median(times[i].clone());
+        let secs = tocpile_bench_data::median(times[i].clone());
         println!(
             "| {strategy} | {mode:?} | {secs:.3} | {:.3} | {:.1} |",
-            secs / shared::median(times[base].clone()),
+            secs / tocpile_bench_data::median(times[base].clone()),
             epoch.stats().buffer_peak_bytes as f64 / (1 << 20) as f64
         );
     }
@@ -148,13 +144,13 @@ fn main() -> tocpile::Result<()> {
             }
         }
         let (single, double) = (
-            shared::median(secs[0].clone()),
-            shared::median(secs[1].clone()),
+            tocpile_bench_data::median(secs[0].clone()),
+            tocpile_bench_data::median(secs[1].clone()),
         );
         println!(
             "| {mode:?} | {single:.3} | {double:.3} | {:.2}x | {:.0}% |",
             single / double,
-            100.0 * shared::median(wait)
+            100.0 * tocpile_bench_data::median(wait)
         );
     }
 

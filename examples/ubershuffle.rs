@@ -15,10 +15,6 @@
 //! bytes sent per shuffle; its defaults are the transport test's
 //! (`tests/dist/transport.rs`).
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
-#[path = "shared/mod.rs"]
 mod shared;
 
 use tocpile::dist::sim::{figure5, FIGURE5_ALPHAS};

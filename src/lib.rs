@@ -73,7 +73,6 @@
 #![deny(unsafe_code)]
 
 mod atomic;
-pub mod bench;
 pub mod cleanup;
 pub mod codec;
 pub mod dataset;
@@ -85,7 +84,7 @@ pub mod kernels;
 pub mod loader;
 pub mod model;
 mod page;
-mod rng;
+pub mod rng;
 mod sparse;
 pub mod train;
 mod wire;

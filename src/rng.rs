@@ -9,10 +9,26 @@
 //! with stream labels ([`Rng::stream`]) rather than from one sequence, so
 //! the permutation of epoch 7 does not depend on how many numbers epochs
 //! 0 to 6 drew.
+//!
+//! It is public so that programs around the library (the command line's
+//! `--shuffle SEED`, experiments, benches) shuffle rows the same way
+//! instead of each writing its own generator:
+//!
+//! ```
+//! use tocpile::rng::Rng;
+//!
+//! // The one shuffle of rows before cutting mini-batches (TOC paper).
+//! let order = Rng::new(42).permutation(5);
+//! assert_eq!(order.len(), 5);
+//! assert_eq!(order, Rng::new(42).permutation(5)); // the seed fixes it
+//! let u = Rng::stream(42, &[1, 7]).unit();
+//! assert!((0.0..1.0).contains(&u));
+//! ```
 
-/// SplitMix64.
+/// SplitMix64: a seeded, frozen generator (the same seed gives the same
+/// numbers on every platform and in every version).
 #[derive(Debug, Clone)]
-pub(crate) struct Rng {
+pub struct Rng {
     state: u64,
 }
 
@@ -26,13 +42,13 @@ fn mix(mut z: u64) -> u64 {
 
 impl Rng {
     /// A generator seeded with `seed`.
-    pub(crate) fn new(seed: u64) -> Rng {
+    pub fn new(seed: u64) -> Rng {
         Rng { state: seed }
     }
 
     /// An independent generator for the stream named by `labels` (for
     /// example `[PURPOSE, epoch, worker]`) under `seed`.
-    pub(crate) fn stream(seed: u64, labels: &[u64]) -> Rng {
+    pub fn stream(seed: u64, labels: &[u64]) -> Rng {
         let mut h = mix(seed ^ GOLDEN);
         for &l in labels {
             h = mix(h ^ mix(l.wrapping_add(GOLDEN)));
@@ -41,14 +57,17 @@ impl Rng {
     }
 
     /// The next 64 random bits.
-    pub(crate) fn next_u64(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(GOLDEN);
         mix(self.state)
     }
 
-    /// A uniform integer in `0..n` (`n > 0`), without modulo bias
-    /// (Lemire's multiply-and-reject).
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
+    /// A uniform integer in `0..n`, without modulo bias (Lemire's
+    /// multiply-and-reject).
+    ///
+    /// # Panics
+    /// If `n` is 0.
+    pub fn below(&mut self, n: u64) -> u64 {
         debug_assert!(n > 0);
         let threshold = n.wrapping_neg() % n;
         loop {
@@ -60,12 +79,12 @@ impl Rng {
     }
 
     /// A uniform `f64` in `[0, 1)`.
-    pub(crate) fn unit(&mut self) -> f64 {
+    pub fn unit(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
     /// Shuffles `items` uniformly (Fisher-Yates).
-    pub(crate) fn shuffle<T>(&mut self, items: &mut [T]) {
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
         for i in (1..items.len()).rev() {
             let j = self.below(i as u64 + 1) as usize;
             items.swap(i, j);
@@ -73,7 +92,7 @@ impl Rng {
     }
 
     /// A uniform random permutation of `0..n`.
-    pub(crate) fn permutation(&mut self, n: usize) -> Vec<usize> {
+    pub fn permutation(&mut self, n: usize) -> Vec<usize> {
         let mut p: Vec<usize> = (0..n).collect();
         self.shuffle(&mut p);
         p

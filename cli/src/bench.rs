@@ -1,18 +1,27 @@
-//! `tocpile bench kernels`: the TOC paper's Figure 8 on the user's data.
+//! `tocpile bench kernels`: the TOC paper's Figure 8 on the user's data;
+//! `tocpile bench codec` (in `bench/codec.rs`): sizes of TOC's layouts and
+//! codec speed; `tocpile bench pages` (`bench/pages.rs`): the pages of a
+//! mini-batch in parallel; `tocpile bench adaptive` (`bench/adaptive.rs`):
+//! what each choice of format version 2 buys.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::measure::kernels::{kernel_table, Clock, KernelBenchConfig, KernelReport, Op};
 use clap::{Args, Subcommand};
 use serde::Serialize;
-use tocpile::bench::{kernel_table, KernelBenchConfig, KernelReport, Op};
 use tocpile::formats::FormatKind;
 
 use crate::encode::parse_format;
-use crate::input::{load_rows, shuffled, to_decimals, InputArgs};
+use crate::input::InputArgs;
 use crate::output::{emit, emit_json};
+use crate::rows::RowArgs;
 use crate::{Failure, Outcome};
+
+mod adaptive;
+mod codec;
+mod pages;
 
 /// Measurements.
 #[derive(Debug, Args)]
@@ -24,6 +33,9 @@ pub struct BenchArgs {
 #[derive(Debug, Subcommand)]
 enum BenchCommand {
     Kernels(KernelArgs),
+    Codec(codec::CodecArgs),
+    Pages(pages::PagesArgs),
+    Adaptive(adaptive::AdaptiveArgs),
 }
 
 /// Time the matrix operations of MGD on each format, as a ratio to CSR.
@@ -32,12 +44,14 @@ enum BenchCommand {
 /// order) are encoded in every format; A*c, A.v, v.A, A.M and M.A (p = 20)
 /// are timed on each, interleaved over rounds, and the median round is
 /// reported as each format's time over CSR's (below 1 is faster).
-/// Wall-clock times: run on a quiet machine.
+/// Wall-clock times by default (run on a quiet machine); --clock cpu
+/// times the thread's CPU time instead.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
     tocpile bench kernels train.libsvm.gz\n  \
     tocpile bench kernels train.libsvm.gz --formats csr,toc,gzip --json\n  \
-    tocpile bench kernels train.toc --batch-rows 100 --batches 10")]
+    tocpile bench kernels train.toc --batch-rows 100 --batches 10\n  \
+    tocpile bench kernels train.libsvm.gz --formats csr,toc --clock cpu --rounds 9")]
 struct KernelArgs {
     /// LIBSVM or CSV text (plain or gzip), Parquet, or a dataset file.
     input: PathBuf,
@@ -59,26 +73,32 @@ struct KernelArgs {
     /// milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 20)]
     min_time_ms: u64,
-    /// Divide the values of every numeric column (any value other than 1)
-    /// by 10^N before measuring (see `tocpile ratio --decimals`).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=22))]
-    decimals: Option<u32>,
-    /// Shuffle the rows read once with this seed before cutting batches
-    /// (default: file order).
-    #[arg(long, value_name = "SEED")]
-    shuffle: Option<u64>,
-    /// Read this many rows (default: --batches times --batch-rows), so
-    /// that with --shuffle the batches mix rows from the whole range.
-    #[arg(long, value_name = "N")]
-    max_rows: Option<usize>,
+    #[command(flatten)]
+    rows: RowArgs,
+    /// What is timed: `wall` (the wall clock) or `cpu` (the measuring
+    /// thread's CPU time, Linux only), which other processes on a busy
+    /// machine do not inflate.
+    #[arg(long, value_name = "CLOCK", default_value = "wall", value_parser = parse_clock)]
+    clock: Clock,
     /// Print the table as JSON.
     #[arg(long)]
     json: bool,
 }
 
+fn parse_clock(text: &str) -> Result<Clock, String> {
+    match text {
+        "wall" => Ok(Clock::Wall),
+        "cpu" => Ok(Clock::Cpu),
+        other => Err(format!("unknown clock {other:?}: expected wall or cpu")),
+    }
+}
+
 pub fn run(args: &BenchArgs) -> Outcome {
     match &args.what {
         BenchCommand::Kernels(args) => kernels(args),
+        BenchCommand::Codec(args) => codec::run(args),
+        BenchCommand::Pages(args) => pages::run(args),
+        BenchCommand::Adaptive(args) => adaptive::run(args),
     }
 }
 
@@ -101,19 +121,11 @@ struct KernelJson {
 fn kernels(args: &KernelArgs) -> Outcome {
     let batch_rows = usize::try_from(args.batch_rows).unwrap_or(usize::MAX);
     let n_batches = usize::try_from(args.batches).unwrap_or(usize::MAX);
-    let max_rows = args
-        .max_rows
-        .unwrap_or_else(|| batch_rows.saturating_mul(n_batches));
-    let (mut rows, labels) = load_rows(&args.input, &args.input_args, max_rows)?;
-    if rows.n_rows() == 0 {
-        return Err(Failure::about(&args.input, "no rows to measure"));
-    }
-    if let Some(places) = args.decimals {
-        rows = to_decimals(&rows, places)?;
-    }
-    if let Some(seed) = args.shuffle {
-        rows = shuffled(&rows, &labels, seed)?.0;
-    }
+    let rows = args.rows.load(
+        &args.input,
+        &args.input_args,
+        batch_rows.saturating_mul(n_batches),
+    )?;
     let batches: Vec<_> = (0..rows.n_rows())
         .step_by(batch_rows)
         .take(n_batches)
@@ -126,6 +138,7 @@ fn kernels(args: &KernelArgs) -> Outcome {
             .unwrap_or_else(|| FormatKind::ALL.to_vec()),
         rounds: usize::try_from(args.rounds).unwrap_or(usize::MAX),
         min_time: Duration::from_millis(args.min_time_ms),
+        clock: args.clock,
         ..KernelBenchConfig::default()
     };
     let report = kernel_table(&batches, &config).map_err(|e| Failure::about(&args.input, e))?;
@@ -133,11 +146,15 @@ fn kernels(args: &KernelArgs) -> Outcome {
         return emit_json(&to_json(&args.input.display().to_string(), &report));
     }
     emit(&format!(
-        "{}: {} batches of {} rows, p = {}; time per batch as a ratio to CSR (below 1 is faster)\n\n{}\n{}\n",
+        "{}: {} batches of {} rows, p = {}; {} per batch as a ratio to CSR (below 1 is faster)\n\n{}\n{}\n",
         args.input.display(),
         report.n_batches,
         report.batch_rows,
         report.p,
+        match args.clock {
+            Clock::Wall => "time",
+            Clock::Cpu => "CPU time",
+        },
         report.to_markdown(),
         report.csr_micros()
     ))

@@ -8,8 +8,9 @@ use std::io::Cursor;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::measure::kernels::{kernel_table, KernelBenchConfig};
+use crate::measure::ratios::{ratio_table, RatioConfig};
 use clap::Args;
-use tocpile::bench::{kernel_table, ratio_table, KernelBenchConfig, RatioConfig};
 use tocpile::dataset::{DatasetWriter, WriterOptions};
 use tocpile::formats::FormatKind;
 use tocpile::ingest::libsvm::{LibsvmOptions, LibsvmReader};

@@ -458,28 +458,14 @@ pub fn progress(message: &str) -> ProgressBar {
 }
 
 /// Rows of `batch` and their labels in a random order fixed by `seed`
-/// (Fisher-Yates with SplitMix64): the TOC paper shuffles once before
-/// cutting mini-batches.
+/// (the library's seeded Fisher-Yates, [`tocpile::rng::Rng`]): the TOC
+/// paper shuffles once before cutting mini-batches.
 pub fn shuffled(
     batch: &SparseBatch,
     labels: &[f64],
     seed: u64,
 ) -> Result<(SparseBatch, Vec<f64>), Failure> {
-    let mut order: Vec<usize> = (0..batch.n_rows()).collect();
-    let mut state = seed;
-    let mut next = move || {
-        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    };
-    for i in (1..order.len()).rev() {
-        // Multiply-shift into 0..=i: bias below 2^-32 for fewer than 2^32
-        // rows.
-        let j = ((u128::from(next()) * (i as u128 + 1)) >> 64) as usize;
-        order.swap(i, j);
-    }
+    let order = tocpile::rng::Rng::new(seed).permutation(batch.n_rows());
     let mut out = SparseBatch::with_cols(batch.n_cols())?;
     for &r in &order {
         let (cols, vals) = batch.row(r);

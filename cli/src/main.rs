@@ -10,9 +10,11 @@ mod bench;
 mod demo;
 mod encode;
 mod input;
+mod measure;
 mod misuse;
 mod output;
 mod ratio;
+mod rows;
 mod signals;
 mod train;
 

@@ -4,13 +4,14 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::measure::ratios::{ratio_table, RatioConfig, RatioRow};
 use clap::Args;
 use serde::Serialize;
-use tocpile::bench::{ratio_table, RatioConfig, RatioRow};
 use tocpile::formats::FormatKind;
 
-use crate::input::{load_rows, shuffled, to_decimals, InputArgs};
+use crate::input::InputArgs;
 use crate::output::{emit, emit_json};
+use crate::rows::RowArgs;
 use crate::{Failure, Outcome};
 
 mod plot;
@@ -49,18 +50,8 @@ pub struct RatioArgs {
     /// Skip the large batches (no Figure 7).
     #[arg(long)]
     no_large: bool,
-    /// Shuffle the rows once with this seed before cutting batches
-    /// (default: file order).
-    #[arg(long, value_name = "SEED")]
-    shuffle: Option<u64>,
-    /// Read at most this many rows of each input.
-    #[arg(long, value_name = "N")]
-    max_rows: Option<usize>,
-    /// Divide the values of every numeric column (any value other than 1)
-    /// by 10^N before measuring: integer columns become N-decimal ones
-    /// (prices from cents) beside the one-hot columns.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=22))]
-    decimals: Option<u32>,
+    #[command(flatten)]
+    rows: RowArgs,
     /// Skip the formats that build a dense matrix (DEN, DVI, snappy, gzip,
     /// lz4) on batches whose dense f64 size exceeds this many MiB.
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
@@ -130,17 +121,7 @@ fn measure(
     batch_rows: &[usize],
     config: &RatioConfig,
 ) -> Result<DatasetRatios, Failure> {
-    let (mut rows, labels) =
-        load_rows(path, &args.input_args, args.max_rows.unwrap_or(usize::MAX))?;
-    if rows.n_rows() == 0 {
-        return Err(Failure::about(path, "no rows"));
-    }
-    if let Some(places) = args.decimals {
-        rows = to_decimals(&rows, places)?;
-    }
-    if let Some(seed) = args.shuffle {
-        rows = shuffled(&rows, &labels, seed)?.0;
-    }
+    let rows = args.rows.load(path, &args.input_args, usize::MAX)?;
     let fail = |e| Failure::about(path, e);
     let batches = ratio_table(&rows, batch_rows, config).map_err(fail)?;
     let mut large = Vec::new();
@@ -155,7 +136,7 @@ fn measure(
         rows: rows.n_rows(),
         cols: rows.n_cols(),
         nnz: rows.nnz(),
-        shuffle: args.shuffle,
+        shuffle: args.rows.shuffle,
         batches,
         large,
     })

@@ -6,10 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{load, sort_by_label};
 use tocpile::dataset::{DatasetInfo, DatasetWriter, WriterOptions};
 use tocpile::formats::FormatKind;
 use tocpile::SparseBatch;
+use tocpile_bench_data::{load, sort_by_label};
 
 /// Rows of a shared dataset (at most `max_rows`), sorted by label when
 /// `clustered` (stable: ties keep file order).
@@ -106,12 +106,6 @@ pub fn drop_page_cache() -> bool {
         .status()
         .is_ok_and(|s| s.success());
     synced && std::fs::write("/proc/sys/vm/drop_caches", "1").is_ok()
-}
-
-/// Median of a non-empty list.
-pub fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
 }
 
 /// Divides every column by its largest absolute value in `fit` (max-abs

@@ -18,7 +18,7 @@ use crate::wire::write_f64s;
 /// Bytes of a DEN page of `n_rows` x `n_cols` (header and values), computed
 /// without building it: what [`Batch::encoded_len`](super::Batch::encoded_len) of the encoded
 /// page returns.
-pub(crate) fn den_len(n_rows: usize, n_cols: usize) -> u64 {
+pub fn den_len(n_rows: usize, n_cols: usize) -> u64 {
     let shape = Shape { n_rows, n_cols };
     header_len(shape, &[]) as u64 + 8 * n_rows as u64 * n_cols as u64
 }

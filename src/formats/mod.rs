@@ -34,7 +34,7 @@ mod sparse;
 mod toc;
 
 pub use batch::Batch;
-pub(crate) use dense::den_len;
+pub use dense::den_len;
 pub use dense::{Den, Dvi};
 pub use general::Compressed;
 pub(crate) use ids::index_values;

@@ -18,7 +18,7 @@
 //! | `A+c`, `A+M` | [`DecodeTree::add_scalar`](crate::DecodeTree::add_scalar), [`add_matrix`](crate::DecodeTree::add_matrix) | Algorithm 6: full decode |
 //!
 //! Departures from the paper, each measured with
-//! `cargo run --release --example kernel_table` (time as a ratio to CSR):
+//! `tocpile bench kernels` (time as a ratio to CSR):
 //! - The tree keeps only the nodes some code refers to (see
 //!   [`DecodeTree`](crate::DecodeTree)): 5% to 60% of the nodes Algorithm 2
 //!   creates. Kernels then run one pass over these nodes and one over `D`.

@@ -6,9 +6,9 @@
 use std::error::Error;
 use std::path::Path;
 
+use crate::measure::ratios::RatioRow;
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use tocpile::bench::RatioRow;
 use tocpile::formats::FormatKind;
 
 use super::DatasetRatios;

@@ -1,0 +1,415 @@
+//! The kernel table of the TOC paper's Figure 8 ([`kernel_table`]: time
+//! of each matrix operation for each format, as a ratio to CSR measured in
+//! the same run), for `tocpile bench kernels` and the demo.
+//!
+//! Timing is interleaved: every round times each (format, op) pair once
+//! over all batches, and the reported time is the median over rounds, so a
+//! burst of noise on a shared machine hits all formats alike. Times are
+//! wall-clock, or the thread's CPU time with [`Clock::Cpu`]; they belong in
+//! reports, never in test assertions.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use tocpile::ndarray::{self, Array1, Array2};
+
+use tocpile::formats::{Batch, FormatKind};
+use tocpile::{Error, Result, SparseBatch, Workspace};
+
+use tocpile_bench_data::median;
+
+/// A matrix operation of the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Op {
+    /// `A * c` (sparse-safe element-wise).
+    Scale,
+    /// `A . v`.
+    MatVec,
+    /// `v . A`.
+    VecMat,
+    /// `A . M` with `M` of `p` columns.
+    MatMat,
+    /// `M . A` with `M` of `p` rows.
+    LeftMatMat,
+}
+
+impl Op {
+    /// Every op, in table order.
+    pub const ALL: [Op; 5] = [
+        Op::Scale,
+        Op::MatVec,
+        Op::VecMat,
+        Op::MatMat,
+        Op::LeftMatMat,
+    ];
+
+    /// The op's name as the paper writes it ("A*c", "A.v", ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Scale => "A*c",
+            Op::MatVec => "A.v",
+            Op::VecMat => "v.A",
+            Op::MatMat => "A.M",
+            Op::LeftMatMat => "M.A",
+        }
+    }
+}
+
+/// Settings of a kernel measurement.
+#[derive(Debug, Clone)]
+pub struct KernelBenchConfig {
+    /// Formats to measure; CSR is added if missing (it is the baseline).
+    pub formats: Vec<FormatKind>,
+    /// Columns of `M` in `A.M`, rows of `M` in `M.A`.
+    pub p: usize,
+    /// Interleaved rounds; the median round is reported.
+    pub rounds: usize,
+    /// Each (format, op) pair repeats its pass over the batches until at
+    /// least this long has passed on `clock`, within a round.
+    pub min_time: Duration,
+    /// What is timed.
+    pub clock: Clock,
+}
+
+/// What a kernel measurement times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Clock {
+    /// The wall clock (`Instant`).
+    #[default]
+    Wall,
+    /// The measuring thread's CPU time (Linux:
+    /// `/proc/thread-self/schedstat`), so that other processes on a busy
+    /// machine do not count: on shared 2-core machines the wall-clock
+    /// table moved by 2x between runs under load, this one by about 10%.
+    Cpu,
+}
+
+impl Clock {
+    /// Seconds on this clock since an arbitrary origin.
+    fn now(self) -> Result<f64> {
+        match self {
+            Clock::Wall => {
+                static ORIGIN: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+                Ok(ORIGIN.get_or_init(Instant::now).elapsed().as_secs_f64())
+            }
+            Clock::Cpu => thread_cpu_seconds(),
+        }
+    }
+}
+
+/// This thread's CPU time in seconds (the first field of
+/// `/proc/thread-self/schedstat`, in nanoseconds).
+fn thread_cpu_seconds() -> Result<f64> {
+    let path = "/proc/thread-self/schedstat";
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    text.split_whitespace()
+        .next()
+        .and_then(|t| t.parse::<u64>().ok())
+        .map(|ns| ns as f64 * 1e-9)
+        .ok_or(Error::BadArgument {
+            what: "clock",
+            expected:
+                "cpu only where /proc/thread-self/schedstat gives a thread's CPU time (Linux)",
+        })
+}
+
+impl Default for KernelBenchConfig {
+    fn default() -> Self {
+        KernelBenchConfig {
+            formats: FormatKind::ALL.to_vec(),
+            p: 20,
+            rounds: 5,
+            min_time: Duration::from_millis(20),
+            clock: Clock::Wall,
+        }
+    }
+}
+
+/// One cell of the table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelTiming {
+    /// The format.
+    pub format: FormatKind,
+    /// The operation.
+    pub op: Op,
+    /// Median time of one operation on one batch.
+    pub seconds_per_batch: f64,
+    /// `seconds_per_batch` divided by CSR's for the same op.
+    pub ratio_to_csr: f64,
+    /// Encoded bytes consumed per second.
+    pub encoded_bytes_per_second: f64,
+}
+
+/// The measured table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelReport {
+    /// Batches measured.
+    pub n_batches: usize,
+    /// Rows per batch (the first batch's).
+    pub batch_rows: usize,
+    /// `p` of `A.M` and `M.A`.
+    pub p: usize,
+    /// Encoded size of all batches, per format.
+    pub encoded_bytes: Vec<(FormatKind, usize)>,
+    /// Every (format, op) cell.
+    pub timings: Vec<KernelTiming>,
+}
+
+impl KernelReport {
+    /// The cell for `format` and `op`, if measured.
+    pub fn get(&self, format: FormatKind, op: Op) -> Option<&KernelTiming> {
+        self.timings
+            .iter()
+            .find(|t| t.format == format && t.op == op)
+    }
+
+    /// The baseline's own times, one line: microseconds per batch for
+    /// each op on CSR.
+    pub fn csr_micros(&self) -> String {
+        let cells: Vec<String> = Op::ALL
+            .iter()
+            .map(|&op| {
+                let us = self
+                    .get(FormatKind::Csr, op)
+                    .map_or(f64::NAN, |t| t.seconds_per_batch * 1e6);
+                format!("{} {us:.2}", op.name())
+            })
+            .collect();
+        format!("CSR, microseconds per batch: {}", cells.join(", "))
+    }
+
+    /// The table as markdown: one row per format, `ratio to CSR` per op.
+    pub fn to_markdown(&self) -> String {
+        let mut s = String::from("| format | bytes |");
+        for op in Op::ALL {
+            s.push_str(&format!(" {} |", op.name()));
+        }
+        s.push_str("\n|---|---:|");
+        s.push_str(&"---:|".repeat(Op::ALL.len()));
+        s.push('\n');
+        for &(format, bytes) in &self.encoded_bytes {
+            s.push_str(&format!("| {} | {} |", format.name(), bytes));
+            for op in Op::ALL {
+                match self.get(format, op) {
+                    Some(t) => s.push_str(&format!(" {:.3} |", t.ratio_to_csr)),
+                    None => s.push_str(" - |"),
+                }
+            }
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// Measures every op of `config` on `batches` in every format.
+///
+/// # Errors
+/// [`Error::BadArgument`] if `batches` is empty or the batches differ in
+/// column count; an encoding error of a batch that does not fit a format;
+/// an error reading the CPU clock.
+pub fn kernel_table(batches: &[SparseBatch], config: &KernelBenchConfig) -> Result<KernelReport> {
+    let Some(first) = batches.first() else {
+        return Err(Error::BadArgument {
+            what: "batches",
+            expected: "at least one batch to time",
+        });
+    };
+    let n_cols = first.n_cols();
+    if batches.iter().any(|b| b.n_cols() != n_cols) {
+        return Err(Error::BadArgument {
+            what: "batches",
+            expected: "batches of one column count",
+        });
+    }
+    let mut formats = config.formats.clone();
+    if !formats.contains(&FormatKind::Csr) {
+        formats.insert(0, FormatKind::Csr);
+    }
+    let mut encoded: Vec<(FormatKind, Vec<Batch>)> = Vec::new();
+    for &kind in &formats {
+        let pages = batches
+            .iter()
+            .map(|b| kind.encode(b))
+            .collect::<Result<Vec<_>>>()?;
+        encoded.push((kind, pages));
+    }
+    let operands = Operands::new(batches, n_cols, config.p);
+    let mut ws = Workspace::new();
+    let mut samples = vec![Vec::with_capacity(config.rounds); formats.len() * Op::ALL.len()];
+    for _ in 0..config.rounds.max(1) {
+        for (f, (_, pages)) in encoded.iter_mut().enumerate() {
+            for (o, &op) in Op::ALL.iter().enumerate() {
+                let secs = time_op(pages, op, &operands, &mut ws, config)?;
+                samples[f * Op::ALL.len() + o].push(secs);
+            }
+        }
+    }
+    let n = batches.len() as f64;
+    let mut timings = Vec::new();
+    let mut encoded_bytes = Vec::new();
+    for (f, (kind, pages)) in encoded.iter().enumerate() {
+        let bytes: usize = pages.iter().map(|p| p.encoded_len()).sum();
+        encoded_bytes.push((*kind, bytes));
+        for (o, &op) in Op::ALL.iter().enumerate() {
+            let per_pass = median(std::mem::take(&mut samples[f * Op::ALL.len() + o]));
+            timings.push(KernelTiming {
+                format: *kind,
+                op,
+                seconds_per_batch: per_pass / n,
+                ratio_to_csr: 0.0,
+                encoded_bytes_per_second: bytes as f64 / per_pass,
+            });
+        }
+    }
+    for o in 0..Op::ALL.len() {
+        let csr = timings
+            .iter()
+            .find(|t| t.format == FormatKind::Csr && t.op == Op::ALL[o])
+            .map(|t| t.seconds_per_batch)
+            .unwrap_or(f64::NAN);
+        for t in timings.iter_mut().filter(|t| t.op == Op::ALL[o]) {
+            t.ratio_to_csr = t.seconds_per_batch / csr;
+        }
+    }
+    Ok(KernelReport {
+        n_batches: batches.len(),
+        batch_rows: first.n_rows(),
+        p: config.p,
+        encoded_bytes,
+        timings,
+    })
+}
+
+/// The dense operands, sized for the largest batch, with deterministic
+/// contents.
+struct Operands {
+    v_cols: Array1<f64>,
+    v_rows: Array1<f64>,
+    m_right: Array2<f64>,
+    m_left: Array2<f64>,
+    out_rows: Array1<f64>,
+    out_cols: Array1<f64>,
+    out_right: Array2<f64>,
+    out_left: Array2<f64>,
+}
+
+impl Operands {
+    fn new(batches: &[SparseBatch], n_cols: usize, p: usize) -> Self {
+        let rows = batches.iter().map(|b| b.n_rows()).max().unwrap_or(0);
+        // Values in [-0.5, 0.5) from the library's seeded generator.
+        let mut rng = tocpile::rng::Rng::new(0x2545_f491_4f6c_dd1d);
+        let mut next = move || rng.unit() - 0.5;
+        Operands {
+            v_cols: Array1::from_shape_simple_fn(n_cols, &mut next),
+            v_rows: Array1::from_shape_simple_fn(rows, &mut next),
+            m_right: Array2::from_shape_simple_fn((n_cols, p), &mut next),
+            m_left: Array2::from_shape_simple_fn((p, rows), &mut next),
+            out_rows: Array1::zeros(rows),
+            out_cols: Array1::zeros(n_cols),
+            out_right: Array2::zeros((rows, p)),
+            out_left: Array2::zeros((p, n_cols)),
+        }
+    }
+}
+
+/// Seconds for one pass of `op` over every page, repeating passes until
+/// at least `config.min_time` has passed on `config.clock`.
+fn time_op(
+    pages: &mut [Batch],
+    op: Op,
+    x: &Operands,
+    ws: &mut Workspace,
+    config: &KernelBenchConfig,
+) -> Result<f64> {
+    let mut out_rows = x.out_rows.clone();
+    let mut out_cols = x.out_cols.clone();
+    let mut out_right = x.out_right.clone();
+    let mut out_left = x.out_left.clone();
+    let min_time = config.min_time.as_secs_f64();
+    let start = config.clock.now()?;
+    let mut passes = 0u64;
+    // The clock is read after groups of 1, 2, 4, ... passes: reading the
+    // CPU clock is a file read, which would otherwise dominate the short
+    // operations (`A*c` on small batches).
+    let mut group = 1u64;
+    loop {
+        let n_pages = pages.len();
+        for i in (0..group).flat_map(|_| 0..n_pages) {
+            let page = &mut pages[i];
+            let n = page.n_rows();
+            match op {
+                // Scaling by 1 changes nothing, so repeated passes measure
+                // the same data.
+                Op::Scale => page.scale(black_box(1.0)),
+                Op::MatVec => {
+                    page.matvec_into(x.v_cols.view(), out_rows.slice_mut(ndarray::s![..n]), ws)
+                }
+                Op::VecMat => {
+                    page.vecmat_into(x.v_rows.slice(ndarray::s![..n]), out_cols.view_mut(), ws)
+                }
+                Op::MatMat => page.matmat_into(
+                    x.m_right.view(),
+                    out_right.slice_mut(ndarray::s![..n, ..]),
+                    ws,
+                ),
+                Op::LeftMatMat => page.left_matmat_into(
+                    x.m_left.slice(ndarray::s![.., ..n]),
+                    out_left.view_mut(),
+                    ws,
+                ),
+            }
+        }
+        black_box((&out_rows, &out_cols, &out_right, &out_left));
+        passes += group;
+        let elapsed = config.clock.now()? - start;
+        if elapsed >= min_time {
+            return Ok(elapsed / passes as f64);
+        }
+        group = group.saturating_mul(2);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch() -> SparseBatch {
+        SparseBatch::from_dense_rows(3, &[[1.0, 0.0, 2.0], [0.0, 1.5, 2.0], [1.0, 1.5, 0.0]])
+            .unwrap()
+    }
+
+    fn quick(clock: Clock) -> KernelBenchConfig {
+        KernelBenchConfig {
+            formats: vec![FormatKind::TocFull],
+            rounds: 1,
+            min_time: Duration::from_micros(50),
+            clock,
+            ..KernelBenchConfig::default()
+        }
+    }
+
+    #[test]
+    fn every_cell_is_measured_on_either_clock() {
+        for clock in [Clock::Wall, Clock::Cpu] {
+            let report = kernel_table(&[batch(), batch()], &quick(clock)).unwrap();
+            assert_eq!(report.n_batches, 2);
+            // CSR is added as the baseline.
+            assert_eq!(report.timings.len(), 2 * Op::ALL.len());
+            for op in Op::ALL {
+                assert_eq!(report.get(FormatKind::Csr, op).unwrap().ratio_to_csr, 1.0);
+                let toc = report.get(FormatKind::TocFull, op).unwrap();
+                assert!(toc.seconds_per_batch > 0.0 && toc.ratio_to_csr.is_finite());
+            }
+            assert!(report.to_markdown().contains("| TOC_FULL |"));
+        }
+    }
+
+    #[test]
+    fn no_batches_or_mixed_widths_are_errors_not_panics() {
+        let none = kernel_table(&[], &quick(Clock::Wall));
+        assert!(matches!(none, Err(Error::BadArgument { .. })));
+        let wide = SparseBatch::from_dense_rows(4, &[[1.0, 0.0, 2.0, 3.0]]).unwrap();
+        let mixed = kernel_table(&[batch(), wide], &quick(Clock::Wall));
+        assert!(matches!(mixed, Err(Error::BadArgument { .. })));
+    }
+}

@@ -1,0 +1,139 @@
+//! End to end: `tocpile bench codec` and `tocpile bench kernels --clock`
+//! on a small input. Shapes, keys and error handling; no wall-clock
+//! thresholds.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn bench_codec_reports_every_layout_and_operation() {
+    let (_guard, dir) = fixture();
+    let v = json(
+        &[
+            "bench",
+            "codec",
+            "small.libsvm",
+            "--shuffle",
+            "7",
+            "--reps",
+            "1",
+            "--batch-rows",
+            "16,8",
+            "--json",
+        ],
+        &dir,
+    );
+    assert_eq!(v["shuffle"], 7);
+    let d = &v["datasets"][0];
+    assert_eq!(d["rows"], 40);
+    assert_eq!(d["batches"][0]["batch_rows"], 16);
+    assert_eq!(d["batches"][0]["n_batches"], 3);
+    assert_eq!(d["batches"][1]["n_batches"], 5);
+    for key in [
+        "csr",
+        "cvi_bits",
+        "gzip",
+        "toc_paper",
+        "toc_full_v1",
+        "toc_full",
+    ] {
+        let bytes = d["batches"][0]["encoded_bytes"][key].as_u64().unwrap();
+        assert!(bytes > 0, "{key}");
+        assert!(d["batches"][0]["ratio"][key].as_f64().unwrap() > 0.0);
+    }
+    // TOC_FULL never exceeds CVI with bit packing.
+    let bytes = &d["batches"][1]["encoded_bytes"];
+    assert!(bytes["toc_full"].as_u64() <= bytes["cvi_bits"].as_u64());
+    for op in [
+        "toc_encode",
+        "toc_decode",
+        "gzip_compress",
+        "snappy_decompress",
+    ] {
+        assert!(d["speed"]["secs"][op].as_f64().unwrap() > 0.0, "{op}");
+    }
+    let text = ok(&["bench", "codec", "small.libsvm", "--reps", "1"], &dir);
+    assert!(text.contains("| TOC_FULL v1 | TOC_FULL |"), "{text}");
+    assert!(text.contains("TOC enc / gzip comp"), "{text}");
+}
+
+#[test]
+fn bench_kernels_times_by_cpu_clock_and_rejects_an_unknown_clock() {
+    let (_guard, dir) = fixture();
+    let args = [
+        "bench",
+        "kernels",
+        "small.libsvm",
+        "--formats",
+        "toc",
+        "--rounds",
+        "1",
+        "--min-time-ms",
+        "1",
+        "--clock",
+        "cpu",
+    ];
+    let text = ok(&args, &dir);
+    assert!(text.contains("CPU time per batch"), "{text}");
+    assert!(text.contains("| TOC_FULL |"), "{text}");
+    usage_error(
+        &["bench", "kernels", "small.libsvm", "--clock", "sundial"],
+        &dir,
+        "sundial",
+    );
+}
+
+#[test]
+fn bench_codec_on_an_empty_input_is_an_error() {
+    let (_guard, dir) = fixture();
+    std::fs::write(dir.join("empty.libsvm"), "").unwrap();
+    runtime_error(
+        &["bench", "codec", "empty.libsvm", "--cols", "3"],
+        &dir,
+        &["empty.libsvm", "no rows"],
+    );
+}
+
+#[test]
+fn bench_pages_prints_a_row_per_mini_batch_shape() {
+    let (_guard, dir) = fixture();
+    let text = ok(&["bench", "pages", "small.libsvm", "--shuffle", "3"], &dir);
+    assert!(text.starts_with("threads: "), "{text}");
+    // 40 rows: 5 pages of 50 rows hold them all in one page; 10 of 100 too.
+    for shape in ["| 5 x 50 |", "| 10 x 100 |"] {
+        let row = text.lines().find(|l| l.contains(shape)).expect(shape);
+        let cells: Vec<f64> = row
+            .split('|')
+            .filter_map(|c| c.trim().parse().ok())
+            .collect();
+        assert_eq!(cells.len(), 2, "{row}");
+        assert!(cells.iter().all(|r| r.is_finite() && *r > 0.0), "{row}");
+    }
+}
+
+#[test]
+fn bench_adaptive_reports_every_variant() {
+    let (_guard, dir) = fixture();
+    let text = ok(
+        &["bench", "adaptive", "small.libsvm", "--batches", "1"],
+        &dir,
+    );
+    assert!(
+        text.contains("| version 1 | + flat pages | + gaps | + scaled dict | all (default) |"),
+        "{text}"
+    );
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("| small.libsvm |"))
+        .expect("a row");
+    // Five ratios, then "N of 1" flat pages.
+    let ratios: Vec<f64> = row
+        .split('|')
+        .skip(2)
+        .take(5)
+        .map(|c| c.trim().parse().unwrap())
+        .collect();
+    assert!(ratios.iter().all(|r| *r > 0.0), "{row}");
+    assert!(row.contains(" of 1 |"), "{row}");
+}
