@@ -7,7 +7,8 @@
 //! header  = "TOCD" version(1) 0 0 0
 //! block   = page*                      checksummed as a whole (CRC-32)
 //! page    = rows labels payload        payload: one encoded batch
-//! footer  = index of blocks, column count, page format, schema
+//! footer  = index of blocks, column count, page format, schema,
+//!           optional sections (the column scaling)
 //! trailer = footer offset, footer CRC-32, "TOCD"
 //! ```
 //!
@@ -23,12 +24,14 @@ mod labels;
 mod prefetch;
 mod reader;
 mod source;
+mod split;
 mod writer;
 
 pub use block::{Block, TocView};
 pub use prefetch::Prefetch;
 pub use reader::Dataset;
 pub use source::Source;
+pub use split::{is_held_out, split_holdout};
 pub use writer::{DatasetWriter, WriterOptions};
 
 use crate::formats::FormatKind;
@@ -63,6 +66,9 @@ pub struct DatasetInfo {
     pub payload_bytes: u64,
     /// The column schema saved with the data (empty when none was given).
     pub schema: String,
+    /// The column scaling fitted while the file was written (the footer's
+    /// optional scaling section; `None` in files written without one).
+    pub scaling: Option<crate::scale::Scaling>,
 }
 
 impl DatasetInfo {
