@@ -137,6 +137,8 @@ pub struct InfoJson {
     pub ratio_vs_dense: f64,
     pub ratio_vs_csr: f64,
     pub schema: String,
+    /// The stored scaling: "maxabs", "standard" or "none".
+    pub scaling: &'static str,
     /// Blocks whose checksum and pages were checked (inspect).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verified_blocks: Option<usize>,
@@ -163,6 +165,7 @@ impl InfoJson {
             ratio_vs_dense: info.dense_bytes() / payload,
             ratio_vs_csr: info.csr_bytes() / payload,
             schema: info.schema.clone(),
+            scaling: info.scaling.as_ref().map_or("none", |s| s.kind().name()),
             verified_blocks: None,
             unseen_levels: None,
         }

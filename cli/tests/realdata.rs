@@ -56,6 +56,7 @@ fn csv_to_a_scaled_trained_evaluated_model_and_predictions() {
     // The default scaling is max-abs, stored in the file.
     let info = json(&["inspect", "wages.toc", "--json"], dir);
     assert_eq!(info["rows"], 3000);
+    assert_eq!(info["scaling"], "maxabs");
     ok(
         &[
             "encode",

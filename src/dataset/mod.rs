@@ -83,15 +83,23 @@ impl DatasetInfo {
         12.0 * self.nnz as f64 + 4.0 * (self.n_rows + self.n_pages) as f64
     }
 
-    /// A human-readable summary: rows, columns, blocks, pages, bytes and
-    /// the compression ratio against dense and CSR.
+    /// A human-readable summary: rows, columns, blocks, pages, bytes,
+    /// the compression ratio against dense and CSR, and the stored
+    /// scaling if any.
     pub fn summary(&self) -> String {
         let payload = self.payload_bytes.max(1) as f64;
+        let scaling = match &self.scaling {
+            Some(s) => format!(
+                "\nscaling {} (a factor per column, applied by train)",
+                s.kind()
+            ),
+            None => String::new(),
+        };
         format!(
             "rows {}, columns {}, non-zeros {}\n\
              pages {} of {} rows ({}), blocks {} (target {} bytes)\n\
              file {} bytes, payload {} bytes\n\
-             ratio vs dense f64 {:.1}, vs CSR {:.2}",
+             ratio vs dense f64 {:.1}, vs CSR {:.2}{scaling}",
             self.n_rows,
             self.n_cols,
             self.nnz,
