@@ -110,6 +110,8 @@ pub fn run(args: &TrainArgs) -> Outcome {
         Some(path) => Some(Arc::new(Dataset::open(path)?)),
         None => None,
     };
+    // Classes from every row, held-out ones included.
+    let kind = model_kind(&args.model, args.classes, &dataset, &args.file)?;
     // --holdout: train on one part of a split, evaluate on the other.
     let split = match args.holdout {
         Some(fraction) => {
@@ -120,7 +122,6 @@ pub fn run(args: &TrainArgs) -> Outcome {
         }
         None => None,
     };
-    let kind = model_kind(&args.model, args.classes, &dataset, &args.file)?;
     let n_cols = dataset.info().n_cols;
     let mut initial = Model::new(kind.clone(), n_cols, args.seed)?;
     let scaling = prepare::scaling(args.scale, &dataset)?;

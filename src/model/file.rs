@@ -243,6 +243,14 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
         }
         if flags == 1 {
             scaling = Some(Scaling::read(&mut r, n_cols)?);
+        } else if schema == 0 {
+            // Such a model is written as version 1: one encoding per model.
+            return Err(Error::FieldOutOfRange {
+                what: "version 2 without a schema or scaling (written as version 1)",
+                offset: flags_at,
+                value: 0,
+                max: 1,
+            });
         }
     }
     let body_end = r.offset();

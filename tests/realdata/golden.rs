@@ -146,6 +146,16 @@ fn damaged_scaling_sections_are_errors() {
     bad[n..].copy_from_slice(&crc.to_le_bytes());
     let e = Model::from_bytes(&bad).unwrap_err();
     assert!(e.to_string().contains("scaling factor"), "{e}");
+    // Version 2 with neither schema nor scaling: not how such a model is
+    // written (version 1), so not accepted (one encoding per model).
+    let plain = Model::new(ModelKind::Logistic, COLS, 0).unwrap().to_bytes();
+    let mut v2 = plain[..plain.len() - 4].to_vec();
+    v2[4] = 2;
+    v2.extend_from_slice(&[0, 0, 0, 0, 0]);
+    let crc = crc32fast_hash(&v2);
+    v2.extend_from_slice(&crc.to_le_bytes());
+    let e = Model::from_bytes(&v2).unwrap_err();
+    assert!(e.to_string().contains("version 2 without"), "{e}");
     // Truncated inside the section.
     for cut in [bytes.len() - 5, bytes.len() - 30] {
         assert!(Model::from_bytes(&bytes[..cut]).is_err());
