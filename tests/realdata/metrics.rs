@@ -167,3 +167,48 @@ fn data_of_other_columns_or_schema_is_an_error() {
     let page = pages(&wide_scales(1, 5, 7), &[0.0; 5], 5);
     assert!(model.predict(&page).is_err());
 }
+
+/// On real rows: the scores of a scaled model (TOC pages, kernels) equal
+/// dense math on the decoded rows, and the evaluation's AUC the pair count.
+#[test]
+fn predictions_on_real_datasets_are_dense_math() {
+    use tocpile::scale::{ColumnStats, ScaleKind};
+    for (name, kind) in [
+        ("census_fertility", ModelKind::Logistic),
+        ("mnist5k", ModelKind::Softmax { classes: 10 }),
+    ] {
+        let (rows, labels) = crate::support::load(name, 1500);
+        let mut stats = ColumnStats::new(rows.n_cols());
+        stats.add(&rows).unwrap();
+        let mut model = random_model(kind.clone(), rows.n_cols(), 5);
+        model
+            .set_scaling(Some(stats.scaling(ScaleKind::MaxAbs)))
+            .unwrap();
+        let labels: Vec<f64> = match kind {
+            ModelKind::Logistic => labels.iter().map(|&y| f64::from(y > 0.0)).collect(),
+            _ => labels,
+        };
+        let ps = pages(&rows, &labels, 250);
+        let predictions = model.predict(&ps).unwrap();
+        let dense = rows.to_dense();
+        let layer = &model.layers()[0];
+        let expected = dense.dot(layer.weights()) + layer.bias();
+        for (i, row) in expected.rows().into_iter().enumerate() {
+            for (a, b) in predictions.scores(i).iter().zip(row) {
+                assert!((a - b).abs() <= 1e-9 * b.abs().max(1.0), "{name} row {i}");
+            }
+        }
+        let mut ev = Evaluation::new(&kind);
+        ev.add(&predictions, &labels).unwrap();
+        let report = ev.report();
+        if predictions.outputs() == 1 {
+            let ranked: Vec<(f64, bool)> = (0..labels.len())
+                .map(|i| (predictions.scores(i)[0], labels[i] > 0.0))
+                .collect();
+            let (a, b) = (report.auc.unwrap(), brute_auc(&ranked).unwrap());
+            assert!((a - b).abs() < 1e-12, "{name}: {a} vs {b}");
+        }
+        let reference = model.evaluate(&ps).unwrap();
+        assert!((report.loss - reference.mean_loss()).abs() < 1e-9, "{name}");
+    }
+}
