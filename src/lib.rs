@@ -85,6 +85,7 @@ pub mod loader;
 pub mod model;
 mod page;
 pub mod rng;
+pub mod scale;
 mod sparse;
 pub mod train;
 mod wire;

@@ -23,7 +23,7 @@ use std::time::Instant;
 use crate::dataset::{Dataset, Source};
 use crate::error::{Error, Result};
 use crate::loader::Loader;
-use crate::model::{Gradient, Metrics, Model};
+use crate::model::{Gradient, Metrics, Model, Optimizer, OptimizerState};
 
 /// How to train.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +37,10 @@ pub struct TrainOptions {
     pub decay: f64,
     /// L2 regularisation strength (default 0).
     pub l2: f64,
+    /// The step rule (default [`Optimizer::Sgd`]; the command line
+    /// defaults to [`Optimizer::Adam`]): see [`crate::model::Optimizer`].
+    /// The learning rate and its decay apply to every rule.
+    pub optimizer: Optimizer,
 }
 
 impl Default for TrainOptions {
@@ -46,6 +50,7 @@ impl Default for TrainOptions {
             learning_rate: 0.1,
             decay: 0.95,
             l2: 0.0,
+            optimizer: Optimizer::Sgd,
         }
     }
 }
@@ -123,6 +128,7 @@ pub fn train<S: Source + 'static>(
         });
     }
     let mut grad = Gradient::new(model);
+    let mut state = OptimizerState::new(options.optimizer);
     let mut reports = Vec::with_capacity(options.epochs);
     for epoch in 0..options.epochs {
         let lr = options.learning_rate * options.decay.powi(epoch as i32);
@@ -133,7 +139,7 @@ pub fn train<S: Source + 'static>(
         for batch in batches.by_ref() {
             let batch = batch?;
             let stats = model.gradient(&batch.pages, options.l2, &mut grad)?;
-            model.step(&grad, lr);
+            model.step_with(&grad, lr, &mut state);
             steps += 1;
             if !batch.replay {
                 metrics.add(&stats);
@@ -179,4 +185,28 @@ pub fn evaluate<S: Source + 'static>(model: &Model, dataset: &Arc<Dataset<S>>) -
         metrics.add(&model.evaluate(&block?.pages()?)?);
     }
     Ok(Score::of(&metrics))
+}
+
+/// Every figure of [`Evaluation`](crate::model::Evaluation) (loss,
+/// accuracy, AUC, confusion matrix, R^2) of `model` on every row of a
+/// dataset, after checking that the dataset has the model's columns
+/// ([`Model::check_schema`]).
+///
+/// # Errors
+/// [`Error::LengthMismatch`] or [`Error::BadArgument`] for data of other
+/// columns or another schema; read errors; [`Error::BadLabel`] for a
+/// label the model cannot use.
+pub fn evaluate_all<S: Source + 'static>(
+    model: &Model,
+    dataset: &Arc<Dataset<S>>,
+) -> Result<crate::model::EvaluationReport> {
+    let info = dataset.info();
+    model.check_schema(info.n_cols, &info.schema)?;
+    let mut evaluation = crate::model::Evaluation::new(model.kind());
+    for block in dataset.prefetch((0..dataset.n_blocks()).collect(), 2)? {
+        let block = block?;
+        let predictions = model.predict(&block.pages()?)?;
+        evaluation.add(&predictions, block.labels())?;
+    }
+    Ok(evaluation.report())
 }

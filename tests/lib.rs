@@ -13,5 +13,6 @@ mod kernels;
 mod loader;
 mod model;
 mod readme;
+mod realdata;
 mod sparse;
 mod train;

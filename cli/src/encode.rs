@@ -7,6 +7,7 @@ use clap::Args;
 use serde::Serialize;
 use tocpile::dataset::{Dataset, DatasetInfo, DatasetWriter, WriterOptions};
 use tocpile::formats::FormatKind;
+use tocpile::scale::ScaleKind;
 
 use crate::input::{progress, Input, InputArgs, CHUNK_ROWS};
 use crate::output::{emit, emit_json};
@@ -77,6 +78,35 @@ pub struct EncodeArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Fit a column scaling in the same pass and store it in the file:
+    /// maxabs (each column divided by its largest absolute value,
+    /// scikit-learn's MaxAbsScaler; keeps zeros zero), standard (divided
+    /// by its standard deviation, no centering) or none. The data and its
+    /// compression are not changed: `train` applies the scaling to the
+    /// model's parameters.
+    #[arg(long, value_enum, default_value = "maxabs")]
+    pub scale: ScaleOpt,
+}
+
+/// `encode --scale`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScaleOpt {
+    /// No scaling stored.
+    None,
+    /// MaxAbsScaler.
+    Maxabs,
+    /// StandardScaler(with_mean=False).
+    Standard,
+}
+
+impl ScaleOpt {
+    fn kind(self) -> Option<ScaleKind> {
+        match self {
+            ScaleOpt::None => None,
+            ScaleOpt::Maxabs => Some(ScaleKind::MaxAbs),
+            ScaleOpt::Standard => Some(ScaleKind::Standard),
+        }
+    }
 }
 
 /// Show what a dataset file holds, after checking it.
@@ -120,6 +150,8 @@ pub struct InfoJson {
     pub ratio_vs_dense: f64,
     pub ratio_vs_csr: f64,
     pub schema: String,
+    /// The stored scaling: "maxabs", "standard" or "none".
+    pub scaling: &'static str,
     /// Blocks whose checksum and pages were checked (inspect).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verified_blocks: Option<usize>,
@@ -146,6 +178,7 @@ impl InfoJson {
             ratio_vs_dense: info.dense_bytes() / payload,
             ratio_vs_csr: info.csr_bytes() / payload,
             schema: info.schema.clone(),
+            scaling: info.scaling.as_ref().map_or("none", |s| s.kind().name()),
             verified_blocks: None,
             unseen_levels: None,
         }
@@ -170,6 +203,7 @@ pub fn run_encode(args: &EncodeArgs) -> Outcome {
         schema: input.schema_text(),
     };
     let mut writer = DatasetWriter::create(&args.output, input.n_cols(), options)?;
+    writer.set_scaling(args.scale.kind());
     let bar = progress(&format!("encoding {}", args.input.display()));
     // Chunks sized by bytes, not rows: memory stays bounded whatever the
     // row width (images of 784 columns, one-hot rows of 10).

@@ -9,10 +9,12 @@
 mod bench;
 mod demo;
 mod encode;
+mod evaluate;
 mod input;
 mod measure;
 mod misuse;
 mod output;
+mod predict;
 mod ratio;
 mod rows;
 mod signals;
@@ -72,7 +74,9 @@ pub type Outcome = Result<(), Failure>;
         tocpile inspect train.toc\n  \
         tocpile ratio train.libsvm.gz --plot ratio.svg\n  \
         tocpile bench kernels train.libsvm.gz\n  \
-        tocpile train train.toc --eval test.toc --save model.bin\n\n\
+        tocpile train train.toc --eval test.toc --save model.bin\n  \
+        tocpile evaluate model.bin test.toc\n  \
+        tocpile predict model.bin new.toc -o predictions.txt\n\n\
         Run `tocpile <command> --help` for each command's options and examples."
 )]
 struct Cli {
@@ -90,6 +94,8 @@ enum Command {
     Ratio(ratio::RatioArgs),
     Bench(bench::BenchArgs),
     Train(train::TrainArgs),
+    Predict(predict::PredictArgs),
+    Evaluate(evaluate::EvaluateArgs),
 }
 
 fn run(command: Command) -> Outcome {
@@ -100,6 +106,8 @@ fn run(command: Command) -> Outcome {
         Command::Ratio(args) => ratio::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Train(args) => train::run(&args),
+        Command::Predict(args) => predict::run(&args),
+        Command::Evaluate(args) => evaluate::run(&args),
     }
 }
 

@@ -19,6 +19,7 @@ mod args;
 mod checks;
 mod json;
 mod plot;
+mod prepare;
 mod table;
 
 pub use args::TrainArgs;
@@ -30,6 +31,8 @@ pub struct Run {
     /// The mode the loader used (`auto` resolved).
     pub mode: &'static str,
     pub reports: Vec<EpochReport>,
+    /// The input scaling's name, or "none".
+    pub scaling: &'static str,
 }
 
 /// The model kind for `name` on `dataset`, inferring the number of classes
@@ -100,11 +103,11 @@ pub fn run(args: &TrainArgs) -> Outcome {
             args.shuffle.len()
         )));
     }
-    let dataset = Arc::new(Dataset::open(&args.file)?);
+    let mut dataset = Arc::new(Dataset::open(&args.file)?);
     if dataset.info().n_rows == 0 {
         return Err(Failure::about(&args.file, "no rows to train on"));
     }
-    let eval = match &args.eval {
+    let mut eval = match &args.eval {
         Some(path) => Some(Arc::new(Dataset::open(path)?)),
         None => None,
     };
@@ -112,14 +115,30 @@ pub fn run(args: &TrainArgs) -> Outcome {
         checks::eval_columns(&args.file, &dataset, path, eval)?;
     }
     checks::warn_multiclass(&args.model, &dataset, &args.file)?;
+    // Classes from every row, held-out ones included.
     let kind = model_kind(&args.model, args.classes, &dataset, &args.file)?;
+    // --holdout: train on one part of a split, evaluate on the other.
+    let split = match args.holdout {
+        Some(fraction) => {
+            let split = prepare::holdout(&args.file, &dataset, fraction, args.seed, args.scale)?;
+            dataset = Arc::new(Dataset::open(&split.train)?);
+            eval = Some(Arc::new(Dataset::open(&split.test)?));
+            Some(split)
+        }
+        None => None,
+    };
     let n_cols = dataset.info().n_cols;
-    let initial = Model::new(kind.clone(), n_cols, args.seed)?;
+    let mut initial = Model::new(kind.clone(), n_cols, args.seed)?;
+    let scaling = prepare::scaling(args.scale, &dataset)?;
+    let scaling_name = scaling.as_ref().map_or("none", |s| s.kind().name());
+    initial.set_scaling(scaling)?;
+    initial.set_schema(&dataset.info().schema);
     let options = TrainOptions {
         epochs: usize::try_from(args.epochs).unwrap_or(usize::MAX),
-        learning_rate: args.lr,
+        learning_rate: args.learning_rate(),
         decay: args.decay,
         l2: args.l2,
+        optimizer: args.optimizer.rule(),
     };
     let table = Table {
         metric: if kind.is_regression() {
@@ -127,7 +146,7 @@ pub fn run(args: &TrainArgs) -> Outcome {
         } else {
             "accuracy"
         },
-        eval: args.eval.is_some(),
+        eval: eval.is_some(),
         strategy: args.shuffle.len() > 1,
     };
     if !args.json {
@@ -140,16 +159,27 @@ pub fn run(args: &TrainArgs) -> Outcome {
             Mode::Auto => format!("{} (auto)", resolved.name()),
             _ => resolved.name().to_string(),
         };
+        let held = match &split {
+            Some(s) => format!(
+                " ({} rows held out by --holdout {}, seed {})",
+                s.test_info.n_rows,
+                args.holdout.unwrap_or(0.0),
+                args.seed
+            ),
+            None => String::new(),
+        };
         emit(&format!(
-            "training {kind} on {}: {} rows x {n_cols} columns in {} blocks; {} mode, \
-             {}-row mini-batches, buffer {}, lr {} (decay {}), l2 {}, seed {}\n\n{}",
+            "training {kind} on {}: {} rows x {n_cols} columns in {} blocks{held}; {} mode, \
+             {}-row mini-batches, buffer {}, {} lr {} (decay {}), l2 {}, scaling {scaling_name}, \
+             seed {}\n\n{}",
             args.file.display(),
             info.n_rows,
             info.n_blocks,
             mode,
             args.batch_size,
             args.buffer,
-            args.lr,
+            args.optimizer.rule(),
+            args.learning_rate(),
             args.decay,
             args.l2,
             args.seed,
@@ -198,6 +228,7 @@ pub fn run(args: &TrainArgs) -> Outcome {
             strategy,
             mode: loader.mode().name(),
             reports,
+            scaling: scaling_name,
         });
         models.push(model);
     }
@@ -214,17 +245,20 @@ pub fn run(args: &TrainArgs) -> Outcome {
     let mut text = String::from("\n");
     for r in &runs {
         if let Some(last) = r.reports.last() {
-            text.push_str(&format!(
-                "final ({}): loss {:.4}, {} {:.4}",
-                r.strategy, last.train.loss, table.metric, last.train.accuracy
-            ));
+            // The honest figure first: held-out or --eval, then the
+            // running training figure, labelled as such.
+            text.push_str(&format!("final ({}): ", r.strategy));
             if let Some(e) = last.eval {
+                let what = if split.is_some() { "held-out" } else { "eval" };
                 text.push_str(&format!(
-                    "; eval loss {:.4}, eval {} {:.4}",
-                    e.loss, table.metric, e.accuracy
+                    "{what} {} {:.4}, {what} loss {:.4}; ",
+                    table.metric, e.accuracy, e.loss
                 ));
             }
-            text.push('\n');
+            text.push_str(&format!(
+                "running training {} {:.4}, running training loss {:.4}\n",
+                table.metric, last.train.accuracy, last.train.loss
+            ));
         }
     }
     if let Some(path) = &args.save {

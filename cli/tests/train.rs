@@ -117,7 +117,8 @@ fn train_eval_adds_eval_figures_and_text_prints_the_table() {
         "{text}"
     );
     assert!(text.contains("\n| 1 | "), "{text}");
-    assert!(text.contains("final (corgipile): loss"), "{text}");
+    assert!(text.contains("final (corgipile): eval accuracy"), "{text}");
+    assert!(text.contains("running training accuracy"), "{text}");
     // Linear regression reports R^2.
     let v = json(
         &[
@@ -268,7 +269,15 @@ fn train_divergence_exits_1_naming_the_epoch() {
     mushrooms(dir, "m.toc");
     let err = runtime_error(
         &[
-            "train", "m.toc", "--model", "linreg", "--lr", "1e6", "--json",
+            "train",
+            "m.toc",
+            "--model",
+            "linreg",
+            "--lr",
+            "1e6",
+            "--optimizer",
+            "sgd",
+            "--json",
         ],
         dir,
         &["diverged", "epoch 0", "learning rate"],

@@ -6,13 +6,15 @@
 //! ```text
 //! header  = "TOCD" version 0 0 0
 //! footer  = "TOCF" n_cols n_rows nnz format page_rows block_bytes n_pages
-//!           payload_bytes schema_len schema n_blocks entry*
+//!           payload_bytes schema_len schema n_blocks entry* section*
+//! section = scaling (crate::scale: "SCAL" version kind n_cols factor*)
 //! trailer = footer_offset:u64le footer_crc32:u32le "TOCD"
 //! ```
 
 use super::{BlockEntry, DatasetInfo, FILE_MAGIC, FILE_VERSION};
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
+use crate::scale::Scaling;
 use crate::sparse::MAX_COLS;
 use crate::wire::{write_u32, write_u64, write_varint, Reader};
 
@@ -91,6 +93,11 @@ fn footer(info: &DatasetInfo, index: &[BlockEntry]) -> Vec<u8> {
             write_varint(&mut out, v);
         }
         write_u32(&mut out, e.crc);
+    }
+    // Optional sections follow the index; a file without any is byte for
+    // byte what earlier versions wrote, and still reads.
+    if let Some(scaling) = &info.scaling {
+        scaling.write(&mut out);
     }
     out
 }
@@ -173,6 +180,11 @@ pub(super) fn parse_footer(
         rows = rows.saturating_add(block_rows);
         pages += block_pages;
     }
+    let scaling = if r.remaining() > 0 {
+        Some(Scaling::read(&mut r, n_cols)?)
+    } else {
+        None
+    };
     if r.remaining() > 0 {
         return Err(Error::TrailingBytes {
             offset: r.offset(),
@@ -204,6 +216,7 @@ pub(super) fn parse_footer(
         file_bytes: 0,
         payload_bytes,
         schema,
+        scaling,
     };
     Ok((info, index))
 }

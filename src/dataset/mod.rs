@@ -7,7 +7,8 @@
 //! header  = "TOCD" version(1) 0 0 0
 //! block   = page*                      checksummed as a whole (CRC-32)
 //! page    = rows labels payload        payload: one encoded batch
-//! footer  = index of blocks, column count, page format, schema
+//! footer  = index of blocks, column count, page format, schema,
+//!           optional sections (the column scaling)
 //! trailer = footer offset, footer CRC-32, "TOCD"
 //! ```
 //!
@@ -23,12 +24,14 @@ mod labels;
 mod prefetch;
 mod reader;
 mod source;
+mod split;
 mod writer;
 
 pub use block::{Block, TocView};
 pub use prefetch::Prefetch;
 pub use reader::Dataset;
 pub use source::Source;
+pub use split::{is_held_out, split_holdout};
 pub use writer::{DatasetWriter, WriterOptions};
 
 use crate::formats::FormatKind;
@@ -63,6 +66,9 @@ pub struct DatasetInfo {
     pub payload_bytes: u64,
     /// The column schema saved with the data (empty when none was given).
     pub schema: String,
+    /// The column scaling fitted while the file was written (the footer's
+    /// optional scaling section; `None` in files written without one).
+    pub scaling: Option<crate::scale::Scaling>,
 }
 
 impl DatasetInfo {
@@ -77,15 +83,23 @@ impl DatasetInfo {
         12.0 * self.nnz as f64 + 4.0 * (self.n_rows + self.n_pages) as f64
     }
 
-    /// A human-readable summary: rows, columns, blocks, pages, bytes and
-    /// the compression ratio against dense and CSR.
+    /// A human-readable summary: rows, columns, blocks, pages, bytes,
+    /// the compression ratio against dense and CSR, and the stored
+    /// scaling if any.
     pub fn summary(&self) -> String {
         let payload = self.payload_bytes.max(1) as f64;
+        let scaling = match &self.scaling {
+            Some(s) => format!(
+                "\nscaling {} (a factor per column, applied by train)",
+                s.kind()
+            ),
+            None => String::new(),
+        };
         format!(
             "rows {}, columns {}, non-zeros {}\n\
              pages {} of {} rows ({}), blocks {} (target {} bytes)\n\
              file {} bytes, payload {} bytes\n\
-             ratio vs dense f64 {:.1}, vs CSR {:.2}",
+             ratio vs dense f64 {:.1}, vs CSR {:.2}{scaling}",
             self.n_rows,
             self.n_cols,
             self.nnz,

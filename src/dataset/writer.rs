@@ -12,6 +12,7 @@ use crate::atomic::AtomicFile;
 use crate::codec::{EncodeOptions, Encoder};
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
+use crate::scale::{ColumnStats, ScaleKind};
 use crate::sparse::SparseBatch;
 use crate::wire::write_varint;
 
@@ -70,6 +71,7 @@ pub struct DatasetWriter {
     nnz: u64,
     n_pages: u64,
     payload_bytes: u64,
+    scale: Option<(ScaleKind, ColumnStats)>,
 }
 
 impl DatasetWriter {
@@ -116,10 +118,20 @@ impl DatasetWriter {
             nnz: 0,
             n_pages: 0,
             payload_bytes: 0,
+            scale: None,
         };
         writer.write_raw(&header())?;
         debug_assert_eq!(writer.offset, HEADER_LEN);
         Ok(writer)
+    }
+
+    /// Fits a column scaling of `kind` on the rows as they are pushed
+    /// (one pass, no extra read) and stores it in the footer's scaling
+    /// section ([`crate::scale`]); `None` (the default) stores none. Call
+    /// before the first [`push`](Self::push): rows pushed earlier are not
+    /// counted.
+    pub fn set_scaling(&mut self, kind: Option<ScaleKind>) {
+        self.scale = kind.map(|k| (k, ColumnStats::new(self.pending.n_cols())));
     }
 
     /// Appends rows and their labels.
@@ -141,6 +153,9 @@ impl DatasetWriter {
                 expected: batch.n_rows() as u64,
                 found: labels.len() as u64,
             });
+        }
+        if let Some((_, stats)) = &mut self.scale {
+            stats.add(batch)?;
         }
         // Rows go in one at a time so that a round closes at the first page
         // boundary past its limits: memory is bounded by the round, not by
@@ -257,6 +272,7 @@ impl DatasetWriter {
             file_bytes: 0,
             payload_bytes: self.payload_bytes,
             schema: self.options.schema.clone(),
+            scaling: self.scale.as_ref().map(|(k, stats)| stats.scaling(*k)),
         };
         let tail = footer_and_trailer(&info, &self.index, self.offset);
         self.write_raw(&tail)?;

@@ -1,10 +1,17 @@
-//! Model files, version 1 (specified in `docs/FORMAT.md`, "Model files"):
+//! Model files, versions 1 and 2 (specified in `docs/FORMAT.md`, "Model
+//! files"):
 //!
 //! ```text
-//! model  := "TOCM" version:u8(=1) kind:u8 0x00 0x00
+//! model  := "TOCM" version:u8(1|2) kind:u8 0x00 0x00
 //!           n_cols:u64le n_layers:u32le width:u64le{n_layers}
-//!           n_params:u64le param:f64le{n_params} crc32:u32le
+//!           n_params:u64le param:f64le{n_params} [extra] crc32:u32le
+//! extra  := schema_crc:u32le flags:u8 [scaling]     (version 2 only;
+//!           flags bit 0: a scaling section follows, crate::scale)
 //! ```
+//!
+//! A model without a scaling or schema is written as version 1, byte for
+//! byte what earlier builds wrote; version 2 adds the input scaling and
+//! the schema fingerprint. Both versions read.
 //!
 //! Neither paper defines a model format; this one is ours. Writing is
 //! atomic (a temporary file beside the target, fsynced, renamed). Reading
@@ -18,10 +25,11 @@ use std::path::Path;
 
 use super::{check_dims, param_count, Layer, Model, ModelKind};
 use crate::error::{Error, Result};
+use crate::scale::Scaling;
 use crate::wire::{write_f64s, write_u32, write_u64, Reader};
 
 const MAGIC: [u8; 4] = *b"TOCM";
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
 /// Magic, version, kind, two reserved bytes, `n_cols`, `n_layers`.
 const FIXED: usize = 8 + 8 + 4;
 
@@ -30,8 +38,13 @@ impl Model {
     pub fn to_bytes(&self) -> Vec<u8> {
         let widths = self.kind.widths();
         let mut out = Vec::with_capacity(FIXED + 8 * widths.len() + 8 * self.n_params() + 12);
+        let version = if self.scaling.is_none() && self.schema == 0 {
+            1
+        } else {
+            VERSION
+        };
         out.extend_from_slice(&MAGIC);
-        out.extend_from_slice(&[VERSION, self.kind.code(), 0, 0]);
+        out.extend_from_slice(&[version, self.kind.code(), 0, 0]);
         write_u64(&mut out, self.n_cols as u64);
         write_u32(&mut out, widths.len() as u32);
         for w in widths {
@@ -39,6 +52,13 @@ impl Model {
         }
         write_u64(&mut out, self.n_params() as u64);
         write_f64s(&mut out, &self.params());
+        if version == 2 {
+            write_u32(&mut out, self.schema);
+            out.push(u8::from(self.scaling.is_some()));
+            if let Some(s) = &self.scaling {
+                s.write(&mut out);
+            }
+        }
         let crc = crc32fast::hash(&out);
         write_u32(&mut out, crc);
         out
@@ -94,7 +114,7 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
     let mut r = Reader::new(bytes);
     r.magic(&MAGIC)?;
     let version = r.u8("version")?;
-    if version != VERSION {
+    if version != 1 && version != VERSION {
         return Err(Error::UnsupportedVersion {
             found: version,
             supported: VERSION,
@@ -209,14 +229,37 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
             available: r.remaining(),
         });
     }
-    let body_end = params_at + expected * 8;
+    let params = r.f64s(expected as u64, "parameters")?;
+    let (mut schema, mut scaling) = (0, None);
+    if version == 2 {
+        schema = r.u32("schema fingerprint")?;
+        let flags_at = r.offset();
+        let flags = r.u8("model flags")?;
+        if flags > 1 {
+            return Err(Error::UnknownFlags {
+                offset: flags_at,
+                flags,
+            });
+        }
+        if flags == 1 {
+            scaling = Some(Scaling::read(&mut r, n_cols)?);
+        } else if schema == 0 {
+            // Such a model is written as version 1: one encoding per model.
+            return Err(Error::FieldOutOfRange {
+                what: "version 2 without a schema or scaling (written as version 1)",
+                offset: flags_at,
+                value: 0,
+                max: 1,
+            });
+        }
+    }
+    let body_end = r.offset();
     if body_end + 4 < bytes.len() {
         return Err(Error::TrailingBytes {
             offset: body_end + 4,
             len: bytes.len() - body_end - 4,
         });
     }
-    let params = r.f64s(expected as u64, "parameters")?;
     let crc = r.u32("checksum")?;
     let found = crc32fast::hash(&bytes[..body_end]);
     // Fuzzing builds skip the checksum so mutated files reach the code
@@ -237,5 +280,7 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
         .flat_map(Layer::values_mut)
         .zip(params)
         .for_each(|(d, s)| *d = s);
+    model.schema = schema;
+    model.scaling = scaling;
     Ok(model)
 }

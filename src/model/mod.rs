@@ -71,18 +71,25 @@
 mod file;
 mod kind;
 mod linear;
+mod metrics;
 mod network;
+mod optim;
 mod params;
+mod predict;
 mod stats;
 
 use crate::error::{Error, Result};
 use crate::page::Page;
 use crate::rng::Rng;
+use crate::scale::Scaling;
 use crate::sparse::MAX_COLS;
 
 pub use kind::{ModelKind, DEFAULT_HIDDEN};
+pub use metrics::{auc, Evaluation, EvaluationReport};
+pub use optim::{Optimizer, OptimizerState};
 use params::param_count;
 pub use params::{Gradient, Layer};
+pub use predict::Predictions;
 pub use stats::{BatchStats, Metrics};
 
 /// A model: its kind, input width and parameters.
@@ -91,6 +98,11 @@ pub struct Model {
     kind: ModelKind,
     n_cols: usize,
     layers: Vec<Layer>,
+    /// Input column factors: the model learns in the coordinates of the
+    /// scaled data (see [`set_scaling`](Model::set_scaling)).
+    scaling: Option<Scaling>,
+    /// CRC-32 of the schema text of the data trained on (0: none known).
+    schema: u32,
 }
 
 /// Stream label of model initialisation in [`Rng::stream`].
@@ -127,7 +139,88 @@ impl Model {
             kind,
             n_cols,
             layers,
+            scaling: None,
+            schema: 0,
         })
+    }
+
+    /// Sets the input scaling (`None` for none): training then runs as on
+    /// data whose column `j` is multiplied by `factors[j]`, without
+    /// touching the data. The parameters stay those of the raw data (so
+    /// [`evaluate`](Self::evaluate) and prediction take raw rows), while
+    /// [`step`](Self::step), the optimizers and the L2 penalty work in the
+    /// scaled coordinates `w'_j = w_j / s_j` of the first layer's weights:
+    /// the step of `w_j` is `s_j^2` times the raw gradient's, and the
+    /// penalty is `l2 / 2 * sum (w_j / s_j)^2`. A model trained so equals,
+    /// up to rounding, a model trained on explicitly scaled rows with its
+    /// first layer's weight rows multiplied by `s_j`.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] when the scaling has another column
+    /// count than the model.
+    pub fn set_scaling(&mut self, scaling: Option<Scaling>) -> Result<()> {
+        if let Some(s) = &scaling {
+            if s.n_cols() != self.n_cols {
+                return Err(Error::LengthMismatch {
+                    what: "columns of the scaling (the model's n_cols)",
+                    expected: self.n_cols as u64,
+                    found: s.n_cols() as u64,
+                });
+            }
+        }
+        self.scaling = scaling;
+        Ok(())
+    }
+
+    /// The input scaling the model trains with, if any.
+    pub fn scaling(&self) -> Option<&Scaling> {
+        self.scaling.as_ref()
+    }
+
+    /// Records the schema text of the data the model is trained on (a
+    /// dataset file's [`schema`](crate::dataset::DatasetInfo::schema));
+    /// model files keep its CRC-32, and
+    /// [`check_schema`](Self::check_schema) compares other data with it.
+    pub fn set_schema(&mut self, schema: &str) {
+        self.schema = schema_fingerprint(schema);
+    }
+
+    /// Checks that rows with schema text `schema` (empty for none) are
+    /// the columns this model was trained on: same column count and, when
+    /// both sides know a schema, the same schema.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] for another column count;
+    /// [`Error::BadArgument`] for another schema.
+    pub fn check_schema(&self, n_cols: usize, schema: &str) -> Result<()> {
+        if n_cols != self.n_cols {
+            return Err(Error::LengthMismatch {
+                what: "columns of the data (the model's n_cols)",
+                expected: self.n_cols as u64,
+                found: n_cols as u64,
+            });
+        }
+        let other = schema_fingerprint(schema);
+        if self.schema != 0 && other != 0 && other != self.schema {
+            return Err(Error::BadArgument {
+                what: "schema of the data",
+                expected: "the schema the model was trained on (encode the data with \
+                           --schema TRAIN.toc)",
+            });
+        }
+        Ok(())
+    }
+
+    /// Per-parameter factor of the scaled coordinates (in
+    /// [`params`](Self::params) order): `s_j` for row `j` of the first
+    /// layer's weights, 1 elsewhere.
+    fn param_factor(&self) -> impl Fn(usize) -> f64 + '_ {
+        let outputs = self.layers[0].weights.ncols().max(1);
+        let first = self.layers[0].weights.len();
+        move |k| match &self.scaling {
+            Some(s) if k < first => s.factors()[k / outputs],
+            _ => 1.0,
+        }
     }
 
     /// The model's kind.
@@ -181,10 +274,20 @@ impl Model {
     /// `l2 / 2` times the squared norm of the weights (biases excluded):
     /// the regulariser whose gradient [`gradient`](Self::gradient) adds.
     pub fn penalty(&self, l2: f64) -> f64 {
+        let outputs = self.layers[0].weights.ncols().max(1);
         let sq: f64 = self
             .layers
             .iter()
-            .map(|l| l.weights.iter().map(|w| w * w).sum::<f64>())
+            .enumerate()
+            .map(|(i, l)| match (&self.scaling, i) {
+                (Some(s), 0) => l
+                    .weights
+                    .iter()
+                    .enumerate()
+                    .map(|(k, w)| (w / s.factors()[k / outputs]).powi(2))
+                    .sum::<f64>(),
+                _ => l.weights.iter().map(|w| w * w).sum::<f64>(),
+            })
             .sum();
         0.5 * l2 * sq
     }
@@ -212,7 +315,9 @@ impl Model {
         Ok(stats)
     }
 
-    /// `w -= lr * grad` for every parameter.
+    /// `w -= lr * grad` for every parameter (with a
+    /// [scaling](Self::set_scaling), `w_j -= lr * s_j^2 * grad_j` for the
+    /// first layer's weight rows: plain SGD in the scaled coordinates).
     ///
     /// # Panics
     /// If `grad` was not shaped by this model (see [`Gradient::new`]).
@@ -222,13 +327,21 @@ impl Model {
             self.layers.len(),
             "gradient of another model"
         );
-        for (l, g) in self.layers.iter_mut().zip(&grad.layers) {
+        for (i, (l, g)) in self.layers.iter_mut().zip(&grad.layers).enumerate() {
             assert_eq!(
                 l.weights.dim(),
                 g.weights.dim(),
                 "gradient of another model"
             );
-            l.weights.scaled_add(-lr, &g.weights);
+            match (&self.scaling, i) {
+                (Some(s), 0) => {
+                    let rows = l.weights.rows_mut().into_iter().zip(g.weights.rows());
+                    for ((mut w, g), &f) in rows.zip(s.factors()) {
+                        w.scaled_add(-lr * f * f, &g);
+                    }
+                }
+                _ => l.weights.scaled_add(-lr, &g.weights),
+            }
             l.bias.scaled_add(-lr, &g.bias);
         }
     }
@@ -286,6 +399,15 @@ impl Model {
             rows += page.n_rows();
         }
         Ok(rows)
+    }
+}
+
+/// CRC-32 of a schema text, 0 for none (an empty text).
+fn schema_fingerprint(schema: &str) -> u32 {
+    if schema.is_empty() {
+        0
+    } else {
+        crc32fast::hash(schema.as_bytes()).max(1)
     }
 }
 

@@ -138,11 +138,21 @@ impl Gradient {
     /// Divides the summed data gradient by `rows` and adds `l2 * w`.
     pub(super) fn finish(&mut self, model: &Model, rows: usize, l2: f64) {
         let scale = if rows == 0 { 0.0 } else { 1.0 / rows as f64 };
-        for (g, l) in self.layers.iter_mut().zip(&model.layers) {
+        for (i, (g, l)) in self.layers.iter_mut().zip(&model.layers).enumerate() {
             g.weights.mapv_inplace(|v| v * scale);
             g.bias.mapv_inplace(|v| v * scale);
-            if l2 != 0.0 {
-                g.weights.scaled_add(l2, &l.weights);
+            if l2 == 0.0 {
+                continue;
+            }
+            match (model.scaling(), i) {
+                // The penalty is on the scaled coordinates w_j / s_j.
+                (Some(s), 0) => {
+                    let rows = g.weights.rows_mut().into_iter().zip(l.weights.rows());
+                    for ((mut g, w), &f) in rows.zip(s.factors()) {
+                        g.scaled_add(l2 / (f * f), &w);
+                    }
+                }
+                _ => g.weights.scaled_add(l2, &l.weights),
             }
         }
     }

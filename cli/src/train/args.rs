@@ -7,13 +7,17 @@ use clap::{Args, ValueEnum};
 use tocpile::loader::{Mode, Strategy};
 use tocpile::model::ModelKind;
 
+use super::prepare::{OptimizerArg, ScaleArg};
+
 /// Train a model by mini-batch SGD on a dataset file.
 ///
 /// Reads FILE.toc (written by `tocpile encode`) epoch by epoch in the
 /// order of the --shuffle strategy (CorgiPile by default: a random
 /// permutation of the blocks, a buffer of --buffer of the blocks at a time,
 /// its rows shuffled) and takes one SGD step per mini-batch, with the
-/// gradient computed on the encoded batch. The learning rate decays as
+/// gradient computed on the encoded batch, by Adam unless --optimizer
+/// says otherwise, in the coordinates of the scaled data when the file
+/// stores a scaling (see --scale). The learning rate decays as
 /// lr * decay^epoch. Each epoch's loss and accuracy (R^2 for linreg) are
 /// the running figures of the mini-batches as the model met them; --eval
 /// adds exact figures on another file after each epoch. Epochs are
@@ -27,6 +31,8 @@ use tocpile::model::ModelKind;
     tocpile train train.toc\n  \
     tocpile train train.toc --model svm --epochs 20 --lr 0.05 --save svm.model\n  \
     tocpile train train.toc --eval test.toc --json\n  \
+    tocpile train train.toc --holdout 0.1 --save lr.model\n  \
+    tocpile train train.toc --optimizer sgd --lr 0.5 --scale none\n  \
     tocpile train train.toc --shuffle corgipile,none,once,epoch --plot shuffles.svg\n  \
     tocpile train digits.toc --model softmax --mode page --buffer 0.2")]
 pub struct TrainArgs {
@@ -55,10 +61,11 @@ pub struct TrainArgs {
     /// Rows per mini-batch.
     #[arg(long, value_name = "N", default_value_t = 250, value_parser = clap::value_parser!(u64).range(1..))]
     pub batch_size: u64,
-    /// Learning rate of the first epoch.
-    #[arg(long, value_name = "X", default_value_t = 0.1, allow_negative_numbers = true,
+    /// Learning rate of the first epoch [default: 0.03 for adam, 0.1 for
+    /// adagrad and sgd].
+    #[arg(long, value_name = "X", allow_negative_numbers = true,
           value_parser = parse_positive)]
-    pub lr: f64,
+    pub lr: Option<f64>,
     /// Factor applied to the learning rate after each epoch, in (0, 1].
     #[arg(long, value_name = "X", default_value_t = 0.95, allow_negative_numbers = true,
           value_parser = parse_decay)]
@@ -99,6 +106,37 @@ pub struct TrainArgs {
     /// SVG chart.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// The step rule: adam (default), adagrad or sgd (plain SGD, the
+    /// papers' rule). The learning rate decays by --decay for each.
+    #[arg(long, value_enum, default_value = "adam")]
+    pub optimizer: OptimizerArg,
+    /// Input scaling, applied to the model's parameters (the data is not
+    /// changed): auto (the scaling stored in the file by `encode`, none
+    /// if it has none), none, maxabs or standard (fitted by a pass over
+    /// the file unless it stores that kind).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub scale: ScaleArg,
+    /// Hold out this share of the rows (picked by a hash of the row number
+    /// under --seed) as a test set: training runs on the others, and the
+    /// held-out figures are reported after each epoch and first in the
+    /// summary.
+    #[arg(long, value_name = "FRACTION", allow_negative_numbers = true,
+          value_parser = parse_holdout, conflicts_with = "eval")]
+    pub holdout: Option<f64>,
+}
+
+impl TrainArgs {
+    /// The learning rate: --lr, or the step rule's default.
+    pub fn learning_rate(&self) -> f64 {
+        self.lr.unwrap_or(self.optimizer.default_lr())
+    }
+}
+
+fn parse_holdout(text: &str) -> Result<f64, String> {
+    match parse_number(text)? {
+        x if x > 0.0 && x < 1.0 => Ok(x),
+        _ => Err(format!("{text} is not a fraction in (0, 1)")),
+    }
 }
 
 /// `--mode`.

@@ -58,6 +58,12 @@ struct RunJson {
     batch_size: u64,
     buffer: f64,
     learning_rate: f64,
+    optimizer: &'static str,
+    /// "maxabs", "standard" or "none".
+    scaling: &'static str,
+    /// The held-out share; `final_eval` then holds the held-out figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    holdout: Option<f64>,
     decay: f64,
     l2: f64,
     seed: u64,
@@ -91,7 +97,10 @@ fn run_json(args: &TrainArgs, kind: &ModelKind, run: &Run) -> RunJson {
         mode: run.mode,
         batch_size: args.batch_size,
         buffer: args.buffer,
-        learning_rate: args.lr,
+        learning_rate: args.learning_rate(),
+        optimizer: args.optimizer.rule().name(),
+        scaling: run.scaling,
+        holdout: args.holdout,
         decay: args.decay,
         l2: args.l2,
         seed: args.seed,

@@ -1,0 +1,121 @@
+//! `tocpile predict MODEL FILE`: a saved model's predictions for every row
+//! of a dataset file, in file order (the computing is the library's
+//! `Model::predict`).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+use tocpile::dataset::Dataset;
+use tocpile::model::{Model, Predictions};
+
+use crate::output::emit;
+use crate::{Failure, Outcome};
+
+/// Predict with a saved model, one line per row of a dataset file.
+///
+/// Text output: the predicted class (classifiers) or value (linreg) per
+/// line; with --scores the model's raw scores instead (the margin of lr,
+/// svm and linreg, the logits of softmax and mlp), space-separated. JSON
+/// Lines output (--json): {"row", "class"?, "value"?, "probabilities"?,
+/// "scores"} per row. Labels in the file are ignored. The file must have
+/// the columns the model was trained on (encode it with --schema
+/// TRAIN.toc).
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    tocpile predict lr.model new.toc\n  \
+    tocpile predict lr.model new.toc --scores -o scores.txt\n  \
+    tocpile predict digits.model new.toc --json | head")]
+pub struct PredictArgs {
+    /// The model file (`train --save`).
+    #[arg(value_name = "MODEL")]
+    pub model: PathBuf,
+    /// The dataset file (see `tocpile encode`).
+    #[arg(value_name = "FILE.toc")]
+    pub file: PathBuf,
+    /// Write to this file (atomically) instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Print the raw scores instead of classes.
+    #[arg(long)]
+    pub scores: bool,
+    /// One JSON object per line (JSON Lines), with probabilities.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The lines of rows `first..` for `p`.
+fn lines(p: &Predictions, first: u64, args: &PredictArgs, out: &mut Vec<u8>) {
+    for i in 0..p.n_rows() {
+        let scores = p.scores(i);
+        if args.json {
+            let mut doc = serde_json::Map::new();
+            doc.insert("row".into(), (first + i as u64).into());
+            match p.class(i) {
+                Some(c) => doc.insert("class".into(), c.into()),
+                None => doc.insert("value".into(), scores[0].into()),
+            };
+            if let Some(probs) = p.probabilities(i) {
+                doc.insert("probabilities".into(), probs.into());
+            }
+            doc.insert("scores".into(), scores.to_vec().into());
+            serde_json::to_writer(&mut *out, &doc).expect("writing to memory");
+            out.push(b'\n');
+        } else if args.scores || p.class(i).is_none() {
+            let text: Vec<String> = scores.iter().map(|s| s.to_string()).collect();
+            writeln!(out, "{}", text.join(" ")).expect("writing to memory");
+        } else {
+            writeln!(out, "{}", p.class(i).unwrap_or(0)).expect("writing to memory");
+        }
+    }
+}
+
+pub fn run(args: &PredictArgs) -> Outcome {
+    let model = Model::load(&args.model)?;
+    let dataset = Arc::new(Dataset::open(&args.file)?);
+    let info = dataset.info();
+    let context = |e: tocpile::Error| {
+        Failure::about(
+            &args.file,
+            format!("predicting with {}: {e}", args.model.display()),
+        )
+    };
+    model
+        .check_schema(info.n_cols, &info.schema)
+        .map_err(context)?;
+    let mut out = Vec::new();
+    let mut row = 0u64;
+    for block in dataset.prefetch((0..dataset.n_blocks()).collect(), 2)? {
+        let block = block?;
+        let predictions = model.predict(&block.pages()?).map_err(context)?;
+        lines(&predictions, row, args, &mut out);
+        row += predictions.n_rows() as u64;
+        if args.output.is_none() && out.len() > 1 << 20 {
+            emit(&String::from_utf8(std::mem::take(&mut out)).expect("UTF-8"))?;
+        }
+    }
+    match &args.output {
+        Some(path) => write_atomically(path, &out).map_err(|e| Failure::about(path, e)),
+        None => emit(&String::from_utf8(out).expect("UTF-8")),
+    }
+}
+
+/// Writes `bytes` to a temporary file beside `path`, fsyncs it and renames
+/// it over `path`, so a failed run never leaves a partial file.
+fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .map_or("predictions".into(), |n| n.to_string_lossy());
+    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    let result = (|| {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        std::fs::remove_file(&tmp).ok();
+    }
+    result
+}

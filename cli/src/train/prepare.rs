@@ -1,0 +1,140 @@
+//! What `tocpile train` sets up before the first epoch: the held-out
+//! split (`--holdout`), the input scaling (`--scale`) and the step rule
+//! with its default learning rate (`--optimizer`, `--lr`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clap::ValueEnum;
+use tocpile::dataset::{split_holdout, Dataset, DatasetInfo};
+use tocpile::model::Optimizer;
+use tocpile::scale::{ScaleKind, Scaling};
+
+use crate::Failure;
+
+/// `--scale`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScaleArg {
+    /// The scaling stored in the file (none if it has none).
+    Auto,
+    /// No scaling.
+    None,
+    /// Max-abs scaling (fitted by a pass over the file if it stores
+    /// another or none).
+    Maxabs,
+    /// Standard scaling without centering (likewise).
+    Standard,
+}
+
+impl ScaleArg {
+    fn kind(self) -> Option<ScaleKind> {
+        match self {
+            ScaleArg::Maxabs => Some(ScaleKind::MaxAbs),
+            ScaleArg::Standard => Some(ScaleKind::Standard),
+            ScaleArg::Auto | ScaleArg::None => None,
+        }
+    }
+}
+
+/// `--optimizer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OptimizerArg {
+    /// Adam (the default).
+    Adam,
+    /// AdaGrad.
+    Adagrad,
+    /// Plain SGD.
+    Sgd,
+}
+
+impl OptimizerArg {
+    pub fn rule(self) -> Optimizer {
+        match self {
+            OptimizerArg::Adam => Optimizer::Adam,
+            OptimizerArg::Adagrad => Optimizer::AdaGrad,
+            OptimizerArg::Sgd => Optimizer::Sgd,
+        }
+    }
+
+    /// The learning rate when `--lr` is not given (measured on the shared
+    /// datasets, docs/RESULTS.md: "Real data, real workflows").
+    pub fn default_lr(self) -> f64 {
+        match self {
+            OptimizerArg::Adam => 0.03,
+            OptimizerArg::Adagrad => 0.1,
+            OptimizerArg::Sgd => 0.1,
+        }
+    }
+}
+
+/// The scaling to train with: the file's for `auto`, none for `none`,
+/// else the file's when it is of that kind, or one fitted by a pass over
+/// the file.
+pub fn scaling(arg: ScaleArg, dataset: &Arc<Dataset>) -> Result<Option<Scaling>, Failure> {
+    let stored = dataset.info().scaling.clone();
+    Ok(match arg {
+        ScaleArg::Auto => stored,
+        ScaleArg::None => None,
+        _ => {
+            let kind = arg.kind().expect("a kind");
+            match stored.filter(|s| s.kind() == kind) {
+                Some(s) => Some(s),
+                None => Some(dataset.fit_scaling(kind)?),
+            }
+        }
+    })
+}
+
+/// The two parts of a held-out split, deleted when dropped.
+pub struct Holdout {
+    pub train: PathBuf,
+    pub test: PathBuf,
+    pub train_info: DatasetInfo,
+    pub test_info: DatasetInfo,
+}
+
+impl Drop for Holdout {
+    fn drop(&mut self) {
+        std::fs::remove_file(&self.train).ok();
+        std::fs::remove_file(&self.test).ok();
+    }
+}
+
+/// Splits `path` into temporary training and held-out files (rows held out
+/// by a hash of their number under `seed`); each part gets a scaling of
+/// the kind `scale` asks for (the file's kind under `auto`) fitted on its
+/// own rows.
+pub fn holdout(
+    path: &Path,
+    dataset: &Arc<Dataset>,
+    fraction: f64,
+    seed: u64,
+    scale: ScaleArg,
+) -> Result<Holdout, Failure> {
+    let kind = match scale {
+        ScaleArg::Auto => dataset.info().scaling.as_ref().map(Scaling::kind),
+        other => other.kind(),
+    };
+    let dir = std::env::temp_dir();
+    let stem = format!("tocpile-holdout-{}-{seed}", std::process::id());
+    let train = dir.join(format!("{stem}-train.toc"));
+    let test = dir.join(format!("{stem}-test.toc"));
+    let (train_info, test_info) = split_holdout(dataset, fraction, seed, kind, &train, &test)
+        .map_err(|e| Failure::about(path, format!("splitting off the held-out rows: {e}")))?;
+    let split = Holdout {
+        train,
+        test,
+        train_info,
+        test_info,
+    };
+    if split.train_info.n_rows == 0 || split.test_info.n_rows == 0 {
+        return Err(Failure::about(
+            path,
+            format!(
+                "--holdout {fraction} leaves {} training and {} held-out rows: both need rows",
+                split.train_info.n_rows, split.test_info.n_rows
+            ),
+        ));
+    }
+    Ok(split)
+}

@@ -1,0 +1,132 @@
+//! Predictions: each row's scores under a model, the forward pass of the
+//! gradient code without the loss (the same kernels on the encoded
+//! pages: `A.v` for the linear models, `A.M` for the first layer of the
+//! networks).
+//!
+//! Scores are the model's raw outputs: the margin `x.w + b` of a linear
+//! model (log-odds for logistic regression, the regression's prediction
+//! for linear regression), the logits of a softmax or network. Their
+//! meaning as classes and probabilities is in [`Predictions`].
+
+use ndarray::{Array2, ArrayViewMut1};
+use rayon::prelude::*;
+
+use super::{sigmoid, Model, ModelKind};
+use crate::error::{Error, Result};
+use crate::kernels::Workspace;
+use crate::page::Page;
+
+/// The scores of some rows, `outputs` per row (row-major).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Predictions {
+    kind: ModelKind,
+    outputs: usize,
+    scores: Vec<f64>,
+}
+
+impl Predictions {
+    /// Rows predicted.
+    pub fn n_rows(&self) -> usize {
+        self.scores.len() / self.outputs
+    }
+
+    /// Scores per row: 1 for the linear models and binary networks, the
+    /// class count for softmax and multi-class networks.
+    pub fn outputs(&self) -> usize {
+        self.outputs
+    }
+
+    /// Row `i`'s scores (margin or logits).
+    pub fn scores(&self, i: usize) -> &[f64] {
+        &self.scores[i * self.outputs..(i + 1) * self.outputs]
+    }
+
+    /// Row `i`'s predicted class (binary models: 1 when the margin or
+    /// logit is positive, else 0; multi-class: the largest logit, the
+    /// first on a tie), or `None` for linear regression.
+    pub fn class(&self, i: usize) -> Option<usize> {
+        let s = self.scores(i);
+        match (&self.kind, s.len()) {
+            (ModelKind::LinearRegression, _) => None,
+            (_, 1) => Some(usize::from(s[0] > 0.0)),
+            _ => {
+                let mut best = 0;
+                for (c, &v) in s.iter().enumerate() {
+                    if v > s[best] {
+                        best = c;
+                    }
+                }
+                Some(best)
+            }
+        }
+    }
+
+    /// Row `i`'s probabilities: of the positive class for logistic
+    /// regression and binary networks (one value), of each class for
+    /// softmax and multi-class networks; `None` for SVM and linear
+    /// regression, which give no probabilities.
+    pub fn probabilities(&self, i: usize) -> Option<Vec<f64>> {
+        let s = self.scores(i);
+        match (&self.kind, s.len()) {
+            (ModelKind::Svm | ModelKind::LinearRegression, _) => None,
+            (_, 1) => Some(vec![sigmoid(s[0])]),
+            _ => {
+                let max = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let e: Vec<f64> = s.iter().map(|&v| (v - max).exp()).collect();
+                let sum: f64 = e.iter().sum();
+                Some(e.into_iter().map(|v| v / sum).collect())
+            }
+        }
+    }
+}
+
+impl Model {
+    /// The scores of every row of `pages`, in page order (labels are not
+    /// read).
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] for a page whose column count is not the
+    /// model's.
+    pub fn predict(&self, pages: &[Page]) -> Result<Predictions> {
+        for page in pages {
+            if page.n_cols() != self.n_cols {
+                return Err(Error::LengthMismatch {
+                    what: "columns of a page (the model's n_cols)",
+                    expected: self.n_cols as u64,
+                    found: page.n_cols() as u64,
+                });
+            }
+        }
+        let outputs = self.layers.last().map_or(1, |l| l.weights.ncols());
+        let per_page: Vec<Vec<f64>> = pages
+            .par_iter()
+            .map(|page| self.forward(page, &mut Workspace::new()))
+            .collect();
+        Ok(Predictions {
+            kind: self.kind.clone(),
+            outputs,
+            scores: per_page.concat(),
+        })
+    }
+
+    /// The output layer's values for one page, row-major.
+    fn forward(&self, page: &Page, ws: &mut Workspace) -> Vec<f64> {
+        let batch = page.batch();
+        let rows = batch.n_rows();
+        let first = &self.layers[0];
+        if first.weights.ncols() == 1 && self.layers.len() == 1 {
+            let mut z = vec![0.0; rows];
+            batch.matvec_into(first.weights.column(0), ArrayViewMut1::from(&mut z[..]), ws);
+            z.iter_mut().for_each(|v| *v += first.bias[0]);
+            return z;
+        }
+        let mut z = Array2::zeros((rows, first.weights.ncols()));
+        batch.matmat_into(first.weights.view(), z.view_mut(), ws);
+        z += &first.bias;
+        for layer in &self.layers[1..] {
+            z.mapv_inplace(sigmoid);
+            z = z.dot(&layer.weights) + &layer.bias;
+        }
+        z.iter().copied().collect()
+    }
+}

@@ -1,0 +1,179 @@
+//! Golden files with scaling sections, committed once under
+//! `tests/golden/scaling/` and never regenerated: a dataset file per
+//! scaler (the footer's optional scaling section) and model files of
+//! version 2 (scaling and schema fingerprint). Every later build must read
+//! them back exactly. Files without the sections (`tests/golden/v1`) keep
+//! reading as before, with no scaling.
+//!
+//! With `TOCPILE_GOLDEN_OUT` set to a directory, the generator writes
+//! there (for files to be committed by hand); otherwise it writes to a
+//! temporary directory and checks what it wrote.
+
+use std::path::{Path, PathBuf};
+
+use tocpile::dataset::{Dataset, DatasetWriter, WriterOptions};
+use tocpile::model::{Model, ModelKind};
+use tocpile::scale::{ColumnStats, ScaleKind};
+
+use super::wide_scales;
+
+const COLS: usize = 5;
+const SCHEMA: &str = "tocpile-schema 1\nnumeric golden\n";
+
+fn rows() -> tocpile::SparseBatch {
+    wide_scales(9, 30, COLS)
+}
+
+fn scaled_model(kind: ModelKind, scale: ScaleKind) -> Model {
+    let mut stats = ColumnStats::new(COLS);
+    stats.add(&rows()).unwrap();
+    let mut model = Model::new(kind, COLS, 4).unwrap();
+    let params: Vec<f64> = (0..model.n_params())
+        .map(|i| i as f64 * 0.25 - 1.0)
+        .collect();
+    model.set_params(&params).unwrap();
+    model.set_scaling(Some(stats.scaling(scale))).unwrap();
+    model.set_schema(SCHEMA);
+    model
+}
+
+fn models() -> Vec<(&'static str, Model)> {
+    vec![
+        (
+            "lr.model",
+            scaled_model(ModelKind::Logistic, ScaleKind::MaxAbs),
+        ),
+        (
+            "mlp.model",
+            scaled_model(
+                ModelKind::Mlp {
+                    hidden: vec![3],
+                    outputs: 2 + 1,
+                },
+                ScaleKind::Standard,
+            ),
+        ),
+    ]
+}
+
+fn generate(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    for scale in [ScaleKind::MaxAbs, ScaleKind::Standard] {
+        let options = WriterOptions {
+            page_rows: 8,
+            block_bytes: 100,
+            schema: SCHEMA.into(),
+            ..WriterOptions::default()
+        };
+        let path = dir.join(format!("{scale}.toc"));
+        let mut w = DatasetWriter::create(&path, COLS, options).unwrap();
+        w.set_scaling(Some(scale));
+        let labels: Vec<f64> = (0..30).map(|i| f64::from(i % 2)).collect();
+        w.push(&rows(), &labels).unwrap();
+        w.finish().unwrap();
+    }
+    for (name, model) in models() {
+        model.save(dir.join(name)).unwrap();
+    }
+}
+
+fn check(dir: &Path) {
+    for scale in [ScaleKind::MaxAbs, ScaleKind::Standard] {
+        let path = dir.join(format!("{scale}.toc"));
+        let ds = Dataset::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut stats = ColumnStats::new(COLS);
+        stats.add(&rows()).unwrap();
+        let stored = ds.info().scaling.clone().expect("a scaling section");
+        let expected = stats.scaling(scale);
+        assert_eq!(stored.kind(), scale);
+        let bits = |f: &[f64]| f.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(stored.factors()), bits(expected.factors()), "{scale}");
+        assert_eq!(ds.info().n_rows, 30);
+        assert_eq!(ds.info().schema, SCHEMA);
+    }
+    for (name, model) in models() {
+        let path = dir.join(name);
+        let read = Model::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(read, model, "{name}");
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes[4], 2, "{name}: version 2");
+        assert!(read.to_bytes() == bytes, "{name}: bytes");
+        assert!(read
+            .check_schema(COLS, "tocpile-schema 1\nnumeric other\n")
+            .is_err());
+    }
+}
+
+#[test]
+fn golden_scaled_files_still_load() {
+    check(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/scaling"));
+}
+
+#[test]
+fn golden_scaling_generator_reads_back() {
+    let dir = match std::env::var_os("TOCPILE_GOLDEN_OUT") {
+        Some(dir) => PathBuf::from(dir),
+        None => crate::support::temp_path("golden-scaling"),
+    };
+    generate(&dir);
+    check(&dir);
+    if std::env::var_os("TOCPILE_GOLDEN_OUT").is_none() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
+fn files_without_sections_read_with_no_scaling() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v1");
+    let ds = Dataset::open(root.join("dataset/toc_full.toc")).unwrap();
+    assert_eq!(ds.info().scaling, None);
+    let model = Model::load(root.join("model/lr.model")).unwrap();
+    assert!(model.scaling().is_none());
+    // A model without scaling or schema is still written as version 1.
+    assert_eq!(model.to_bytes()[4], 1);
+}
+
+#[test]
+fn damaged_scaling_sections_are_errors() {
+    let (_, model) = models().remove(0);
+    let bytes = model.to_bytes();
+    // A scaling factor of 0 (bytes after the section header), CRC fixed.
+    let mut bad = bytes.clone();
+    let at = bytes.len() - 4 - 8 * COLS;
+    bad[at..at + 8].copy_from_slice(&0f64.to_le_bytes());
+    let n = bad.len() - 4;
+    let crc = crc32fast_hash(&bad[..n]);
+    bad[n..].copy_from_slice(&crc.to_le_bytes());
+    let e = Model::from_bytes(&bad).unwrap_err();
+    assert!(e.to_string().contains("scaling factor"), "{e}");
+    // Version 2 with neither schema nor scaling: not how such a model is
+    // written (version 1), so not accepted (one encoding per model).
+    let plain = Model::new(ModelKind::Logistic, COLS, 0).unwrap().to_bytes();
+    let mut v2 = plain[..plain.len() - 4].to_vec();
+    v2[4] = 2;
+    v2.extend_from_slice(&[0, 0, 0, 0, 0]);
+    let crc = crc32fast_hash(&v2);
+    v2.extend_from_slice(&crc.to_le_bytes());
+    let e = Model::from_bytes(&v2).unwrap_err();
+    assert!(e.to_string().contains("version 2 without"), "{e}");
+    // Truncated inside the section.
+    for cut in [bytes.len() - 5, bytes.len() - 30] {
+        assert!(Model::from_bytes(&bytes[..cut]).is_err());
+    }
+}
+
+/// CRC-32 (IEEE), bit by bit: the tests do not depend on crc32fast.
+fn crc32fast_hash(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xedb8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
