@@ -145,7 +145,8 @@ impl Drop for ScratchFile {
 /// `name`, if the name is one the crate gives: `.NAME.tmp-PID-N` (the
 /// atomic writer), `.tocpile-shuffled-PID-SEED-N.toc` and its buckets
 /// `.tocpile-shuffled-PID-SEED-N.toc.bucket-K` (Shuffle Once),
-/// `.tocpile-stream-PID-N` (a copy of a stream).
+/// `.tocpile-stream-PID-N` (a copy of a stream), `.tocpile-holdout-PID-…`
+/// (the two parts of `train --holdout`).
 pub fn owner_pid(name: &str) -> Option<u32> {
     let digits = |s: &str| -> Option<u32> {
         let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
@@ -153,7 +154,7 @@ pub fn owner_pid(name: &str) -> Option<u32> {
     };
     // Leading dots: a bucket file is named after its (hidden) copy.
     let rest = name.strip_prefix('.')?.trim_start_matches('.');
-    for prefix in ["tocpile-shuffled-", "tocpile-stream-"] {
+    for prefix in ["tocpile-shuffled-", "tocpile-stream-", "tocpile-holdout-"] {
         if let Some(tail) = rest.strip_prefix(prefix) {
             return digits(tail);
         }
@@ -211,6 +212,7 @@ mod tests {
         assert_eq!(owner_pid(".train.toc.tmp-1234-0"), Some(1234));
         assert_eq!(owner_pid(".a.tmp-b.toc.tmp-77-12"), Some(77));
         assert_eq!(owner_pid(".tocpile-shuffled-99-7-0.toc"), Some(99));
+        assert_eq!(owner_pid(".tocpile-holdout-42-0-train.toc"), Some(42));
         assert_eq!(
             owner_pid("..tocpile-shuffled-99-7-0.toc.bucket-3"),
             Some(99)

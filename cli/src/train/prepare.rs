@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::ValueEnum;
+use tocpile::cleanup::{self, ScratchFile};
 use tocpile::dataset::{split_holdout, Dataset, DatasetInfo};
 use tocpile::model::Optimizer;
 use tocpile::scale::{ScaleKind, Scaling};
@@ -85,19 +86,15 @@ pub fn scaling(arg: ScaleArg, dataset: &Arc<Dataset>) -> Result<Option<Scaling>,
     })
 }
 
-/// The two parts of a held-out split, deleted when dropped.
+/// The two parts of a held-out split: registered scratch files, deleted
+/// when dropped and on SIGINT/SIGTERM (`tocpile::cleanup`); after a
+/// SIGKILL the next `--holdout` run removes them by name.
 pub struct Holdout {
     pub train: PathBuf,
     pub test: PathBuf,
     pub train_info: DatasetInfo,
     pub test_info: DatasetInfo,
-}
-
-impl Drop for Holdout {
-    fn drop(&mut self) {
-        std::fs::remove_file(&self.train).ok();
-        std::fs::remove_file(&self.test).ok();
-    }
+    _guards: [ScratchFile; 2],
 }
 
 /// Splits `path` into temporary training and held-out files (rows held out
@@ -116,9 +113,11 @@ pub fn holdout(
         other => other.kind(),
     };
     let dir = std::env::temp_dir();
-    let stem = format!("tocpile-holdout-{}-{seed}", std::process::id());
+    cleanup::remove_stale(&dir, ".tocpile-holdout-");
+    let stem = format!(".tocpile-holdout-{}-{seed}", std::process::id());
     let train = dir.join(format!("{stem}-train.toc"));
     let test = dir.join(format!("{stem}-test.toc"));
+    let guards = [ScratchFile::new(&train), ScratchFile::new(&test)];
     let (train_info, test_info) = split_holdout(dataset, fraction, seed, kind, &train, &test)
         .map_err(|e| Failure::about(path, format!("splitting off the held-out rows: {e}")))?;
     let split = Holdout {
@@ -126,6 +125,7 @@ pub fn holdout(
         test,
         train_info,
         test_info,
+        _guards: guards,
     };
     if split.train_info.n_rows == 0 || split.test_info.n_rows == 0 {
         return Err(Failure::about(
