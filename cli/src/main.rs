@@ -7,6 +7,7 @@
 
 mod bench;
 mod demo;
+mod distributed;
 mod encode;
 mod input;
 mod output;

@@ -33,7 +33,7 @@ pub struct Run {
 
 /// The model kind for `name` on `dataset`, inferring the number of classes
 /// from the labels for softmax and mlp unless `classes` is given.
-fn model_kind(
+pub fn model_kind(
     name: &str,
     classes: Option<u64>,
     dataset: &Dataset,
@@ -93,6 +93,9 @@ pub fn warn(loader: &Loader) {
 }
 
 pub fn run(args: &TrainArgs) -> Outcome {
+    if let Some(outcome) = crate::distributed::train(args) {
+        return outcome;
+    }
     if args.save.is_some() && args.shuffle.len() > 1 {
         return Err(Failure(format!(
             "--save takes a single --shuffle strategy ({} given)",

@@ -28,7 +28,9 @@ use tocpile::model::ModelKind;
     tocpile train train.toc --model svm --epochs 20 --lr 0.05 --save svm.model\n  \
     tocpile train train.toc --eval test.toc --json\n  \
     tocpile train train.toc --shuffle corgipile,none,once,epoch --plot shuffles.svg\n  \
-    tocpile train digits.toc --model softmax --mode page --buffer 0.2")]
+    tocpile train digits.toc --model softmax --mode page --buffer 0.2\n  \
+    mpirun -np 4 tocpile train train.toc --save lr.model   # built with --features mpi\n  \
+    tocpile train train.toc --ranks 4                      # 4 ranks as threads")]
 pub struct TrainArgs {
     /// The dataset file to train on (see `tocpile encode`).
     #[arg(value_name = "FILE.toc")]
@@ -92,6 +94,9 @@ pub struct TrainArgs {
     /// SVG chart.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// Several ranks: --distributed, --ranks, --average-every.
+    #[command(flatten)]
+    pub dist: crate::distributed::DistArgs,
 }
 
 /// `--mode`.
