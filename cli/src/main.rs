@@ -12,6 +12,7 @@ mod encode;
 mod input;
 mod output;
 mod ratio;
+mod shuffle;
 mod train;
 
 use std::process::ExitCode;
@@ -75,6 +76,7 @@ enum Command {
     Ratio(ratio::RatioArgs),
     Bench(bench::BenchArgs),
     Train(train::TrainArgs),
+    Shuffle(shuffle::ShuffleArgs),
 }
 
 fn run(command: Command) -> Outcome {
@@ -85,6 +87,7 @@ fn run(command: Command) -> Outcome {
         Command::Ratio(args) => ratio::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Train(args) => train::run(&args),
+        Command::Shuffle(args) => shuffle::run(&args),
     }
 }
 
