@@ -73,8 +73,7 @@ fn parse_scheme(s: &str) -> Result<Scheme, String> {
 pub fn run(args: &ShuffleArgs) -> Outcome {
     #[cfg(feature = "mpi")]
     if tocpile::dist::Mpi::launched_size().is_some_and(|n| n > 1) {
-        let comm = tocpile::dist::Mpi::init()?;
-        return on_rank(args, &comm);
+        return crate::distributed::on_mpi(|comm| on_rank(args, comm));
     }
     let ranks = InProcess::group(args.workers as usize + 1)?;
     std::thread::scope(|s| {

@@ -9,8 +9,10 @@
 
 mod common;
 
+use std::io::Read;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use common::*;
 use tocpile::dist::train_lockstep;
@@ -37,6 +39,41 @@ fn mpirun(np: usize, args: &[&str], dir: &Path) -> String {
         stderr(&o)
     );
     stdout(&o)
+}
+
+/// Runs mpirun, killing it after a minute: an error on one rank must end
+/// the job, not leave the others waiting. Returns the exit code and stderr.
+fn mpirun_failing(np: usize, args: &[&str], dir: &Path) -> (Option<i32>, String) {
+    let mut child = Command::new("mpirun")
+        .args(["--oversubscribe", "-np", &np.to_string()])
+        .arg(env!("CARGO_BIN_EXE_tocpile"))
+        .args(args)
+        .current_dir(dir)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run mpirun");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            child.kill().unwrap();
+            panic!("mpirun -np {np} tocpile {args:?} hangs");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (status.code(), err)
 }
 
 fn mushrooms(dir: &Path) {
@@ -156,4 +193,20 @@ fn coded_shuffles_under_mpirun_recover_every_block() {
     // The same packets and bytes as with the workers as threads.
     let threads = ok(&[&args[..], &["--workers", "4"]].concat(), dir.path());
     assert_eq!(rows, counts(&threads));
+}
+
+#[test]
+fn an_error_on_one_rank_ends_the_job() {
+    let dir = tempfile::tempdir().unwrap();
+    mushrooms(dir.path());
+    // Only the server refuses alpha below 1/n; the workers wait for it.
+    let (code, err) = mpirun_failing(5, &["shuffle", "m.toc", "--alpha", "0.1"], dir.path());
+    assert_ne!(code, Some(0));
+    assert!(
+        err.contains("tocpile: rank 0:") && err.contains("alpha"),
+        "{err}"
+    );
+    let (code, err) = mpirun_failing(2, &["train", "missing.toc"], dir.path());
+    assert_ne!(code, Some(0));
+    assert!(err.contains("missing.toc"), "{err}");
 }

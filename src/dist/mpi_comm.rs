@@ -83,6 +83,15 @@ impl Mpi {
             .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
     }
 
+    /// Ends every process of the job with exit code `code`
+    /// (`MPI_Abort`): for an error on one rank that the others, waiting
+    /// in a collective or a receive, cannot learn about (a file missing
+    /// on one machine, say). Returning instead would leave them waiting,
+    /// and `MPI_Finalize` with them.
+    pub fn abort(&self, code: i32) -> ! {
+        self.world.abort(code)
+    }
+
     fn count(&self, bytes: usize, messages: usize) {
         let t = self.traffic.get();
         self.traffic.set(Traffic {

@@ -1,0 +1,132 @@
+//! `tocpile train --ranks N` and `tocpile shuffle` without MPI (ranks and
+//! workers as threads): the same model on every run, the same model as a
+//! saved single-rank run, shuffles that verify every block, and clear
+//! errors for options that need several ranks or MPI. No wall-clock
+//! thresholds.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+fn mushrooms(dir: &Path) {
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/mushrooms.libsvm.gz");
+    let args = [
+        "encode",
+        data,
+        "-o",
+        "m.toc",
+        "--cols",
+        "98",
+        "--page-rows",
+        "25",
+        "--block-bytes",
+        "1024",
+    ];
+    ok(&args, dir);
+}
+
+const TRAIN: [&str; 8] = [
+    "train",
+    "m.toc",
+    "--epochs",
+    "2",
+    "--lr",
+    "0.5",
+    "--batch-size",
+    "100",
+];
+
+#[test]
+fn ranks_as_threads_train_the_same_model_every_time() {
+    let dir = tempfile::tempdir().unwrap();
+    mushrooms(dir.path());
+    let out = ok(
+        &[&TRAIN[..], &["--ranks", "3", "--save", "a.model"]].concat(),
+        dir.path(),
+    );
+    assert!(
+        out.contains("3 ranks (gradients averaged every step)"),
+        "{out}"
+    );
+    assert_eq!(out.matches("final:").count(), 1, "{out}");
+    ok(
+        &[&TRAIN[..], &["--ranks", "3", "--save", "b.model"]].concat(),
+        dir.path(),
+    );
+    let read = |name: &str| std::fs::read(dir.path().join(name)).unwrap();
+    assert_eq!(read("a.model"), read("b.model"));
+    // Models averaged every 4 steps: another model, also saved.
+    let args = [
+        &TRAIN[..],
+        &["--ranks", "3", "--average-every", "4", "--save", "c.model"],
+    ]
+    .concat();
+    let out = ok(&args, dir.path());
+    assert!(out.contains("models averaged every 4 steps"), "{out}");
+    assert_ne!(read("a.model"), read("c.model"));
+}
+
+#[test]
+fn options_that_need_several_ranks_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    mushrooms(dir.path());
+    let o = tocpile(
+        &[&TRAIN[..], &["--average-every", "4"]].concat(),
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("several ranks"), "{}", stderr(&o));
+    let o = tocpile(
+        &[&TRAIN[..], &["--ranks", "2", "--json"]].concat(),
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("--json"), "{}", stderr(&o));
+    usage_error(
+        &[&TRAIN[..], &["--ranks", "0"]].concat(),
+        dir.path(),
+        "--ranks",
+    );
+    #[cfg(not(feature = "mpi"))]
+    {
+        let o = tocpile(&[&TRAIN[..], &["--distributed"]].concat(), dir.path());
+        assert_eq!(o.status.code(), Some(1));
+        assert!(stderr(&o).contains("`mpi` feature"), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn shuffle_as_threads_verifies_every_block() {
+    let dir = tempfile::tempdir().unwrap();
+    mushrooms(dir.path());
+    let args = [
+        "shuffle",
+        "m.toc",
+        "--workers",
+        "3",
+        "--epochs",
+        "2",
+        "--chunk",
+        "256",
+        "--verify",
+    ];
+    let out = ok(&args, dir.path());
+    assert!(
+        out.contains("among 3 workers") && out.contains("verified byte for byte"),
+        "{out}"
+    );
+    for scheme in ["uncoded", "coded", "ubershuffle"] {
+        assert_eq!(out.matches(&format!("| {scheme} |")).count(), 2, "{out}");
+    }
+    assert!(out.contains("uncoded / ubershuffle server bytes"), "{out}");
+    // alpha below 1/n: an error naming alpha, not a hang.
+    let o = tocpile(
+        &["shuffle", "m.toc", "--workers", "4", "--alpha", "0.1"],
+        dir.path(),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("alpha"), "{}", stderr(&o));
+    usage_error(&["shuffle", "m.toc", "--scheme", "xor"], dir.path(), "xor");
+}
