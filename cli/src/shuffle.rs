@@ -18,6 +18,8 @@ use tocpile::dist::{
 use crate::output::emit;
 use crate::{Failure, Outcome};
 
+mod fit;
+
 /// Shuffle a dataset's blocks among workers with coded multicasts.
 ///
 /// Rank 0 is the parameter server and holds FILE.toc; each worker caches
@@ -39,10 +41,11 @@ pub struct ShuffleArgs {
     /// The dataset file whose blocks are shuffled.
     #[arg(value_name = "FILE.toc")]
     pub file: PathBuf,
-    /// Schemes to run, one session each: uncoded, coded, ubershuffle.
+    /// Schemes to run, one session each: uncoded, coded, ubershuffle (and
+    /// none, with --train).
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "uncoded,coded,ubershuffle",
           value_parser = parse_scheme)]
-    pub scheme: Vec<Scheme>,
+    pub scheme: Vec<Option<Scheme>>,
     /// Share of the blocks each worker caches (the paper's alpha), at
     /// least 1/workers.
     #[arg(long, value_name = "FRACTION", default_value_t = 0.5)]
@@ -63,11 +66,32 @@ pub struct ShuffleArgs {
     /// for byte, after each shuffle.
     #[arg(long)]
     pub verify: bool,
+    /// Train this model (lr, svm or linreg) on the workers' cached blocks,
+    /// the server summing gradients, with a shuffle before every epoch
+    /// after the first (the UberShuffle paper's Figure 8 setting); the
+    /// scheme list may then include `none` (workers keep their first
+    /// blocks). Prints time and loss per epoch instead of byte counts.
+    #[arg(long, value_name = "MODEL")]
+    pub train: Option<String>,
+    /// Learning rate of the first epoch with --train (decay 0.95 per epoch).
+    #[arg(long, value_name = "X", default_value_t = 0.1)]
+    pub lr: f64,
+    /// Rows per mini-batch per worker with --train.
+    #[arg(long, value_name = "N", default_value_t = 250, value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch_size: u64,
+    /// With --train: report the time until the loss on the whole file
+    /// first falls to this.
+    #[arg(long, value_name = "LOSS")]
+    pub target_loss: Option<f64>,
 }
 
-fn parse_scheme(s: &str) -> Result<Scheme, String> {
+fn parse_scheme(s: &str) -> Result<Option<Scheme>, String> {
+    if s.eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
     Scheme::from_name(s)
-        .ok_or_else(|| format!("unknown scheme {s:?} (uncoded, coded, ubershuffle)"))
+        .map(Some)
+        .ok_or_else(|| format!("unknown scheme {s:?} (uncoded, coded, ubershuffle, none)"))
 }
 
 pub fn run(args: &ShuffleArgs) -> Outcome {
@@ -101,6 +125,32 @@ fn on_rank<C: Communicator>(args: &ShuffleArgs, comm: &C) -> Outcome {
             "shuffle needs a server and at least one worker (mpirun -np 2 or more)".into(),
         ));
     }
+    if args.train.is_none() && args.scheme.iter().any(Option::is_none) {
+        return Err(Failure("--scheme none needs --train".into()));
+    }
+    if let Some(model) = &args.train {
+        let blocks = match comm.rank() {
+            0 => Some(read_blocks(&args.file)?),
+            _ => None,
+        };
+        if comm.rank() == 0 {
+            emit(&format!(
+                "training {model} on {} among {} workers from their caches; alpha {}, \
+                 lr {}, {}-row mini-batches per worker, seed {}\n\n{}",
+                args.file.display(),
+                comm.size() - 1,
+                args.alpha,
+                args.lr,
+                args.batch_size,
+                args.seed,
+                fit::header()
+            ))?;
+        }
+        for &scheme in &args.scheme {
+            fit::run(args, comm, model, scheme, blocks.as_deref())?;
+        }
+        return Ok(());
+    }
     if comm.rank() == 0 {
         serve(args, comm)
     } else {
@@ -133,7 +183,7 @@ fn serve<C: Communicator>(args: &ShuffleArgs, comm: &C) -> Outcome {
         if args.verify { ", verified byte for byte" } else { "" },
     ))?;
     let mut means = Vec::new();
-    for &scheme in &args.scheme {
+    for &scheme in args.scheme.iter().flatten() {
         let mut server = ShuffleServer::start(comm, blocks.clone(), &options(args, scheme))?;
         let mut reports = Vec::new();
         for _ in 0..args.epochs {

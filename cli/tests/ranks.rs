@@ -130,3 +130,51 @@ fn shuffle_as_threads_verifies_every_block() {
     assert!(stderr(&o).contains("alpha"), "{}", stderr(&o));
     usage_error(&["shuffle", "m.toc", "--scheme", "xor"], dir.path(), "xor");
 }
+
+/// The eval losses of each scheme's rows, in order.
+fn eval_losses(out: &str, scheme: &str) -> Vec<String> {
+    out.lines()
+        .filter(|l| l.starts_with(&format!("| {scheme} | ")))
+        .filter_map(|l| l.split('|').nth(8).map(|c| c.trim().to_string()))
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+#[test]
+fn shuffle_train_learns_from_the_caches() {
+    let dir = tempfile::tempdir().unwrap();
+    mushrooms(dir.path());
+    let args = [
+        "shuffle",
+        "m.toc",
+        "--workers",
+        "3",
+        "--epochs",
+        "3",
+        "--chunk",
+        "256",
+        "--train",
+        "lr",
+        "--lr",
+        "0.5",
+        "--batch-size",
+        "100",
+        "--scheme",
+        "none,uncoded,ubershuffle",
+        "--target-loss",
+        "0.3",
+    ];
+    let out = ok(&args, dir.path());
+    // Every scheme delivers the same blocks: the same training, loss for
+    // loss; no shuffle keeps the first blocks and trains differently.
+    let uncoded = eval_losses(&out, "uncoded");
+    assert_eq!(uncoded.len(), 3, "{out}");
+    assert_eq!(uncoded, eval_losses(&out, "ubershuffle"));
+    assert_ne!(uncoded, eval_losses(&out, "none"));
+    assert_eq!(out.matches("reached loss 0.3 after").count(), 3, "{out}");
+    let last: f64 = uncoded[2].parse().unwrap();
+    assert!(last < 0.2, "{out}");
+    let o = tocpile(&["shuffle", "m.toc", "--scheme", "none"], dir.path());
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("--train"), "{}", stderr(&o));
+}

@@ -89,5 +89,5 @@ pub use plan::{plan, Plan, Scheme};
 pub use set::WorkerSet;
 pub use shuffle::{read_blocks, ShuffleOptions, ShuffleReport, ShuffleServer, ShuffleWorker};
 pub use tables::Tables;
-pub use train::{train_distributed, train_lockstep, Averaging, DistributedReport};
+pub use train::{sgd_epoch, train_distributed, train_lockstep, Averaging, DistributedReport};
 pub use wire::{plan_from_bytes, plan_to_bytes, Session};

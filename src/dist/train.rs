@@ -39,6 +39,7 @@ use crate::dataset::{Dataset, Source};
 use crate::error::{Error, Result};
 use crate::loader::Loader;
 use crate::model::{BatchStats, Gradient, Metrics, Model};
+use crate::page::Page;
 use crate::train::{evaluate, EpochReport, Score, TrainOptions};
 
 /// How the ranks keep their models in step.
@@ -104,20 +105,7 @@ where
     check(comm, loader, options, sync)?;
     let (rank, size) = (comm.rank(), comm.size());
     // Everyone starts from rank 0's parameters.
-    let mut params = model.params();
-    let mut bytes: Vec<u8> = params.iter().flat_map(|p| p.to_le_bytes()).collect();
-    comm.broadcast(0, &mut bytes)?;
-    if bytes.len() != params.len() * 8 {
-        return Err(Error::Communication {
-            rank,
-            peer: 0,
-            message: "rank 0's model has another parameter count".into(),
-        });
-    }
-    for (p, b) in params.iter_mut().zip(bytes.chunks_exact(8)) {
-        *p = f64::from_le_bytes(b.try_into().expect("8 bytes"));
-    }
-    model.set_params(&params)?;
+    let mut params = broadcast_params(comm, model)?;
     let n = params.len();
     let mut grad = Gradient::new(model);
     // Per step: the gradient (times rows), then rows, active ranks, and a
@@ -266,6 +254,101 @@ fn check<C: Communicator + ?Sized, S: Source + 'static>(
         return bad("model averaging", "every 1 step or more");
     }
     Ok(())
+}
+
+/// Replaces every rank's parameters by rank 0's; returns them.
+fn broadcast_params<C: Communicator + ?Sized>(comm: &C, model: &mut Model) -> Result<Vec<f64>> {
+    let mut params = model.params();
+    let mut bytes: Vec<u8> = params.iter().flat_map(|p| p.to_le_bytes()).collect();
+    comm.broadcast(0, &mut bytes)?;
+    if bytes.len() != params.len() * 8 {
+        return Err(Error::Communication {
+            rank: comm.rank(),
+            peer: 0,
+            message: "rank 0's model has another parameter count".into(),
+        });
+    }
+    for (p, b) in params.iter_mut().zip(bytes.chunks_exact(8)) {
+        *p = f64::from_le_bytes(b.try_into().expect("8 bytes"));
+    }
+    model.set_params(&params)?;
+    Ok(params)
+}
+
+/// One epoch of synchronous data-parallel SGD over mini-batches each rank
+/// makes itself, say from the blocks a coded shuffle left in its cache
+/// (UberShuffle section 4's setting: a rank without data, such as the
+/// parameter server, passes no batches and still joins every step, as
+/// the rank the allreduce sums on). Starts from rank 0's parameters; each
+/// step averages the gradients of the ranks' next mini-batches weighted
+/// by their rows, as [`train_distributed`] does, padding ranks whose
+/// batches ran out. Returns the epoch's training figures over every rank
+/// and the steps taken.
+///
+/// # Errors
+/// As [`train_distributed`]: this rank's model errors, or
+/// [`Error::Communication`] when another rank failed.
+pub fn sgd_epoch<C, I>(
+    comm: &C,
+    model: &mut Model,
+    batches: I,
+    learning_rate: f64,
+    l2: f64,
+) -> Result<(Score, usize)>
+where
+    C: Communicator + ?Sized,
+    I: IntoIterator<Item = Vec<Page>>,
+{
+    let (rank, size) = (comm.rank(), comm.size());
+    let mut params = broadcast_params(comm, model)?;
+    let n = params.len();
+    let mut grad = Gradient::new(model);
+    let mut buffer = vec![0.0; n + 2 + size];
+    let mut local = BatchStats::default();
+    let (mut batches, mut steps, mut read) = (batches.into_iter(), 0, 0);
+    let mut failure = None;
+    loop {
+        buffer.fill(0.0);
+        if let Some(pages) = failure.is_none().then(|| batches.next()).flatten() {
+            match model.gradient(&pages, l2, &mut grad) {
+                Ok(stats) => {
+                    read += 1;
+                    local.merge(&stats);
+                    let rows = stats.rows as f64;
+                    for (b, g) in buffer.iter_mut().zip(grad.to_vec()) {
+                        *b = g * rows;
+                    }
+                    buffer[n] = rows;
+                    buffer[n + 1] = 1.0;
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    buffer[n + 2 + rank] = 1.0;
+                }
+            }
+        }
+        comm.allreduce_sum(&mut buffer)?;
+        if let Some(r) = buffer[n + 2..].iter().position(|&f| f != 0.0) {
+            return Err(failure.unwrap_or_else(|| Error::Communication {
+                rank,
+                peer: r,
+                message: format!("rank {r} failed (see its error)"),
+            }));
+        }
+        if buffer[n + 1] == 0.0 {
+            break;
+        }
+        steps += 1;
+        if buffer[n] > 0.0 {
+            let scale = 1.0 / buffer[n];
+            for (p, g) in params.iter_mut().zip(&buffer[..n]) {
+                *p += -learning_rate * (g * scale);
+            }
+            model.set_params(&params)?;
+        }
+    }
+    let (score, _) = gather_figures(comm, model, &local, read)?;
+    Ok((score, steps))
 }
 
 /// The learning-rate checks of [`train`](crate::train::train).

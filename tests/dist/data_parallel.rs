@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use tocpile::dataset::{Dataset, DatasetWriter, WriterOptions};
 use tocpile::dist::{
-    train_distributed, train_lockstep, Averaging, Communicator, DistributedReport, InProcess,
+    sgd_epoch, train_distributed, train_lockstep, Averaging, Communicator, DistributedReport,
+    InProcess,
 };
 use tocpile::loader::{Loader, LoaderOptions, Mode, Strategy};
 use tocpile::model::{Model, ModelKind};
@@ -325,5 +326,86 @@ fn a_loader_that_is_not_the_ranks_slice_is_refused() {
     let e = train_distributed(&comm, &mut model, &l, &OPTIONS, sync, None, |_| {});
     assert!(matches!(e, Err(Error::BadArgument { .. })), "{e:?}");
     let _ = Dataset::open(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn sgd_epoch_on_own_batches_steps_along_the_union() {
+    // Rank r trains on blocks r, r + k, ...: each step's pages together
+    // are one global mini-batch; rank 0 (a server) may hold none.
+    let path = mushrooms_file();
+    let dataset = Dataset::open(&path).unwrap();
+    let k = 3;
+    let own = |rank: usize| -> Vec<Vec<tocpile::Page>> {
+        (1..dataset.n_blocks())
+            .filter(|b| b % k == rank && rank != 0)
+            .map(|b| dataset.read_block(b).unwrap().pages().unwrap())
+            .collect()
+    };
+    let ranks = InProcess::group_with_timeout(k, Duration::from_secs(60)).unwrap();
+    let outcomes: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = ranks
+            .into_iter()
+            .map(|comm| {
+                let own = &own;
+                s.spawn(move || {
+                    let mut model = Model::new(ModelKind::Logistic, 98, 0).unwrap();
+                    let (score, steps) = sgd_epoch(&comm, &mut model, own(comm.rank()), 0.5, 1e-4)?;
+                    Ok::<_, Error>((model.params(), score, steps))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap().unwrap())
+            .collect()
+    });
+    let mut reference = Model::new(ModelKind::Logistic, 98, 0).unwrap();
+    let mut grad = tocpile::model::Gradient::new(&reference);
+    let lists: Vec<_> = (0..k).map(own).collect();
+    let steps = lists.iter().map(Vec::len).max().unwrap();
+    for t in 0..steps {
+        let pages: Vec<_> = lists
+            .iter()
+            .filter_map(|l| l.get(t))
+            .flatten()
+            .cloned()
+            .collect();
+        reference.gradient(&pages, 1e-4, &mut grad).unwrap();
+        reference.step(&grad, 0.5);
+    }
+    let (params, score, taken) = &outcomes[0];
+    assert_eq!(*taken, steps);
+    assert!(max_diff(params, &reference.params()) < 1e-9);
+    let rows: u64 = (1..dataset.n_blocks())
+        .filter(|b| b % k != 0)
+        .map(|b| dataset.block_rows(b))
+        .sum();
+    assert_eq!(score.rows, rows);
+    assert!(outcomes.iter().all(|o| &o.0 == params));
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn received_blocks_are_checked_against_the_index() {
+    let path = mushrooms_file();
+    let dataset = Dataset::open(&path).unwrap();
+    let bytes = dataset.read_block(3).unwrap().into_bytes();
+    let block = dataset.block_from_bytes(3, bytes.clone()).unwrap();
+    assert_eq!(block.n_rows() as u64, dataset.block_rows(3));
+    assert!(matches!(
+        dataset.block_from_bytes(4, bytes.clone()),
+        Err(Error::ChecksumMismatch { .. })
+    ));
+    let mut damaged = bytes.clone();
+    damaged[10] ^= 1;
+    assert!(matches!(
+        dataset.block_from_bytes(3, damaged),
+        Err(Error::ChecksumMismatch { .. })
+    ));
+    assert!(matches!(
+        dataset.block_from_bytes(dataset.n_blocks(), bytes),
+        Err(Error::BadArgument { .. })
+    ));
     std::fs::remove_file(&path).unwrap();
 }
