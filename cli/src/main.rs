@@ -8,6 +8,7 @@
 
 mod bench;
 mod demo;
+mod distributed;
 mod encode;
 mod evaluate;
 mod input;
@@ -17,6 +18,7 @@ mod output;
 mod predict;
 mod ratio;
 mod rows;
+mod shuffle;
 mod signals;
 mod train;
 
@@ -96,6 +98,7 @@ enum Command {
     Train(train::TrainArgs),
     Predict(predict::PredictArgs),
     Evaluate(evaluate::EvaluateArgs),
+    Shuffle(shuffle::ShuffleArgs),
 }
 
 fn run(command: Command) -> Outcome {
@@ -108,6 +111,7 @@ fn run(command: Command) -> Outcome {
         Command::Train(args) => train::run(&args),
         Command::Predict(args) => predict::run(&args),
         Command::Evaluate(args) => evaluate::run(&args),
+        Command::Shuffle(args) => shuffle::run(&args),
     }
 }
 

@@ -19,7 +19,7 @@ mod args;
 mod checks;
 mod json;
 mod plot;
-mod prepare;
+pub(crate) mod prepare;
 mod table;
 
 pub use args::TrainArgs;
@@ -37,7 +37,7 @@ pub struct Run {
 
 /// The model kind for `name` on `dataset`, inferring the number of classes
 /// from the labels for softmax and mlp unless `classes` is given.
-fn model_kind(
+pub fn model_kind(
     name: &str,
     classes: Option<u64>,
     dataset: &Dataset,
@@ -97,6 +97,9 @@ pub fn warn(loader: &Loader) {
 }
 
 pub fn run(args: &TrainArgs) -> Outcome {
+    if let Some(outcome) = crate::distributed::train(args) {
+        return outcome;
+    }
     if args.save.is_some() && args.shuffle.len() > 1 {
         return Err(Failure(format!(
             "--save takes a single --shuffle strategy ({} given)",

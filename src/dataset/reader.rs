@@ -195,4 +195,40 @@ impl<S: Source> Dataset<S> {
             bytes,
         )
     }
+
+    /// Block `i` from bytes that came from elsewhere than this file's
+    /// source (a worker's cache, filled by a coded shuffle), checked as
+    /// [`read_block`](Self::read_block) checks what it reads: length and
+    /// checksum against this file's index, then the page structure. A
+    /// worker needs only the file's footer to use the blocks it receives.
+    ///
+    /// # Errors
+    /// [`Error::BadArgument`] for `i >= n_blocks()`;
+    /// [`Error::ChecksumMismatch`] naming the block for bytes of another
+    /// length or checksum; [`Error::InFile`] for a malformed page list.
+    pub fn block_from_bytes(&self, i: usize, bytes: Vec<u8>) -> Result<Block> {
+        let Some(&entry) = self.index.get(i) else {
+            return Err(Error::BadArgument {
+                what: "block number",
+                expected: "below the file's block count",
+            });
+        };
+        let found = crc32fast::hash(&bytes);
+        if bytes.len() as u64 != entry.len || found != entry.crc {
+            return Err(Error::ChecksumMismatch {
+                path: self.path.display().to_string(),
+                section: format!("block {i} (received, {} bytes)", bytes.len()),
+                offset: entry.offset,
+                expected: entry.crc,
+                found,
+            });
+        }
+        Block::parse(
+            self.path.display().to_string(),
+            self.info.format,
+            i,
+            &entry,
+            bytes,
+        )
+    }
 }

@@ -5,7 +5,7 @@
 //! | method | MPI |
 //! |---|---|
 //! | [`rank`](Communicator::rank), [`size`](Communicator::size) | `MPI_Comm_rank`, `MPI_Comm_size` |
-//! | [`allreduce_sum`](Communicator::allreduce_sum) | `MPI_Gather` to rank 0, the sum in rank order, `MPI_Bcast` (bit-identical; `MPI_Allreduce` may reorder the sum) |
+//! | [`allreduce_sum`](Communicator::allreduce_sum) | `MPI_Allreduce` of the lengths (a mismatch is an error everywhere), `MPI_Gather` to rank 0, the sum in rank order, `MPI_Bcast` (bit-identical; `MPI_Allreduce` of the values may reorder the sum) |
 //! | [`broadcast`](Communicator::broadcast) | `MPI_Bcast` of the length, then of the bytes |
 //! | [`barrier`](Communicator::barrier) | `MPI_Barrier` |
 //! | [`send`](Communicator::send), [`receive`](Communicator::receive) | `MPI_Send`, `MPI_Recv` with the tag |

@@ -27,13 +27,15 @@
 //! | 3, Figure 5: packets per epoch | [`sim::figure5`] |
 //! | 4.1, parameter server and compute nodes | [`ShuffleServer`], [`ShuffleWorker`], [`loopback`] |
 //! | 4.2, efficient multicast (Theorem 4) | [`Communicator::multicast`] (default) |
+//! | data-parallel SGD (CorgiPile 5.1's worker slices, gradients allreduced) | [`train_distributed`], [`train_lockstep`] |
 //!
 //! **Communicator.** Rank, size, an allreduce that sums in rank order (so
 //! results are bit-identical whatever the timing), broadcast, barrier,
 //! tagged point-to-point messages and a multicast to a group. The
 //! in-process implementation, [`InProcess`], runs ranks as threads for
 //! tests and the single-process path; the trait maps one-to-one onto MPI
-//! (see [`Communicator`]) for an implementation behind a cargo feature.
+//! (see [`Communicator`]); `Mpi` (cargo feature `mpi`) is that
+//! implementation, for ranks started by `mpirun`.
 //!
 //! **Where this departs from the paper.**
 //! - Items are equal-size chunks of blocks, not unit-size points; a packet
@@ -64,12 +66,15 @@ mod chunks;
 mod comm;
 mod in_process;
 mod loopback;
+#[cfg(feature = "mpi")]
+mod mpi_comm;
 mod packet;
 mod plan;
 mod set;
 mod shuffle;
 pub mod sim;
 mod tables;
+mod train;
 mod wire;
 
 pub use assign::{capacity_for, next_cache, placement, Assignment, Caches};
@@ -77,9 +82,12 @@ pub use chunks::{xor_into, ChunkLayout, Decoder};
 pub use comm::{Communicator, Tag, Traffic, RESERVED_TAGS};
 pub use in_process::InProcess;
 pub use loopback::loopback;
+#[cfg(feature = "mpi")]
+pub use mpi_comm::Mpi;
 pub use packet::{Demand, Packet, Part};
 pub use plan::{plan, Plan, Scheme};
 pub use set::WorkerSet;
 pub use shuffle::{read_blocks, ShuffleOptions, ShuffleReport, ShuffleServer, ShuffleWorker};
 pub use tables::Tables;
+pub use train::{sgd_epoch, train_distributed, train_lockstep, Averaging, DistributedReport};
 pub use wire::{plan_from_bytes, plan_to_bytes, Session};

@@ -5,6 +5,7 @@ use ndarray::{Array1, Array2};
 
 use super::Model;
 use crate::kernels::Workspace;
+use crate::{Error, Result};
 
 /// One layer's parameters: `weights` (`inputs x outputs`, so a layer maps
 /// rows `x` to `x . weights + bias`) and `bias` (`outputs`).
@@ -102,6 +103,22 @@ impl Gradient {
             .flat_map(Layer::values)
             .copied()
             .collect()
+    }
+
+    /// Overwrites the gradient with `values`, flattened in
+    /// [`Model::params`] order (e.g. a gradient averaged across ranks).
+    pub fn set_values(&mut self, values: &[f64]) -> Result<()> {
+        let n: usize = self.layers.iter().map(Layer::len).sum();
+        if values.len() != n {
+            return Err(Error::LengthMismatch {
+                what: "gradient values",
+                expected: n as u64,
+                found: values.len() as u64,
+            });
+        }
+        let dst = self.layers.iter_mut().flat_map(Layer::values_mut);
+        dst.zip(values).for_each(|(d, &s)| *d = s);
+        Ok(())
     }
 
     /// Euclidean norm.

@@ -2,5 +2,6 @@
 //! shuffle transport (`tocpile::dist`).
 
 mod comm;
+mod data_parallel;
 mod planner;
 mod transport;

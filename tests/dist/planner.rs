@@ -265,3 +265,14 @@ fn paper_reduction_at_q_100k_alpha_0_325_is_reproduced() {
     let factor = c.coded / c.ubershuffle;
     assert!((factor / 2.58 - 1.0).abs() < 0.05, "factor {factor}");
 }
+
+#[test]
+fn paper_reduction_at_q_1m_alpha_0_55_is_reproduced() {
+    // The paper: UberShuffle needs 5.4 times fewer packets than coded
+    // shuffling at q = 10^6, alpha = 0.55 (n = 20, depth 2). About 4 s in
+    // a release build.
+    let c = simulate(20, 1_000_000, 0.55, 2, 0).unwrap();
+    let factor = c.coded / c.ubershuffle;
+    assert!((factor / 5.4 - 1.0).abs() < 0.05, "factor {factor}");
+    assert!(c.ubershuffle < c.coded && c.coded <= c.uncoded);
+}

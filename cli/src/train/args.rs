@@ -34,7 +34,9 @@ use super::prepare::{OptimizerArg, ScaleArg};
     tocpile train train.toc --holdout 0.1 --save lr.model\n  \
     tocpile train train.toc --optimizer sgd --lr 0.5 --scale none\n  \
     tocpile train train.toc --shuffle corgipile,none,once,epoch --plot shuffles.svg\n  \
-    tocpile train digits.toc --model softmax --mode page --buffer 0.2")]
+    tocpile train digits.toc --model softmax --mode page --buffer 0.2\n  \
+    mpirun -np 4 tocpile train train.toc --save lr.model   # built with --features mpi\n  \
+    tocpile train train.toc --ranks 4                      # 4 ranks as threads")]
 pub struct TrainArgs {
     /// The dataset file to train on (see `tocpile encode`).
     #[arg(value_name = "FILE.toc")]
@@ -123,6 +125,9 @@ pub struct TrainArgs {
     #[arg(long, value_name = "FRACTION", allow_negative_numbers = true,
           value_parser = parse_holdout, conflicts_with = "eval")]
     pub holdout: Option<f64>,
+    /// Several ranks: --distributed, --ranks, --average-every.
+    #[command(flatten)]
+    pub dist: crate::distributed::DistArgs,
 }
 
 impl TrainArgs {

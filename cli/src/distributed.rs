@@ -1,0 +1,239 @@
+//! `tocpile train` on several ranks: under `mpirun` (the `mpi` feature),
+//! or as threads of this process (`--ranks N`, no MPI needed). Each rank
+//! reads its slice of every epoch's block permutation; gradients are
+//! averaged every step (or models every `--average-every K` steps); rank 0
+//! prints the table and writes the model (`tocpile::dist::train_distributed`).
+
+use std::sync::Arc;
+
+use clap::Args;
+use tocpile::dataset::Dataset;
+use tocpile::dist::{train_distributed, Averaging, Communicator, DistributedReport, InProcess};
+use tocpile::loader::{Buffer, Loader, LoaderOptions, Mode};
+use tocpile::model::Model;
+use tocpile::train::TrainOptions;
+
+use crate::output::emit;
+use crate::train::{model_kind, prepare, warn, Table, TrainArgs};
+use crate::{Failure, Outcome};
+
+/// The options of `tocpile train` that concern several ranks.
+#[derive(Debug, Args)]
+pub struct DistArgs {
+    /// Train data-parallel on the ranks of `mpirun` (needs the `mpi`
+    /// feature). Without it, a build with the feature still trains
+    /// data-parallel when started by a launcher with more than one rank.
+    #[arg(long)]
+    pub distributed: bool,
+    /// Train data-parallel on N ranks run as threads of this process (the
+    /// same model, bit for bit, as N ranks under mpirun).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024), conflicts_with = "distributed")]
+    pub ranks: Option<u64>,
+    /// With several ranks: average the models every K steps (and at the
+    /// end of each epoch) instead of the gradients every step.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
+    pub average_every: Option<u64>,
+}
+
+/// Runs `train` on several ranks when asked to (or when started by a
+/// launcher with more than one rank); `None` for the single-process path.
+pub fn train(args: &TrainArgs) -> Option<Outcome> {
+    let dist = &args.dist;
+    if let Some(n) = dist.ranks {
+        return Some(in_process(args, n as usize));
+    }
+    #[cfg(feature = "mpi")]
+    {
+        let launched = tocpile::dist::Mpi::launched_size().is_some_and(|n| n > 1);
+        if dist.distributed || launched {
+            return Some(on_mpi(|comm| on_rank(args, comm)));
+        }
+    }
+    if dist.distributed {
+        return Some(Err(Failure(
+            "--distributed needs a tocpile built with the `mpi` feature \
+             (cargo install --path cli --features mpi); --ranks N runs ranks as threads"
+                .into(),
+        )));
+    }
+    if dist.average_every.is_some() {
+        return Some(Err(Failure(
+            "--average-every needs several ranks (--ranks N, or mpirun)".into(),
+        )));
+    }
+    None
+}
+
+/// Runs `f` on this process's MPI rank. An error ends the whole job
+/// (`MPI_Abort`, exit code 1) after printing it with the rank: the other
+/// ranks may be waiting for this one and would wait forever.
+#[cfg(feature = "mpi")]
+pub fn on_mpi(f: impl FnOnce(&tocpile::dist::Mpi) -> Outcome) -> Outcome {
+    let comm = tocpile::dist::Mpi::init()?;
+    let outcome = f(&comm);
+    if let (Err(Failure(message)), true) = (&outcome, comm.size() > 1) {
+        eprintln!("tocpile: rank {}: {message}", comm.rank());
+        comm.abort(1);
+    }
+    outcome
+}
+
+fn in_process(args: &TrainArgs, n: usize) -> Outcome {
+    let ranks = InProcess::group(n)?;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = ranks
+            .into_iter()
+            .map(|comm| s.spawn(move || on_rank(args, &comm)))
+            .collect();
+        // Rank 0's outcome is the run's; another rank's error is also
+        // rank 0's (every rank fails together).
+        let outcomes: Vec<Outcome> = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect();
+        outcomes.into_iter().next().expect("rank 0")
+    })
+}
+
+/// One rank's part of the run.
+fn on_rank<C: Communicator>(args: &TrainArgs, comm: &C) -> Outcome {
+    let (rank, size) = (comm.rank(), comm.size());
+    if args.shuffle.len() > 1 || args.json || args.plot.is_some() || args.holdout.is_some() {
+        return Err(Failure(
+            "training on several ranks takes one --shuffle strategy, and no --json, --plot \
+             or --holdout (give the held-out rows as --eval FILE)"
+                .into(),
+        ));
+    }
+    let dataset = Arc::new(Dataset::open(&args.file)?);
+    if dataset.info().n_rows == 0 {
+        return Err(Failure::about(&args.file, "no rows to train on"));
+    }
+    let eval = match &args.eval {
+        Some(path) if rank == 0 => Some(Arc::new(Dataset::open(path)?)),
+        _ => None,
+    };
+    let kind = model_kind(&args.model, args.classes, &dataset, &args.file)?;
+    let n_cols = dataset.info().n_cols;
+    let mut model = Model::new(kind.clone(), n_cols, args.seed)?;
+    // The same scaling and step rule as a single-process run.
+    let scaling = prepare::scaling(args.scale, &dataset)?;
+    let scaling_name = scaling.as_ref().map_or("none", |s| s.kind().name());
+    model.set_scaling(scaling)?;
+    model.set_schema(&dataset.info().schema);
+    let options = TrainOptions {
+        epochs: usize::try_from(args.epochs).unwrap_or(usize::MAX),
+        learning_rate: args.learning_rate(),
+        decay: args.decay,
+        l2: args.l2,
+        optimizer: args.optimizer.rule(),
+    };
+    let batch_rows = usize::try_from(args.batch_size).unwrap_or(usize::MAX);
+    let loader = Loader::new(
+        Arc::clone(&dataset),
+        LoaderOptions {
+            strategy: args.shuffle[0],
+            mode: args.mode.mode(),
+            batch_rows,
+            buffer: Buffer::Fraction(args.buffer),
+            seed: args.seed,
+            worker: rank,
+            workers: size,
+            ..LoaderOptions::default()
+        },
+    )?;
+    let sync = match args.dist.average_every {
+        Some(k) => Averaging::Models {
+            every: usize::try_from(k).unwrap_or(usize::MAX),
+        },
+        None => Averaging::Gradients,
+    };
+    let table = Table {
+        metric: if kind.is_regression() {
+            "R^2"
+        } else {
+            "accuracy"
+        },
+        eval: args.eval.is_some(),
+        strategy: false,
+    };
+    if rank == 0 {
+        warn(&loader);
+        let info = dataset.info();
+        let mode = match args.mode.mode() {
+            Mode::Auto => format!("{} (auto)", loader.mode().name()),
+            _ => loader.mode().name().to_string(),
+        };
+        let sync_name = match sync {
+            Averaging::Gradients => "gradients averaged every step".to_string(),
+            Averaging::Models { every } => format!("models averaged every {every} steps"),
+        };
+        emit(&format!(
+            "training {kind} on {}: {} rows x {n_cols} columns in {} blocks, {size} ranks \
+             ({sync_name}); {} mode, {batch_rows}-row mini-batches per rank, buffer {}, \
+             {} lr {} (decay {}), l2 {}, scaling {scaling_name}, seed {}\n\n{}",
+            args.file.display(),
+            info.n_rows,
+            info.n_blocks,
+            mode,
+            args.buffer,
+            options.optimizer.name(),
+            options.learning_rate,
+            args.decay,
+            args.l2,
+            args.seed,
+            table.header(),
+        ))?;
+    }
+    let mut printed = Ok(());
+    let strategy = args.shuffle[0];
+    let reports = train_distributed(
+        comm,
+        &mut model,
+        &loader,
+        &options,
+        sync,
+        eval.as_ref(),
+        |r| {
+            if rank == 0 && printed.is_ok() {
+                printed = emit(&table.row(strategy, &r.epoch));
+            }
+        },
+    )?;
+    printed?;
+    if rank != 0 {
+        return Ok(());
+    }
+    if let Some(path) = &args.save {
+        model.save(path)?;
+    }
+    emit(&summary(&reports, &table, args))
+}
+
+fn summary(reports: &[DistributedReport], table: &Table, args: &TrainArgs) -> String {
+    let mut text = String::from("\n");
+    if let Some(last) = reports.last() {
+        let steps: usize = reports.iter().map(|r| r.epoch.steps).sum();
+        let comm: f64 = reports.iter().map(|r| r.communication_seconds).sum();
+        let seconds: f64 = reports.iter().map(|r| r.epoch.seconds).sum();
+        text.push_str(&format!(
+            "final: loss {:.4}, {} {:.4}",
+            last.epoch.train.loss, table.metric, last.epoch.train.accuracy
+        ));
+        if let Some(e) = last.epoch.eval {
+            text.push_str(&format!(
+                "; eval loss {:.4}, eval {} {:.4}",
+                e.loss, table.metric, e.accuracy
+            ));
+        }
+        text.push_str(&format!(
+            "\n{steps} steps; rank 0 spent {comm:.3} of {seconds:.3} s in collectives; \
+             mini-batches per rank in the last epoch: {:?}\n",
+            last.batches_per_rank
+        ));
+    }
+    if let Some(path) = &args.save {
+        text.push_str(&format!("model written to {}\n", path.display()));
+    }
+    text
+}
