@@ -108,6 +108,9 @@ fn kernels(args: &KernelArgs) -> Outcome {
     if rows.n_rows() == 0 {
         return Err(Failure::about(&args.input, "no rows to measure"));
     }
+    // The dense formats and the kernels' vectors are as wide as the rows.
+    tocpile::limits::check_cols(rows.n_cols(), "columns of the input")
+        .map_err(|e| Failure::about(&args.input, e))?;
     if let Some(places) = args.decimals {
         rows = to_decimals(&rows, places)?;
     }

@@ -135,6 +135,9 @@ fn measure(
     if rows.n_rows() == 0 {
         return Err(Failure::about(path, "no rows"));
     }
+    // The dense formats and the kernels' vectors are as wide as the rows.
+    tocpile::limits::check_cols(rows.n_cols(), "columns of the input")
+        .map_err(|e| Failure::about(path, e))?;
     if let Some(places) = args.decimals {
         rows = to_decimals(&rows, places)?;
     }

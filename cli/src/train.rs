@@ -99,17 +99,18 @@ pub fn run(args: &TrainArgs) -> Outcome {
             args.shuffle.len()
         )));
     }
-    let dataset = Arc::new(Dataset::open(&args.file)?);
+    let dataset = Arc::new(crate::input::open_dataset(&args.file)?);
     if dataset.info().n_rows == 0 {
         return Err(Failure::about(&args.file, "no rows to train on"));
     }
     let eval = match &args.eval {
-        Some(path) => Some(Arc::new(Dataset::open(path)?)),
+        Some(path) => Some(Arc::new(crate::input::open_dataset(path)?)),
         None => None,
     };
     let kind = model_kind(&args.model, args.classes, &dataset, &args.file)?;
     let n_cols = dataset.info().n_cols;
-    let initial = Model::new(kind.clone(), n_cols, args.seed)?;
+    let initial =
+        Model::new(kind.clone(), n_cols, args.seed).map_err(|e| Failure::about(&args.file, e))?;
     let options = TrainOptions {
         epochs: usize::try_from(args.epochs).unwrap_or(usize::MAX),
         learning_rate: args.lr,

@@ -23,6 +23,8 @@ mod labels;
 mod prefetch;
 mod reader;
 mod source;
+mod truncation;
+mod verify;
 mod writer;
 
 pub use block::{Block, TocView};
