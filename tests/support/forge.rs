@@ -92,30 +92,58 @@ pub struct Claims {
 /// 0.0) with `payload` in page format `format`, its footer claiming
 /// `claims`; every checksum is right.
 pub fn dataset(format: u8, rows: u64, payload: &[u8], claims: Claims) -> Vec<u8> {
+    dataset_of(format, &[(rows, payload.to_vec())], 1, claims)
+}
+
+/// A dataset file of `pages` (rows, payload in page format `format`;
+/// labels all 0.0), `per_block` pages to a block, its footer claiming
+/// `claims` (the last block's rows make up the claimed row total); every
+/// checksum is right.
+pub fn dataset_of(
+    format: u8,
+    pages: &[(u64, Vec<u8>)],
+    per_block: usize,
+    claims: Claims,
+) -> Vec<u8> {
     let mut file = b"TOCD\x01\x00\x00\x00".to_vec();
-    let mut block = Vec::new();
-    varint(&mut block, rows);
-    varint(&mut block, 1); // label dictionary: one label
-    block.extend_from_slice(&0.0f64.to_le_bytes());
-    packed(&mut block, &vec![0; rows as usize], 1);
-    varint(&mut block, payload.len() as u64);
-    block.extend_from_slice(payload);
-    file.extend_from_slice(&block);
+    let mut entries = Vec::new();
+    for group in pages.chunks(per_block.max(1)) {
+        let mut block = Vec::new();
+        for (rows, payload) in group {
+            varint(&mut block, *rows);
+            varint(&mut block, 1); // label dictionary: one label
+            block.extend_from_slice(&0.0f64.to_le_bytes());
+            packed(&mut block, &vec![0; *rows as usize], 1);
+            varint(&mut block, payload.len() as u64);
+            block.extend_from_slice(payload);
+        }
+        let rows: u64 = group.iter().map(|p| p.0).sum();
+        entries.push((block.len() as u64, rows, group.len() as u64, crc32(&block)));
+        file.extend_from_slice(&block);
+    }
+    let others: u64 = entries.iter().rev().skip(1).map(|e| e.1).sum();
+    if let Some(last) = entries.last_mut() {
+        last.1 = claims.n_rows.saturating_sub(others);
+    }
     let footer_at = file.len() as u64;
     let mut footer = b"TOCF".to_vec();
     for v in [claims.n_cols, claims.n_rows, claims.nnz] {
         varint(&mut footer, v);
     }
     footer.push(format);
+    let page_rows = pages.iter().map(|p| p.0).max().unwrap_or(0);
+    let payload: u64 = pages.iter().map(|p| p.1.len() as u64).sum();
     // page_rows, block_bytes, n_pages, payload bytes, schema length.
-    for v in [rows, 1 << 22, 1, payload.len() as u64, 0] {
+    for v in [page_rows, 1 << 22, pages.len() as u64, payload, 0] {
         varint(&mut footer, v);
     }
-    varint(&mut footer, 1); // one block
-    for v in [block.len() as u64, claims.n_rows, 1] {
-        varint(&mut footer, v);
+    varint(&mut footer, entries.len() as u64);
+    for (len, rows, n, crc) in entries {
+        for v in [len, rows, n] {
+            varint(&mut footer, v);
+        }
+        footer.extend_from_slice(&crc.to_le_bytes());
     }
-    footer.extend_from_slice(&crc32(&block).to_le_bytes());
     file.extend_from_slice(&footer);
     file.extend_from_slice(&footer_at.to_le_bytes());
     file.extend_from_slice(&crc32(&footer).to_le_bytes());
