@@ -29,8 +29,9 @@ const STREAM_PERMUTE: u64 = 11;
 
 /// Writes to `output` a copy of `input` with its rows shuffled uniformly
 /// (fixed by `seed`), with the same page format, page and block sizes and
-/// schema. Memory stays near 64 MiB of decoded rows whatever the file
-/// size; bucket files live beside `output` and are removed. The output is
+/// schema. Memory stays near 64 MiB of decoded rows up to 16 GiB of
+/// them (256 buckets; beyond, buckets grow rather than multiply); bucket
+/// files live beside `output` and are removed. The output is
 /// written atomically.
 ///
 /// # Errors
