@@ -27,8 +27,11 @@ impl Dataset {
     ///
     /// # Errors
     /// [`Error::Io`]; [`Error::InFile`] naming the header, trailer or
-    /// footer and what is wrong there; [`Error::ChecksumMismatch`] for a
-    /// damaged footer.
+    /// footer and what is wrong there (a footer total beyond what the
+    /// blocks can hold, or beyond the page limit of
+    /// [`limits`](crate::limits), included); [`Error::ChecksumMismatch`]
+    /// for a damaged footer; [`Error::TruncatedFile`] for a file that ends
+    /// before its trailer.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         let file = File::open(&path).map_err(|e| Error::io(&path, e))?;
