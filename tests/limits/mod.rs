@@ -101,6 +101,21 @@ fn footer_claiming_2_pow_40_rows_or_nonzeros_fails_at_open() {
     );
     let ds = Dataset::from_memory(file, "wide.toc").unwrap();
     assert!(ds.read_block(0).unwrap().page(0).is_ok(), "pages are valid");
+    let e = ds.verify(|_| {}).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("footer non-zeros (the pages decode to): expected 1048576, found 4"),
+        "{e}"
+    );
+    assert!(ds.check_totals(rows, rows).is_err());
+    let honest = dataset(
+        TOC_FULL,
+        rows,
+        &crate::support::forge::small_batch(rows, 10),
+        truth,
+    );
+    let ds = Dataset::from_memory(honest, "honest.toc").unwrap();
+    ds.verify(|_| {}).unwrap();
 }
 
 #[test]
