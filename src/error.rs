@@ -362,6 +362,38 @@ pub enum Error {
     /// The work was interrupted ([`cleanup::interrupt`](crate::cleanup::interrupt),
     /// e.g. on SIGINT or SIGTERM); temporary files were removed.
     Interrupted,
+    /// A size an input asks for is above a limit of the resource policy
+    /// ([`crate::limits`]): the input is hostile or bigger than this
+    /// process was told to trust.
+    LimitExceeded {
+        /// What was sized.
+        what: &'static str,
+        /// The size asked for.
+        value: u64,
+        /// The limit.
+        max: u64,
+        /// How to raise the limit.
+        raise: &'static str,
+    },
+    /// The system refused an allocation that an input or an option asked
+    /// for.
+    OutOfMemory {
+        /// What was being allocated.
+        what: &'static str,
+        /// Bytes asked for.
+        bytes: u64,
+    },
+    /// A dataset file ends before its trailer: it was cut short (a copy
+    /// or a write that did not complete).
+    TruncatedFile {
+        /// The file.
+        path: String,
+        /// Bytes the file has.
+        len: u64,
+        /// Bytes it must have at least (the end of the section the data
+        /// stops in, plus the trailer).
+        needed: u64,
+    },
 }
 
 impl fmt::Display for Error {
@@ -567,6 +599,24 @@ impl fmt::Display for Error {
                 message,
             } => write!(f, "worker {worker}, shuffle into epoch {epoch}: {message}"),
             Error::Interrupted => write!(f, "interrupted; temporary files removed"),
+            Error::LimitExceeded {
+                what,
+                value,
+                max,
+                raise,
+            } => write!(
+                f,
+                "{what} is {value}, above the limit of {max}; if the input is trusted, raise the limit with {raise}"
+            ),
+            Error::OutOfMemory { what, bytes } => write!(
+                f,
+                "cannot allocate {bytes} bytes for {what}: not enough memory"
+            ),
+            Error::TruncatedFile { path, len, needed } => write!(
+                f,
+                "{path}: truncated at byte {len} of at least {needed}: the file ends before its trailer \
+                 (a copy or write that did not complete)"
+            ),
         }
     }
 }

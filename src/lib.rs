@@ -81,6 +81,7 @@ mod error;
 pub mod formats;
 pub mod ingest;
 pub mod kernels;
+pub mod limits;
 pub mod loader;
 pub mod model;
 mod page;

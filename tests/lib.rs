@@ -3,6 +3,8 @@
 mod strategy;
 mod support;
 
+mod limits;
+
 mod architecture;
 mod codec;
 mod dataset;

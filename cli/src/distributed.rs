@@ -7,7 +7,6 @@
 use std::sync::Arc;
 
 use clap::Args;
-use tocpile::dataset::Dataset;
 use tocpile::dist::{train_distributed, Averaging, Communicator, DistributedReport, InProcess};
 use tocpile::loader::{Buffer, Loader, LoaderOptions, Mode};
 use tocpile::model::Model;
@@ -105,12 +104,12 @@ fn on_rank<C: Communicator>(args: &TrainArgs, comm: &C) -> Outcome {
                 .into(),
         ));
     }
-    let dataset = Arc::new(Dataset::open(&args.file)?);
+    let dataset = Arc::new(crate::input::open_dataset(&args.file)?);
     if dataset.info().n_rows == 0 {
         return Err(Failure::about(&args.file, "no rows to train on"));
     }
     let eval = match &args.eval {
-        Some(path) if rank == 0 => Some(Arc::new(Dataset::open(path)?)),
+        Some(path) if rank == 0 => Some(Arc::new(crate::input::open_dataset(path)?)),
         _ => None,
     };
     let kind = model_kind(&args.model, args.classes, &dataset, &args.file)?;

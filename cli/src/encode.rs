@@ -247,7 +247,7 @@ fn chunk_rows(last: &tocpile::SparseBatch) -> usize {
 }
 
 pub fn run_inspect(args: &InspectArgs) -> Outcome {
-    let dataset = Dataset::open(&args.file)?;
+    let dataset = crate::input::open_dataset(&args.file)?;
     let info = dataset.info();
     if args.schema {
         if info.schema.is_empty() {
@@ -271,7 +271,8 @@ pub fn run_inspect(args: &InspectArgs) -> Outcome {
     let mut text = format!("{}\n{}\n", args.file.display(), info.summary());
     match verified {
         Some(n) => text.push_str(&format!(
-            "checked {n} blocks and {} pages: checksums match, every page is valid\n",
+            "checked {n} blocks and {} pages: checksums match, every page is valid, \
+             the footer's totals are the pages'\n",
             info.n_pages
         )),
         None => text.push_str("footer only: blocks not checked\n"),
@@ -279,17 +280,11 @@ pub fn run_inspect(args: &InspectArgs) -> Outcome {
     emit(&text)
 }
 
-/// Reads every block (checksum) and loads every page (validation); returns
-/// the number of blocks.
+/// Reads every block (checksum), loads every page (validation) and checks
+/// the footer's totals against the pages; returns the number of blocks.
 fn verify(dataset: &Dataset) -> Result<usize, Failure> {
     let bar = progress("checking");
-    for b in 0..dataset.n_blocks() {
-        let block = dataset.read_block(b)?;
-        for p in 0..block.n_pages() {
-            block.page(p)?;
-        }
-        bar.inc(block.n_rows() as u64);
-    }
+    dataset.verify(|block| bar.inc(block.n_rows() as u64))?;
     bar.finish_and_clear();
     Ok(dataset.n_blocks())
 }

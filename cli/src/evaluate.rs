@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use clap::Args;
 use serde::Serialize;
-use tocpile::dataset::Dataset;
 use tocpile::model::Model;
 use tocpile::train::evaluate_all;
 
@@ -56,7 +55,7 @@ struct EvaluateJson {
 
 pub fn run(args: &EvaluateArgs) -> Outcome {
     let model = Model::load(&args.model)?;
-    let dataset = Arc::new(Dataset::open(&args.file)?);
+    let dataset = Arc::new(crate::input::open_dataset(&args.file)?);
     let report = evaluate_all(&model, &dataset).map_err(|e| {
         Failure::about(
             &args.file,

@@ -205,6 +205,7 @@ impl Input {
                 next_block: 0,
             });
         }
+        check_compression(path)?;
         match text_format(path, args.input_format) {
             TextFormat::Libsvm => Ok(Input::Libsvm(LibsvmReader::open(
                 path,
@@ -476,4 +477,94 @@ pub fn shuffled(
         .filter_map(|&r| labels.get(r).copied())
         .collect();
     Ok((out, labels))
+}
+
+/// Opens a dataset file (`train`, `inspect`). A file that is not one gets
+/// a message saying what it looks like (LIBSVM or CSV text, Parquet,
+/// compressed data) and what to do, instead of the magic bytes found.
+pub fn open_dataset(path: &Path) -> Result<Dataset, Failure> {
+    Dataset::open(path).map_err(|error| match looks_like(path) {
+        Some(what) if !is_dataset(path) => Failure::about(path, what),
+        _ => error.into(),
+    })
+}
+
+/// The compressor whose magic bytes start `head`, among those tocpile does
+/// not read (gzip it does), with the command that decompresses it.
+fn foreign_compression(head: &[u8]) -> Option<(&'static str, &'static str)> {
+    if head.len() >= 4 && head.starts_with(b"BZh") && (b'1'..=b'9').contains(&head[3]) {
+        Some(("bzip2", "bunzip2 FILE"))
+    } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0x00]) {
+        Some(("xz", "unxz FILE"))
+    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Some(("zstd", "zstd -d FILE"))
+    } else {
+        None
+    }
+}
+
+/// The first bytes of `path` (up to 4 KiB; empty if it cannot be read).
+fn head_of(path: &Path) -> Vec<u8> {
+    let mut head = Vec::new();
+    let _ = std::fs::File::open(path).and_then(|f| f.take(4096).read_to_end(&mut head));
+    head
+}
+
+/// Refuses text input compressed by a tool tocpile does not read.
+fn check_compression(path: &Path) -> Result<(), Failure> {
+    match foreign_compression(&head_of(path)) {
+        Some((name, command)) => Err(Failure::about(
+            path,
+            format!(
+                "this is {name} data, which tocpile does not read: decompress it first \
+                 (`{command}`), or recompress it with gzip"
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// What a file that is not a dataset file looks like, by its first bytes.
+fn looks_like(path: &Path) -> Option<String> {
+    let head = head_of(path);
+    let encode = "run `tocpile encode FILE -o FILE.toc` first";
+    if let Some((name, command)) = foreign_compression(&head) {
+        return Some(format!(
+            "this is {name} data, not a tocpile dataset file: decompress it (`{command}`), \
+             then {encode}"
+        ));
+    }
+    if head.starts_with(&[0x1f, 0x8b]) {
+        return Some(format!("this is gzip data, not a tocpile dataset file: if it holds LIBSVM or CSV text, {encode}"));
+    }
+    if head.starts_with(&PARQUET_MAGIC) {
+        return Some(format!(
+            "this looks like a Parquet file, not a tocpile dataset file: {encode}"
+        ));
+    }
+    let text = std::str::from_utf8(&head).unwrap_or_else(|e| {
+        // The 4 KiB cut may split a character.
+        std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default()
+    });
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))?;
+    let mut tokens = line.split_whitespace();
+    let label = tokens.next().is_some_and(|t| t.parse::<f64>().is_ok());
+    let pairs = tokens.all(|t| {
+        t.split_once(':')
+            .is_some_and(|(i, v)| i.parse::<u64>().is_ok() && v.parse::<f64>().is_ok())
+    });
+    if label && pairs {
+        Some(format!(
+            "this looks like LIBSVM text, not a tocpile dataset file: {encode}"
+        ))
+    } else if line.contains(',') && !line.contains('\0') {
+        Some(format!(
+            "this looks like CSV text, not a tocpile dataset file: {encode}"
+        ))
+    } else {
+        None
+    }
 }

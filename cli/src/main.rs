@@ -84,6 +84,15 @@ pub type Outcome = Result<(), Failure>;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Resource limit: most non-zeros one page may decode to (and most
+    /// cells of a dense page); default 134217728 (2^27). Raise it only
+    /// for trusted files.
+    #[arg(long, global = true, value_name = "N")]
+    max_page_nnz: Option<u64>,
+    /// Resource limit: most columns a model, a dense format or a kernel
+    /// vector is allocated for; default 67108864 (2^26).
+    #[arg(long, global = true, value_name = "N")]
+    max_cols: Option<u64>,
 }
 
 /// The commands. A new one is a variant here, its arguments struct, and
@@ -131,6 +140,11 @@ fn main() -> ExitCode {
         }
     };
     signals::install();
+    let defaults = tocpile::limits::limits();
+    tocpile::limits::set_limits(tocpile::limits::Limits {
+        max_page_nnz: cli.max_page_nnz.unwrap_or(defaults.max_page_nnz),
+        max_cols: cli.max_cols.unwrap_or(defaults.max_cols),
+    });
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(_) if tocpile::cleanup::interrupted() => {

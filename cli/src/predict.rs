@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
-use tocpile::dataset::Dataset;
 use tocpile::model::{Model, Predictions};
 
 use crate::output::emit;
@@ -73,7 +72,7 @@ fn lines(p: &Predictions, first: u64, args: &PredictArgs, out: &mut Vec<u8>) {
 
 pub fn run(args: &PredictArgs) -> Outcome {
     let model = Model::load(&args.model)?;
-    let dataset = Arc::new(Dataset::open(&args.file)?);
+    let dataset = Arc::new(crate::input::open_dataset(&args.file)?);
     let info = dataset.info();
     let context = |e: tocpile::Error| {
         Failure::about(

@@ -45,6 +45,9 @@ impl RowArgs {
         if rows.n_rows() == 0 {
             return Err(Failure::about(path, "no rows to measure"));
         }
+        // The dense formats and the kernels' vectors are as wide as the rows.
+        tocpile::limits::check_cols(rows.n_cols(), "columns of the input")
+            .map_err(|e| Failure::about(path, e))?;
         if let Some(places) = self.decimals {
             rows = to_decimals(&rows, places)?;
         }

@@ -106,12 +106,12 @@ pub fn run(args: &TrainArgs) -> Outcome {
             args.shuffle.len()
         )));
     }
-    let mut dataset = Arc::new(Dataset::open(&args.file)?);
+    let mut dataset = Arc::new(crate::input::open_dataset(&args.file)?);
     if dataset.info().n_rows == 0 {
         return Err(Failure::about(&args.file, "no rows to train on"));
     }
     let mut eval = match &args.eval {
-        Some(path) => Some(Arc::new(Dataset::open(path)?)),
+        Some(path) => Some(Arc::new(crate::input::open_dataset(path)?)),
         None => None,
     };
     if let (Some(path), Some(eval)) = (&args.eval, &eval) {
@@ -131,7 +131,8 @@ pub fn run(args: &TrainArgs) -> Outcome {
         None => None,
     };
     let n_cols = dataset.info().n_cols;
-    let mut initial = Model::new(kind.clone(), n_cols, args.seed)?;
+    let mut initial =
+        Model::new(kind.clone(), n_cols, args.seed).map_err(|e| Failure::about(&args.file, e))?;
     let scaling = prepare::scaling(args.scale, &dataset)?;
     let scaling_name = scaling.as_ref().map_or("none", |s| s.kind().name());
     initial.set_scaling(scaling)?;

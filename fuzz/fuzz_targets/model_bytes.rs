@@ -12,6 +12,10 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(model) = Model::from_bytes(data) {
         let bytes = model.to_bytes();
         let body = data.len() - 4;
-        assert_eq!(bytes[..body], data[..body], "a loaded model rewrites to its bytes");
+        assert_eq!(
+            bytes[..body],
+            data[..body],
+            "a loaded model rewrites to its bytes"
+        );
     }
 });

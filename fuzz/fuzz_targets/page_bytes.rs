@@ -92,7 +92,11 @@ fuzz_target!(|data: &[u8]| {
     // The decoded batch round-trips through this format's bytes.
     let again = kind.encode(&batch).expect("a loaded batch re-encodes");
     let again_bytes = again.to_bytes();
-    assert_eq!(again_bytes.len(), again.encoded_len(), "{kind}: re-encoded length");
+    assert_eq!(
+        again_bytes.len(),
+        again.encoded_len(),
+        "{kind}: re-encoded length"
+    );
     let back = kind.load(&again_bytes).expect("re-encoded page loads");
     assert!(back.decode() == batch, "{kind}: re-encoded round trip");
 

@@ -3,6 +3,10 @@
 //! so the prefix tree grows) and the checks every target applies to a
 //! validated [`TocBatch`].
 
+#[path = "../../tests/support/forge.rs"]
+pub mod forge;
+pub mod forged;
+
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use tocpile::{
     Adaptive, DecodeTree, EncodeOptions, Encoder, Level, Packing, SparseBatch, TocBatch, MAX_COLS,

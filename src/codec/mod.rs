@@ -74,11 +74,14 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
     /// value ids inside the dictionary, no zero values, row lengths adding
     /// up to the code count, every code naming an existing node, and
     /// strictly ascending columns in every row. Memory used is linear in
-    /// the input size.
+    /// the input size. Finally, the non-zeros the batch decodes to must
+    /// stay within [`limits`](crate::limits::limits) (`max_page_nnz`).
     ///
     /// # Errors
     /// The first rule broken, as an [`Error`](crate::Error) naming the
-    /// field and its byte offset, or the row and position.
+    /// field and its byte offset, or the row and position;
+    /// [`Error::LimitExceeded`](crate::Error::LimitExceeded) for a batch
+    /// decoding to more than `max_page_nnz` non-zeros.
     pub fn from_bytes(bytes: B) -> Result<Self> {
         Self::from_bytes_with_tree(bytes, &mut DecodeTree::default())
     }
@@ -93,6 +96,9 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
         let blob = bytes.as_ref();
         let checked = layout::parse(blob).and_then(|layout| {
             tree.build(blob, &layout, true)?;
+            // The resource policy: a tree can decode to quadratically more
+            // entries than its bytes; refuse before anyone allocates them.
+            crate::limits::check_page_nnz(tree.decoded_nnz(), tree.n_rows(), tree.n_cols())?;
             Ok(layout)
         });
         let layout = match checked {

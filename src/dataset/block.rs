@@ -156,6 +156,12 @@ impl Block {
             .collect()
     }
 
+    /// Bytes of the pages' payloads (labels excluded), as the footer's
+    /// `payload_bytes` counts them.
+    pub(super) fn payload_bytes(&self) -> u64 {
+        self.pages.iter().map(|p| p.payload.len() as u64).sum()
+    }
+
     /// Number of pages.
     pub fn n_pages(&self) -> usize {
         self.pages.len()

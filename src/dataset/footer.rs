@@ -166,7 +166,9 @@ pub(super) fn parse_footer(
     let (mut offset, mut rows, mut pages) = (HEADER_LEN, 0u64, 0u64);
     for _ in 0..n_blocks {
         let len = r.varint_max("block length", footer_at - offset)?;
-        let block_rows = r.varint("block rows")?;
+        // Every row takes at least one bit of the block (its label id):
+        // a footer cannot claim more rows than its blocks' bytes hold.
+        let block_rows = r.varint_max("block rows (8 per byte of the block)", len * 8)?;
         let block_pages = r.varint_max("block pages", len)?;
         let crc = r.u32("block checksum")?;
         index.push(BlockEntry {
@@ -204,6 +206,7 @@ pub(super) fn parse_footer(
             });
         }
     }
+    check_totals(n_rows, n_cols, nnz, n_pages, payload_bytes, footer_at)?;
     let info = DatasetInfo {
         n_rows,
         n_cols,
@@ -219,4 +222,32 @@ pub(super) fn parse_footer(
         scaling,
     };
     Ok((info, index))
+}
+
+/// The footer totals nothing else bounds, against what the file can hold:
+/// non-zeros at most one per cell and at most the page limit per page
+/// (they size the decoded rows of a shuffle), payload bytes within the
+/// blocks. Rows and pages are bounded by the blocks' bytes already.
+fn check_totals(
+    n_rows: u64,
+    n_cols: usize,
+    nnz: u64,
+    n_pages: u64,
+    payload_bytes: u64,
+    footer_at: u64,
+) -> Result<()> {
+    let cells = n_rows.saturating_mul(n_cols as u64);
+    for (what, value, max) in [
+        ("footer non-zeros (at most rows x columns)", nnz, cells),
+        (
+            "footer payload bytes (at most the blocks' bytes)",
+            payload_bytes,
+            footer_at,
+        ),
+    ] {
+        if value > max {
+            return Err(Error::TooLarge { what, value, max });
+        }
+    }
+    crate::limits::check_footer_nnz(nnz, n_pages)
 }

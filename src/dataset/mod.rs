@@ -25,6 +25,8 @@ mod prefetch;
 mod reader;
 mod source;
 mod split;
+mod truncation;
+mod verify;
 mod writer;
 
 pub use block::{Block, TocView};

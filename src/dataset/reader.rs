@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use super::block::{Block, TocView};
 use super::footer::{check_header, check_trailer, parse_footer, HEADER_LEN, TRAILER_LEN};
 use super::source::{read_at, Source};
+use super::truncation;
 use super::{BlockEntry, DatasetInfo};
 use crate::codec::DecodeTree;
 use crate::error::{Error, Result};
@@ -26,8 +27,11 @@ impl Dataset {
     ///
     /// # Errors
     /// [`Error::Io`]; [`Error::InFile`] naming the header, trailer or
-    /// footer and what is wrong there; [`Error::ChecksumMismatch`] for a
-    /// damaged footer.
+    /// footer and what is wrong there (a footer total beyond what the
+    /// blocks can hold, or beyond the page limit of
+    /// [`limits`](crate::limits), included); [`Error::ChecksumMismatch`]
+    /// for a damaged footer; [`Error::TruncatedFile`] for a file that ends
+    /// before its trailer.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         let file = File::open(&path).map_err(|e| Error::io(&path, e))?;
@@ -66,6 +70,14 @@ impl<S: Source> Dataset<S> {
             }
         };
         if len < HEADER_LEN + TRAILER_LEN {
+            let header = read_at(&source, &path, 0, len.min(HEADER_LEN))?;
+            if len >= HEADER_LEN && check_header(&header).is_ok() {
+                return Err(Error::TruncatedFile {
+                    path: name,
+                    len,
+                    needed: HEADER_LEN + TRAILER_LEN,
+                });
+            }
             return Err(wrap("file", 0)(Error::Truncated {
                 what: "header and trailer",
                 offset: 0,
@@ -77,8 +89,21 @@ impl<S: Source> Dataset<S> {
         check_header(&header).map_err(wrap("header", 0))?;
         let trailer_at = len - TRAILER_LEN;
         let trailer = read_at(&source, &path, trailer_at, TRAILER_LEN)?;
-        let (footer_at, crc) =
-            check_trailer(&trailer, trailer_at).map_err(wrap("trailer", trailer_at))?;
+        let (footer_at, crc) = match check_trailer(&trailer, trailer_at) {
+            Ok(found) => found,
+            Err(error @ Error::BadMagic { .. }) => {
+                // No trailer: a file cut short says so, with its size.
+                if let Some(needed) = truncation::lower_bound(&source, len, &trailer) {
+                    return Err(Error::TruncatedFile {
+                        path: name,
+                        len,
+                        needed,
+                    });
+                }
+                return Err(wrap("trailer", trailer_at)(error));
+            }
+            Err(error) => return Err(wrap("trailer", trailer_at)(error)),
+        };
         let footer = read_at(&source, &path, footer_at, trailer_at - footer_at)?;
         let found = crc32fast::hash(&footer);
         // Fuzzing builds skip checksums so that mutated inputs reach the

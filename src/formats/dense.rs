@@ -30,6 +30,7 @@ pub fn den_len(n_rows: usize, n_cols: usize) -> u64 {
 pub(super) fn dense_values(batch: &SparseBatch) -> Result<Vec<f64>> {
     let shape = Shape::of(batch);
     check_rows(shape)?;
+    crate::limits::check_dense_cells(shape.n_rows, shape.n_cols)?;
     let mut out = try_zeros(shape.cells(8)?)?;
     scatter_rows(batch, &mut out, batch.values());
     Ok(out)
@@ -339,6 +340,7 @@ impl Dvi {
     pub(crate) fn encode(batch: &SparseBatch) -> Result<Self> {
         let shape = Shape::of(batch);
         check_rows(shape)?;
+        crate::limits::check_dense_cells(shape.n_rows, shape.n_cols)?;
         let (nnz_ids, dict) = index_values(batch.values(), true)?;
         let mut ids = try_zeros::<u32>(shape.cells(4)?)?;
         scatter_rows(batch, &mut ids, &nnz_ids);

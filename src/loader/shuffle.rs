@@ -22,13 +22,17 @@ use crate::sparse::SparseBatch;
 const BUCKET_BYTES: u64 = 64 << 20;
 /// Rows gathered per bucket before they are pushed to its file.
 const CHUNK_ROWS: usize = 2048;
+/// Most bucket files: a file-descriptor limit (often 1024) must never be
+/// what stops a shuffle; past 256 x 64 MiB buckets simply grow.
+const MAX_BUCKETS: u64 = 256;
 const STREAM_BUCKET: u64 = 10;
 const STREAM_PERMUTE: u64 = 11;
 
 /// Writes to `output` a copy of `input` with its rows shuffled uniformly
 /// (fixed by `seed`), with the same page format, page and block sizes and
-/// schema. Memory stays near 64 MiB of decoded rows whatever the file
-/// size; bucket files live beside `output` and are removed. The output is
+/// schema. Memory stays near 64 MiB of decoded rows up to 16 GiB of
+/// them (256 buckets; beyond, buckets grow rather than multiply); bucket
+/// files live beside `output` and are removed. The output is
 /// written atomically.
 ///
 /// # Errors
@@ -55,12 +59,18 @@ pub(crate) fn shuffle_file_mapped<S: Source>(
         format: info.format,
         schema: info.schema.clone(),
     };
-    let decoded = 12 * info.nnz + 16 * info.n_rows;
-    let n_buckets = decoded.div_ceil(BUCKET_BYTES).max(1) as usize;
+    // The footer's totals size the buckets: bounded at the open (see
+    // `docs/FORMAT.md`, "Resource limits"), capped here, checked below.
+    let decoded = info
+        .nnz
+        .saturating_mul(12)
+        .saturating_add(info.n_rows.saturating_mul(16));
+    let n_buckets = decoded.div_ceil(BUCKET_BYTES).clamp(1, MAX_BUCKETS) as usize;
     let mut out = DatasetWriter::create(output, info.n_cols, options)?;
     let mut origin = Vec::new();
     if n_buckets == 1 {
         let (rows, labels) = read_all(input)?;
+        input.check_totals(labels.len() as u64, rows.nnz() as u64)?;
         let ids: Vec<u64> = (0..labels.len() as u64).collect();
         let rng = Rng::stream(seed, &[STREAM_PERMUTE, 0]);
         write_permuted(&mut out, (&rows, &labels, &ids), rng, &mut origin)?;
@@ -83,11 +93,12 @@ pub(crate) fn shuffle_file_mapped<S: Source>(
         .collect::<Result<Vec<_>>>()?;
     let mut pick = Rng::stream(seed, &[STREAM_BUCKET]);
     let mut bucket_ids: Vec<Vec<u64>> = vec![Vec::new(); n_buckets];
-    let mut next_id = 0u64;
+    let (mut next_id, mut nnz) = (0u64, 0u64);
     for b in 0..input.n_blocks() {
         let block = input.read_block(b)?;
         for page in block.pages()? {
             for (row, &label) in page.batch().decode().rows().zip(page.labels()) {
+                nnz += row.0.len() as u64;
                 let k = pick.below(n_buckets as u64) as usize;
                 bucket_ids[k].push(next_id);
                 next_id += 1;
@@ -102,6 +113,7 @@ pub(crate) fn shuffle_file_mapped<S: Source>(
             }
         }
     }
+    input.check_totals(next_id, nnz)?;
     for ((mut writer, (batch, labels)), k) in writers.into_iter().zip(chunks).zip(0u64..) {
         writer.push(&batch, &labels)?;
         writer.finish()?;

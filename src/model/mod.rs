@@ -119,14 +119,20 @@ impl Model {
     /// [`Error::BadArgument`] for `n_cols == 0`, a softmax with fewer than
     /// two classes, or an MLP layer of width 0; [`Error::TooLarge`] for
     /// more than [`MAX_COLS`] columns or parameters that
-    /// cannot be addressed.
+    /// cannot be addressed; [`Error::LimitExceeded`] for more columns than
+    /// [`limits`](crate::limits::limits) allow (`max_cols`);
+    /// [`Error::OutOfMemory`] if the parameters cannot be allocated.
     pub fn new(kind: ModelKind, n_cols: usize, seed: u64) -> Result<Model> {
         let widths = kind.widths();
         check_dims(&kind, n_cols, &widths)?;
+        // The resource policy: a one-line file with column id 2^32 must not
+        // make a model allocate 34 GB. (A model file's parameters are
+        // backed by its bytes, so loading one needs no such limit.)
+        crate::limits::check_cols(n_cols, "model columns")?;
         let mut layers = Vec::with_capacity(widths.len());
         let mut inputs = n_cols;
         for (i, &w) in widths.iter().enumerate() {
-            let mut layer = Layer::zeros(inputs, w);
+            let mut layer = Layer::try_zeros(inputs, w)?;
             if matches!(kind, ModelKind::Mlp { .. }) {
                 let r = (6.0 / (inputs + w) as f64).sqrt();
                 let mut rng = Rng::stream(seed, &[INIT_STREAM, i as u64]);

@@ -23,6 +23,18 @@ impl Layer {
         }
     }
 
+    /// As [`Layer::zeros`], the weights allocated fallibly: a model sized
+    /// by its input must fail with an error, not abort.
+    pub(super) fn try_zeros(inputs: usize, outputs: usize) -> crate::Result<Layer> {
+        let cells = inputs.saturating_mul(outputs);
+        let weights = crate::limits::try_filled(cells, 0.0, "model weights")?;
+        Ok(Layer {
+            weights: Array2::from_shape_vec((inputs, outputs), weights)
+                .expect("inputs x outputs cells"),
+            bias: Array1::zeros(outputs),
+        })
+    }
+
     /// The weights, `inputs x outputs`.
     pub fn weights(&self) -> &Array2<f64> {
         &self.weights

@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod forge;
+
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 

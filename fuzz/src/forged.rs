@@ -1,0 +1,149 @@
+//! Forged dataset files for the `dataset_forged` and `train_forged`
+//! targets: files an attacker can write, with every checksum right, so
+//! that the fuzzer explores footers that lie about their totals, pages
+//! that claim any number of rows, and TOC pages whose prefix tree decodes
+//! to far more than their bytes (bombs), rather than files a checksum
+//! would reject. Built with the tests' forge (`tests/support/forge.rs`).
+
+use libfuzzer_sys::arbitrary::{Result, Unstructured};
+use tocpile::dataset::Dataset;
+use tocpile::limits::{set_limits, Limits};
+use tocpile::{EncodeOptions, Encoder};
+
+use crate::forge::{bomb_batch, dataset_of, Claims};
+use crate::{arbitrary_batch, arbitrary_options};
+
+/// Limits low enough that any allocation the policy misses stands out
+/// under libFuzzer's `-malloc_limit_mb` (a page may decode to 4M
+/// non-zeros, 48 MiB; models and dense pages get 1M columns).
+pub fn set_fuzz_limits() {
+    set_limits(Limits {
+        max_page_nnz: 1 << 22,
+        max_cols: 1 << 20,
+    });
+}
+
+/// A dataset file of up to 4 pages of TOC_FULL, TOC_LOGICAL or
+/// TOC_SPARSE format, each an encoded arbitrary batch, a prefix-tree bomb
+/// (row `k` holds columns `0..=k`, up to 2^17 rows: beyond the limits) or
+/// raw bytes, with row counts true or arbitrary, grouped into blocks, and
+/// a footer whose totals are the truth or arbitrary.
+pub fn arbitrary_file(u: &mut Unstructured<'_>) -> Result<Vec<u8>> {
+    let format = *u.choose(&[9u8, 9, 8, 7])?;
+    let n_pages = u.int_in_range(1usize..=4)?;
+    let mut pages = Vec::with_capacity(n_pages);
+    let (mut true_rows, mut true_nnz, mut n_cols) = (0u64, 0u64, 1u64);
+    for _ in 0..n_pages {
+        let (rows, nnz, cols, payload) = match u.int_in_range(0u8..=3)? {
+            0 | 1 => {
+                let g = arbitrary_batch(u, 64, 32)?;
+                let mut options: EncodeOptions = arbitrary_options(u)?;
+                if format != 9 {
+                    options.level = if format == 8 {
+                        tocpile::Level::Logical
+                    } else {
+                        tocpile::Level::Sparse
+                    };
+                }
+                let Ok(batch) = Encoder::new(options).encode(&g.batch) else {
+                    return Err(libfuzzer_sys::arbitrary::Error::IncorrectFormat);
+                };
+                let rows = g.batch.n_rows() as u64;
+                (
+                    rows,
+                    g.batch.nnz() as u64,
+                    g.n_cols as u64,
+                    batch.into_bytes(),
+                )
+            }
+            2 => {
+                // Mostly small chains (decoded in full), sometimes one far
+                // beyond the page limit (a bomb of up to 8.6e9 non-zeros).
+                let rows = match u.int_in_range(0u8..=3)? {
+                    0 | 1 => u.int_in_range(2u64..=64)?,
+                    2 => u.int_in_range(65u64..=3000)?,
+                    _ => u.int_in_range(1u64 << 15..=1 << 17)?,
+                };
+                (rows, rows * (rows + 1) / 2, rows, bomb_batch(rows))
+            }
+            _ => {
+                let len = u.int_in_range(0usize..=256)?;
+                let rows = u.int_in_range(0u64..=64)?;
+                (rows, 0, 1, u.bytes(len)?.to_vec())
+            }
+        };
+        // Sometimes claim other rows than the payload holds.
+        let claimed = if u.ratio(1u8, 8u8)? {
+            u.int_in_range(0u64..=1 << 16)?
+        } else {
+            rows
+        };
+        true_rows += claimed;
+        true_nnz += nnz;
+        n_cols = n_cols.max(cols);
+        pages.push((claimed, payload));
+    }
+    let mut claims = Claims {
+        n_cols,
+        n_rows: true_rows,
+        nnz: true_nnz,
+    };
+    if u.ratio(1u8, 3u8)? {
+        claims.n_rows = arbitrary_total(u)?;
+    }
+    if u.ratio(1u8, 3u8)? {
+        claims.nnz = arbitrary_total(u)?;
+    }
+    if u.ratio(1u8, 4u8)? {
+        claims.n_cols = arbitrary_total(u)?;
+    }
+    let per_block = u.int_in_range(1usize..=4)?;
+    Ok(dataset_of(format, &pages, per_block, claims))
+}
+
+/// A footer total: small, near a power of two, or anything.
+fn arbitrary_total(u: &mut Unstructured<'_>) -> Result<u64> {
+    Ok(match u.int_in_range(0u8..=2)? {
+        0 => u.int_in_range(0u64..=1 << 20)?,
+        1 => 1u64 << u.int_in_range(0u32..=63)?,
+        _ => u.arbitrary()?,
+    })
+}
+
+/// Opens `file` and reads everything: every block, every page decoded in
+/// full (no budget: the resource limits must keep memory bounded), and
+/// `verify`. Errors are expected; a panic or an allocation beyond
+/// libFuzzer's limit is a bug. Returns the dataset if it opened.
+pub fn read_everything(file: Vec<u8>) -> Option<Dataset<Vec<u8>>> {
+    let ds = match Dataset::from_memory(file, "forged.toc") {
+        Ok(ds) => ds,
+        Err(e) => {
+            let _ = e.to_string();
+            return None;
+        }
+    };
+    let info = ds.info().clone();
+    assert!(info.nnz <= info.n_rows.saturating_mul(info.n_cols as u64));
+    for b in 0..ds.n_blocks() {
+        let Ok(block) = ds.read_block(b) else {
+            continue;
+        };
+        for p in 0..block.n_pages() {
+            match block.page(p) {
+                Ok(page) => {
+                    let decoded = page.batch().decode();
+                    assert_eq!(decoded.n_rows(), page.n_rows());
+                    assert_eq!(decoded.n_rows(), page.labels().len());
+                    assert!(decoded.nnz() as u64 <= tocpile::limits::limits().max_page_nnz);
+                }
+                Err(e) => {
+                    let _ = e.to_string();
+                }
+            }
+        }
+    }
+    if let Err(e) = ds.verify(|_| {}) {
+        let _ = e.to_string();
+    }
+    Some(ds)
+}

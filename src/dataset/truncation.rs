@@ -1,0 +1,136 @@
+//! Telling a dataset file that was cut short from one that is damaged.
+//!
+//! A complete file ends with its trailer ("TOCD"); a copy or write that
+//! stopped early ends anywhere. When the trailer is missing but the header
+//! is sound, the pages are walked from the header on (their lengths are
+//! written inline) until one runs past the end of the file: the file is
+//! truncated, and that page's end plus the trailer is a lower bound of
+//! the size it had. Only called on the error path of an open.
+
+use super::footer::{parse_footer, HEADER_LEN, TRAILER_LEN};
+use super::source::Source;
+use crate::error::{Error, Result};
+use crate::wire::Reader;
+
+/// The footer's first bytes (see `footer.rs`).
+const FOOTER_MAGIC: &[u8; 4] = b"TOCF";
+/// Pages walked at most (the walk is a diagnosis, not a scan of a huge
+/// file).
+const MAX_PAGES: u64 = 1 << 20;
+/// Bytes read at a time: enough for a page's varints.
+const WINDOW: u64 = 32;
+
+/// The size a file of `len` bytes whose trailer magic is wrong had at
+/// least, if its pages show that it was cut short; `None` if they do not
+/// parse, or if the last 16 bytes hold a trailer pointing at the footer
+/// the walk found (the file is damaged, not truncated).
+pub(super) fn lower_bound<S: Source>(source: &S, len: u64, trailer: &[u8]) -> Option<u64> {
+    let mut at = HEADER_LEN;
+    for _ in 0..MAX_PAGES {
+        let head = window(source, at, len)?;
+        // The footer's magic, or as much of it as the cut left.
+        let footer = head.starts_with(FOOTER_MAGIC)
+            || (head.len() < FOOTER_MAGIC.len() && FOOTER_MAGIC.starts_with(&head));
+        if footer {
+            let claimed = trailer
+                .get(..8)
+                .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+            if claimed == Some(at) {
+                return None;
+            }
+            // Every page is there; the footer or trailer is cut.
+            return Some(footer_end(source, at, len) + TRAILER_LEN);
+        }
+        match page_end(source, at, len) {
+            Step::Next(end) if end <= len => at = end,
+            Step::Next(end) => return Some(end + TRAILER_LEN),
+            Step::CutInHeader => return Some(len + TRAILER_LEN),
+            Step::Garbage => return None,
+        }
+    }
+    None
+}
+
+enum Step {
+    /// The page ends at this byte.
+    Next(u64),
+    /// The file ends inside the page's varints.
+    CutInHeader,
+    /// The bytes are not a page.
+    Garbage,
+}
+
+/// Up to [`WINDOW`] bytes from `at`, fewer at the end of the file.
+fn window<S: Source>(source: &S, at: u64, len: u64) -> Option<Vec<u8>> {
+    let n = WINDOW.min(len.saturating_sub(at));
+    let mut buf = vec![0u8; n as usize];
+    source.read_exact_at(&mut buf, at).ok()?;
+    Some(buf)
+}
+
+/// Where the page starting at `at` ends: `rows labels payload_len payload`
+/// (`labels = dict_len f64{dict_len} count width ids`).
+fn page_end<S: Source>(source: &S, at: u64, len: u64) -> Step {
+    let step = |pos: u64, parse: &dyn Fn(&mut Reader<'_>) -> Result<u64>| -> Step {
+        let Some(bytes) = window(source, pos, len) else {
+            return Step::Garbage;
+        };
+        let mut r = Reader::new(&bytes);
+        match parse(&mut r) {
+            Ok(skip) => match (pos + r.offset() as u64).checked_add(skip) {
+                Some(end) => Step::Next(end),
+                None => Step::Garbage,
+            },
+            // A varint the file's end cuts: truncated; else not a page.
+            Err(_) if pos + (bytes.len() as u64) >= len && bytes.len() < WINDOW as usize => {
+                Step::CutInHeader
+            }
+            Err(_) => Step::Garbage,
+        }
+    };
+    // rows, dict_len: skip the dictionary.
+    let dict_end = match step(at, &|r| {
+        r.varint("page rows")?;
+        Ok(r.varint("label dictionary length")?.saturating_mul(8))
+    }) {
+        Step::Next(end) if end < len => end,
+        other => return other,
+    };
+    // The label ids: count, width, payload.
+    let ids_end = match step(dict_end, &|r| {
+        let count = r.varint("label ids")?;
+        let width = r.u8("label id width")?;
+        if width > 32 {
+            return Err(Error::BadWidth {
+                what: "label ids",
+                offset: 0,
+                width,
+            });
+        }
+        Ok((count.saturating_mul(width as u64)).div_ceil(8))
+    }) {
+        Step::Next(end) if end < len => end,
+        other => return other,
+    };
+    step(ids_end, &|r| r.varint("page payload length"))
+}
+
+/// Where the footer starting at `at` ends, at least: parsed from the
+/// bytes up to `len`, it either stops at a field the cut left short, or
+/// is followed by part of the trailer.
+fn footer_end<S: Source>(source: &S, at: u64, len: u64) -> u64 {
+    if at >= len {
+        return at;
+    }
+    let mut bytes = vec![0u8; (len - at) as usize];
+    if source.read_exact_at(&mut bytes, at).is_err() {
+        return len;
+    }
+    match parse_footer(&bytes, at) {
+        Err(Error::TrailingBytes { offset, .. }) => at + offset as u64,
+        Err(Error::Truncated { offset, needed, .. }) => {
+            (at + offset as u64).saturating_add(needed).max(len)
+        }
+        _ => len,
+    }
+}

@@ -1,0 +1,210 @@
+//! The resource policy: how much memory a hostile or mistaken input may
+//! make tocpile allocate. The rules and their reasons are in
+//! `docs/FORMAT.md` ("Resource limits").
+//!
+//! Sizes that the bytes of an input cannot back are checked here, at the
+//! trust boundary, before anything is allocated: the non-zeros a page
+//! decodes to (a prefix tree can make them quadratic in the page's bytes),
+//! the columns a model or a dense format allocates for (one column id in a
+//! one-line file can ask for 2^32), and the totals a dataset footer claims.
+//! Exceeding a limit is [`Error::LimitExceeded`], which names the limit and
+//! how to raise it; an allocation of a user-sized request that the system
+//! refuses is [`Error::OutOfMemory`], never an abort.
+//!
+//! The limits are process-wide (like a thread pool's size) so that every
+//! reader, however deep in a call chain, applies the same policy; a program
+//! that trusts bigger inputs raises them once with [`set_limits`].
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::{Error, Result};
+
+/// Default ceiling on the non-zeros one page may decode to: 2^27 (1.5 GiB
+/// as a decoded `SparseBatch`, 12 bytes an entry). A 65,536-row page of
+/// 784 dense columns holds 51M.
+pub const DEFAULT_MAX_PAGE_NNZ: u64 = 1 << 27;
+/// Default ceiling on the columns a model, a dense format or a kernel
+/// vector allocates for: 2^26 (512 MiB per `f64` vector). The widest
+/// common LIBSVM sets (kdd2010, 29M features) fit.
+pub const DEFAULT_MAX_COLS: u64 = 1 << 26;
+
+static MAX_PAGE_NNZ: AtomicU64 = AtomicU64::new(DEFAULT_MAX_PAGE_NNZ);
+static MAX_COLS: AtomicU64 = AtomicU64::new(DEFAULT_MAX_COLS);
+
+/// The limits of the resource policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Most non-zeros one page (one encoded batch) may decode to; for a
+    /// dense format, most cells (`rows x columns`) of one page.
+    pub max_page_nnz: u64,
+    /// Most columns a model, a dense page or a kernel's vectors may be
+    /// allocated for.
+    pub max_cols: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_page_nnz: DEFAULT_MAX_PAGE_NNZ,
+            max_cols: DEFAULT_MAX_COLS,
+        }
+    }
+}
+
+/// The limits in force (the defaults unless [`set_limits`] changed them).
+pub fn limits() -> Limits {
+    Limits {
+        max_page_nnz: MAX_PAGE_NNZ.load(Ordering::Relaxed),
+        max_cols: MAX_COLS.load(Ordering::Relaxed),
+    }
+}
+
+/// Sets the limits for the whole process (every reader and model built
+/// after the call).
+pub fn set_limits(limits: Limits) {
+    MAX_PAGE_NNZ.store(limits.max_page_nnz, Ordering::Relaxed);
+    MAX_COLS.store(limits.max_cols, Ordering::Relaxed);
+}
+
+/// How a user raises the page limit (the command-line option, then the
+/// library call).
+const RAISE_PAGE_NNZ: &str = "--max-page-nnz N (library: tocpile::limits::set_limits)";
+/// How a user raises the column limit.
+const RAISE_COLS: &str = "--max-cols N (library: tocpile::limits::set_limits)";
+
+/// Checks the non-zeros `nnz` of a page of `rows x cols`: at most one per
+/// cell, and at most [`Limits::max_page_nnz`].
+///
+/// # Errors
+/// [`Error::TooLarge`] for more non-zeros than cells (a corrupt count);
+/// [`Error::LimitExceeded`] above the ceiling.
+pub fn check_page_nnz(nnz: u64, rows: usize, cols: usize) -> Result<()> {
+    let cells = (rows as u64).saturating_mul(cols as u64);
+    if nnz > cells {
+        return Err(Error::TooLarge {
+            what: "decoded non-zeros of a page (rows x columns)",
+            value: nnz,
+            max: cells,
+        });
+    }
+    check_limit(
+        "decoded non-zeros of a page",
+        nnz,
+        limits().max_page_nnz,
+        RAISE_PAGE_NNZ,
+    )
+}
+
+/// Checks the non-zeros a dataset footer claims against what its pages
+/// may decode to under the page limit.
+///
+/// # Errors
+/// [`Error::LimitExceeded`].
+pub(crate) fn check_footer_nnz(nnz: u64, n_pages: u64) -> Result<()> {
+    check_limit(
+        "footer non-zeros (at most pages x max_page_nnz)",
+        nnz,
+        n_pages.saturating_mul(limits().max_page_nnz),
+        RAISE_PAGE_NNZ,
+    )
+}
+
+/// Checks the cells (`rows x cols`) of a dense page against
+/// [`Limits::max_page_nnz`] and the columns against [`Limits::max_cols`].
+///
+/// # Errors
+/// [`Error::LimitExceeded`].
+pub fn check_dense_cells(rows: usize, cols: usize) -> Result<()> {
+    check_cols(cols, "columns of a dense page")?;
+    let cells = (rows as u64).saturating_mul(cols as u64);
+    check_limit(
+        "cells of a dense page (rows x columns)",
+        cells,
+        limits().max_page_nnz,
+        RAISE_PAGE_NNZ,
+    )
+}
+
+/// Checks `cols` columns that `what` allocates for against
+/// [`Limits::max_cols`].
+///
+/// # Errors
+/// [`Error::LimitExceeded`].
+pub fn check_cols(cols: usize, what: &'static str) -> Result<()> {
+    check_limit(what, cols as u64, limits().max_cols, RAISE_COLS)
+}
+
+fn check_limit(what: &'static str, value: u64, max: u64, raise: &'static str) -> Result<()> {
+    if value > max {
+        return Err(Error::LimitExceeded {
+            what,
+            value,
+            max,
+            raise,
+        });
+    }
+    Ok(())
+}
+
+/// `len` copies of `value`, or [`Error::OutOfMemory`] naming `what` if the
+/// system refuses the allocation (instead of an abort).
+///
+/// # Errors
+/// [`Error::OutOfMemory`].
+pub fn try_filled<T: Clone>(len: usize, value: T, what: &'static str) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
+        what,
+        bytes: (len as u64).saturating_mul(std::mem::size_of::<T>() as u64),
+    })?;
+    out.resize(len, value);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_nnz_above_cells_or_ceiling_is_an_error() {
+        assert!(check_page_nnz(6, 2, 3).is_ok());
+        assert!(matches!(
+            check_page_nnz(7, 2, 3),
+            Err(Error::TooLarge {
+                value: 7,
+                max: 6,
+                ..
+            })
+        ));
+        let over = DEFAULT_MAX_PAGE_NNZ + 1;
+        let e = check_page_nnz(over, 1 << 20, 1 << 20).unwrap_err();
+        assert!(matches!(e, Error::LimitExceeded { value, .. } if value == over));
+        assert!(e.to_string().contains("--max-page-nnz"), "{e}");
+    }
+
+    #[test]
+    fn columns_above_the_ceiling_name_the_option() {
+        assert!(check_cols(DEFAULT_MAX_COLS as usize, "model columns").is_ok());
+        let e = check_cols(1 << 32, "model columns").unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.contains("model columns") && text.contains("--max-cols"),
+            "{text}"
+        );
+        assert!(check_dense_cells(1, 1 << 27).is_err());
+        assert!(check_dense_cells(4, 1 << 20).is_ok());
+    }
+
+    #[test]
+    fn a_refused_allocation_is_an_error() {
+        let e = try_filled(usize::MAX / 2, 0u64, "test vector").unwrap_err();
+        assert!(matches!(
+            e,
+            Error::OutOfMemory {
+                what: "test vector",
+                ..
+            }
+        ));
+        assert_eq!(try_filled(3, 1u8, "small").unwrap(), vec![1, 1, 1]);
+    }
+}

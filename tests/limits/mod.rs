@@ -1,0 +1,215 @@
+//! The resource policy (`tocpile::limits`, docs/FORMAT.md "Resource
+//! limits"): forged inputs that once aborted on allocation give errors
+//! naming the limit. The process-wide limits are never changed here (the
+//! tests of this binary run in parallel); the command-line tests raise
+//! them through `--max-page-nnz` and `--max-cols`.
+
+use crate::support::forge::{
+    bomb_batch, bomb_file, bomb_nnz, dataset, lying_footer, Claims, TOC_FULL,
+};
+use crate::support::temp_path;
+use tocpile::dataset::{Dataset, DatasetWriter, WriterOptions};
+use tocpile::model::{Model, ModelKind};
+use tocpile::{decode_bytes, DecodeTree, Error, SparseBatch, TocBatch};
+
+/// Rows of the bomb: 2^31 non-zeros from 65,536 two-code rows.
+const BOMB_ROWS: u64 = 1 << 16;
+
+fn is_limit(e: &Error, what: &str) -> bool {
+    match e {
+        Error::InFile { error, .. } => is_limit(error, what),
+        Error::LimitExceeded { what: w, .. } => w.contains(what),
+        _ => false,
+    }
+}
+
+#[test]
+fn the_bomb_generator_builds_a_valid_chain() {
+    // Small enough to decode: row k is columns 0..=k.
+    let batch = TocBatch::from_bytes(bomb_batch(100)).unwrap();
+    assert_eq!(batch.decoded_nnz(), bomb_nnz(100));
+    let rows = batch.decode();
+    for (k, (cols, vals)) in rows.rows().enumerate() {
+        assert_eq!(cols, (0..=k as u32).collect::<Vec<_>>().as_slice());
+        assert!(vals.iter().all(|&v| v == 1.0));
+    }
+}
+
+#[test]
+fn decompression_bomb_decode_bytes_is_an_error() {
+    let bytes = bomb_batch(BOMB_ROWS);
+    assert!(bytes.len() < 500_000, "{} bytes", bytes.len());
+    let e = decode_bytes(&bytes).unwrap_err();
+    assert!(is_limit(&e, "decoded non-zeros"), "{e}");
+    let text = e.to_string();
+    assert!(text.contains(&bomb_nnz(BOMB_ROWS).to_string()), "{text}");
+    assert!(text.contains("--max-page-nnz"), "{text}");
+    let mut tree = DecodeTree::default();
+    assert!(TocBatch::from_bytes_with_tree(&bytes[..], &mut tree).is_err());
+    assert_eq!(tree.n_rows(), 0, "no tree left behind");
+}
+
+#[test]
+fn decompression_bomb_in_a_dataset_file_is_an_error() {
+    // An honest footer (2^31 non-zeros in one page) fails at the open.
+    let e = Dataset::from_memory(bomb_file(BOMB_ROWS, true), "bomb.toc").unwrap_err();
+    assert!(e.to_string().contains("footer non-zeros"), "{e}");
+    // A lying footer opens; taking the page fails, by either path.
+    let ds = Dataset::from_memory(bomb_file(BOMB_ROWS, false), "bomb.toc").unwrap();
+    let block = ds.read_block(0).unwrap();
+    let e = block.page(0).unwrap_err();
+    assert!(is_limit(&e, "decoded non-zeros"), "{e}");
+    assert!(e.to_string().contains("block 0, page 0"), "{e}");
+    let e = block.toc_view(0, &mut DecodeTree::default()).unwrap_err();
+    assert!(is_limit(&e, "decoded non-zeros"), "{e}");
+    let e = ds.for_each_toc_view(|_, _| Ok(())).unwrap_err();
+    assert!(is_limit(&e, "decoded non-zeros"), "{e}");
+}
+
+#[test]
+fn footer_claiming_2_pow_40_rows_or_nonzeros_fails_at_open() {
+    let rows = 4;
+    let truth = Claims {
+        n_cols: 10,
+        n_rows: rows,
+        nnz: rows,
+    };
+    assert!(Dataset::from_memory(lying_footer(rows, truth), "ok.toc").is_ok());
+    let many_rows = Claims {
+        n_rows: 1 << 40,
+        ..truth
+    };
+    let e = Dataset::from_memory(lying_footer(rows, many_rows), "rows.toc").unwrap_err();
+    assert!(e.to_string().contains("block rows"), "{e}");
+    let many_nnz = Claims {
+        nnz: 1 << 40,
+        ..truth
+    };
+    let e = Dataset::from_memory(lying_footer(rows, many_nnz), "nnz.toc").unwrap_err();
+    assert!(e.to_string().contains("footer non-zeros"), "{e}");
+    // Within the bounds but false: the page count differs from the claim.
+    let wide = Claims {
+        n_cols: 1 << 30,
+        nnz: 1 << 20,
+        ..truth
+    };
+    let file = dataset(
+        TOC_FULL,
+        rows,
+        &crate::support::forge::small_batch(rows, 10),
+        wide,
+    );
+    let ds = Dataset::from_memory(file, "wide.toc").unwrap();
+    assert!(ds.read_block(0).unwrap().page(0).is_ok(), "pages are valid");
+    let e = ds.verify(|_| {}).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("footer non-zeros (the pages decode to): expected 1048576, found 4"),
+        "{e}"
+    );
+    assert!(ds.check_totals(rows, rows).is_err());
+    let honest = dataset(
+        TOC_FULL,
+        rows,
+        &crate::support::forge::small_batch(rows, 10),
+        truth,
+    );
+    let ds = Dataset::from_memory(honest, "honest.toc").unwrap();
+    ds.verify(|_| {}).unwrap();
+}
+
+#[test]
+fn models_refuse_columns_beyond_the_limit() {
+    for kind in [
+        ModelKind::Logistic,
+        ModelKind::Softmax { classes: 10 },
+        ModelKind::Mlp {
+            hidden: vec![64],
+            outputs: 2,
+        },
+    ] {
+        let e = Model::new(kind.clone(), 1 << 32, 0).unwrap_err();
+        assert!(is_limit(&e, "model columns"), "{kind:?}: {e}");
+        assert!(e.to_string().contains("--max-cols"), "{e}");
+        let e = Model::new(kind, 100_000_001, 0).unwrap_err();
+        assert!(is_limit(&e, "model columns"), "{e}");
+    }
+    assert!(Model::new(ModelKind::Logistic, 1000, 0).is_ok());
+}
+
+#[test]
+fn dense_formats_refuse_columns_beyond_the_limit() {
+    let mut batch = SparseBatch::with_cols(100_000_001).unwrap();
+    batch.push_row(&[100_000_000], &[1.0]).unwrap();
+    for kind in [
+        tocpile::formats::FormatKind::Den,
+        tocpile::formats::FormatKind::Dvi,
+        tocpile::formats::FormatKind::Gzip,
+    ] {
+        let e = kind.encode(&batch).unwrap_err();
+        assert!(is_limit(&e, "columns of a dense page"), "{kind:?}: {e}");
+    }
+    // The sparse formats need no dense matrix.
+    assert!(tocpile::formats::FormatKind::Csr.encode(&batch).is_ok());
+}
+
+/// A small file written by the library: 40 rows, pages of 4, blocks of
+/// about 64 bytes.
+fn small_file() -> Vec<u8> {
+    let path = temp_path("limits-small");
+    let options = WriterOptions {
+        page_rows: 4,
+        block_bytes: 64,
+        ..WriterOptions::default()
+    };
+    let mut w = DatasetWriter::create(&path, 10, options).unwrap();
+    let mut rows = SparseBatch::with_cols(10).unwrap();
+    for k in 0..40u32 {
+        rows.push_row(&[k % 10], &[1.0 + k as f64]).unwrap();
+    }
+    w.push(&rows, &vec![1.0; 40]).unwrap();
+    w.finish().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    bytes
+}
+
+#[test]
+fn a_truncated_file_says_where_it_was_cut() {
+    let bytes = small_file();
+    let n = bytes.len() as u64;
+    let mut truncated = 0;
+    for len in 8..bytes.len() {
+        let e = Dataset::from_memory(bytes[..len].to_vec(), "cut.toc").unwrap_err();
+        if let Error::TruncatedFile {
+            len: found, needed, ..
+        } = e
+        {
+            truncated += 1;
+            assert_eq!(found, len as u64);
+            let footer_at = u64::from_le_bytes(bytes[bytes.len() - 16..][..8].try_into().unwrap());
+            assert!(
+                needed > len as u64 && needed <= n,
+                "{len}: needed {needed} of {n} (footer at {footer_at})"
+            );
+            assert!(
+                e.to_string()
+                    .contains(&format!("truncated at byte {len} of at least {needed}")),
+                "{e}"
+            );
+        }
+    }
+    // Cuts within a trailer-sized distance of a valid end can look like a
+    // damaged trailer; every other cut is reported as a truncation.
+    assert!(
+        truncated >= bytes.len() - 8 - 16,
+        "{truncated} of {}",
+        bytes.len() - 8
+    );
+    // A damaged trailer is not a truncation.
+    let mut damaged = bytes.clone();
+    *damaged.last_mut().unwrap() ^= 0xff;
+    let e = Dataset::from_memory(damaged, "damaged.toc").unwrap_err();
+    assert!(!matches!(e, Error::TruncatedFile { .. }), "{e}");
+    assert!(e.to_string().contains("trailer"), "{e}");
+}
