@@ -19,12 +19,11 @@ use tocpile::{Page, SparseBatch};
 use crate::arrays::{self, CsrParts};
 use crate::IntoPy;
 
-/// `scale=`: "maxabs", "standard" or "none" (`None` too), as
-/// `tocpile encode --scale`.
-pub(crate) fn scale_kind_of(name: Option<&str>) -> PyResult<Option<ScaleKind>> {
-    match name.map(str::to_ascii_lowercase).as_deref() {
-        None | Some("none") => Ok(None),
-        Some(n) => ScaleKind::from_name(n).map(Some).ok_or_else(|| {
+/// `scale=`: "maxabs", "standard" or "none", as `tocpile encode --scale`.
+pub(crate) fn scale_kind_of(name: &str) -> PyResult<Option<ScaleKind>> {
+    match name.to_ascii_lowercase().as_str() {
+        "none" => Ok(None),
+        n => ScaleKind::from_name(n).map(Some).ok_or_else(|| {
             PyValueError::new_err(format!(
                 "scale: unknown scaling {n:?} (expected \"maxabs\", \"standard\" or None)"
             ))
@@ -104,7 +103,7 @@ pub(crate) struct PyWriter {
 #[pymethods]
 impl PyWriter {
     #[new]
-    #[pyo3(signature = (path, n_cols, page_rows = 250, block_bytes = 4 << 20, page_format = "toc", schema = String::new(), scale = Some("maxabs")))]
+    #[pyo3(signature = (path, n_cols, page_rows = 250, block_bytes = 4 << 20, page_format = "toc", schema = String::new(), scale = "maxabs"))]
     fn new(
         path: PathBuf,
         n_cols: usize,
@@ -112,7 +111,7 @@ impl PyWriter {
         block_bytes: usize,
         page_format: &str,
         schema: String,
-        scale: Option<&str>,
+        scale: &str,
     ) -> PyResult<PyWriter> {
         let scale = scale_kind_of(scale)?;
         let Some(format) = FormatKind::from_name(page_format) else {

@@ -68,15 +68,15 @@ enum ScaleChoice {
     Kind(Option<ScaleKind>),
 }
 
-fn scale_choice_of(name: Option<&str>) -> PyResult<ScaleChoice> {
-    match name.map(str::to_ascii_lowercase).as_deref() {
-        Some("auto") => Ok(ScaleChoice::Auto),
+fn scale_choice_of(name: &str) -> PyResult<ScaleChoice> {
+    match name.to_ascii_lowercase().as_str() {
+        "auto" => Ok(ScaleChoice::Auto),
         other => scale_kind_of(other)
             .map(ScaleChoice::Kind)
             .map_err(|_| {
                 PyValueError::new_err(format!(
                     "scale: unknown scaling {:?} (expected \"auto\", \"none\", \"maxabs\" or \"standard\")",
-                    name.unwrap_or_default()
+                    name
                 ))
             }),
     }
@@ -155,7 +155,7 @@ fn holdout(
 #[pyfunction]
 #[pyo3(signature = (path, model = "lr", *, epochs = 10, optimizer = "adam", lr = None,
     decay = 0.95, l2 = 0.0, batch_size = 250, shuffle = "corgipile", buffer = None, seed = 0,
-    mode = "auto", classes = None, scale = Some("auto"), eval = None, holdout = None))]
+    mode = "auto", classes = None, scale = "auto", eval = None, holdout = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn train(
     py: Python<'_>,
@@ -172,7 +172,7 @@ pub(crate) fn train(
     seed: u64,
     mode: &str,
     classes: Option<usize>,
-    scale: Option<&str>,
+    scale: &str,
     eval: Option<&Bound<'_, PyAny>>,
     holdout: Option<f64>,
 ) -> PyResult<PyModel> {

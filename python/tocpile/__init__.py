@@ -112,6 +112,7 @@ def encode(
         chunks = [(X, y)]
     else:
         chunks = X
+    options = (page_rows, block_bytes, page_format, schema, "none" if scale is None else scale)
     writer: Optional[_Writer] = None
     try:
         for chunk in chunks:
@@ -124,16 +125,12 @@ def encode(
                 ) from None
             if writer is None:
                 width = n_cols if n_cols is not None else _n_cols(cx)
-                writer = _Writer(
-                    os.fspath(path), width, page_rows, block_bytes, page_format, schema, scale
-                )
+                writer = _Writer(os.fspath(path), width, *options)
             writer.push(cx, cy)
         if writer is None:
             if n_cols is None:
                 raise ValueError("encode: no chunks to write (pass n_cols for an empty file)")
-            writer = _Writer(
-                os.fspath(path), n_cols, page_rows, block_bytes, page_format, schema, scale
-            )
+            writer = _Writer(os.fspath(path), n_cols, *options)
         return writer.finish()
     except BaseException:
         if writer is not None:

@@ -100,7 +100,7 @@ class _Writer:
         block_bytes: int = 4194304,
         page_format: str = "toc",
         schema: str = "",
-        scale: Optional[str] = "maxabs",
+        scale: str = "maxabs",
     ) -> _Writer: ...
     def push(self, x: _Rows, y: Any) -> None: ...
     def finish(self) -> Dict[str, Any]: ...
@@ -175,7 +175,7 @@ def train(
     seed: int = 0,
     mode: str = "auto",
     classes: Optional[int] = None,
-    scale: Optional[str] = "auto",
+    scale: str = "auto",
     eval: Union[_Path, Dataset, None] = None,
     holdout: Optional[float] = None,
 ) -> Model: ...
