@@ -239,30 +239,34 @@ pub(crate) fn train(
             }
             None => dataset,
         };
-        let mut model = Model::new(kind, dataset.info().n_cols, seed)?;
-        model.set_scaling(scaling_for(choice, &dataset)?)?;
+        let mut model = Model::new(kind, dataset.info().n_cols, seed).py_err()?;
+        model
+            .set_scaling(scaling_for(choice, &dataset).py_err()?)
+            .py_err()?;
         model.set_schema(&dataset.info().schema);
-        let loader = Loader::new(Arc::clone(&dataset), options)?;
+        let loader = Loader::new(Arc::clone(&dataset), options).py_err()?;
         let history =
-            tocpile::train::train(&mut model, &loader, &train_options, eval.as_ref(), |_| {})?;
+            tocpile::train::train(&mut model, &loader, &train_options, eval.as_ref(), |_| {})
+                .py_err()?;
         Ok(PyModel::new(model, history))
     })
-    .py_err()
 }
 
-/// [`holdout`], refusing a split that leaves one side without rows.
+/// [`holdout`], refusing a split that leaves one side without rows (the
+/// command line's message).
 fn holdout_checked(
     dataset: &Arc<Dataset>,
     fraction: f64,
     seed: u64,
     choice: ScaleChoice,
-) -> tocpile::Result<Holdout> {
-    let split = holdout(dataset, fraction, seed, choice)?;
-    if split.train.info().n_rows == 0 || split.test.info().n_rows == 0 {
-        return Err(tocpile::Error::BadArgument {
-            what: "held-out share",
-            expected: "a share that leaves rows on both sides of the split",
-        });
+) -> PyResult<Holdout> {
+    let split = holdout(dataset, fraction, seed, choice).py_err()?;
+    let (train, test) = (split.train.info().n_rows, split.test.info().n_rows);
+    if train == 0 || test == 0 {
+        return Err(PyValueError::new_err(format!(
+            "{}: holdout={fraction} leaves {train} training and {test} held-out rows: both need rows",
+            dataset.path().display()
+        )));
     }
     Ok(split)
 }

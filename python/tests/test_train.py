@@ -259,6 +259,10 @@ def test_training_errors(tmp_path):
         tocpile.encode(X, y, tmp_path / "bad.toc", scale="minmax")
     with pytest.raises(ValueError, match="not a fraction"):
         tocpile.train(path, "lr", holdout=1.0)
+    one = tmp_path / "one.toc"
+    tocpile.encode(np.ones((1, 3)), np.ones(1), one)
+    with pytest.raises(ValueError, match="leaves 1 training and 0 held-out rows"):
+        tocpile.train(one, "lr", holdout=0.5)
     with pytest.raises(ValueError, match="give one"):
         tocpile.train(path, "lr", holdout=0.1, eval=path)
     m = tocpile.train(path, "lr", epochs=1)
