@@ -103,14 +103,14 @@ pub(crate) struct PyWriter {
 #[pymethods]
 impl PyWriter {
     #[new]
-    #[pyo3(signature = (path, n_cols, page_rows = 250, block_bytes = 4 << 20, page_format = "toc", schema = String::new(), scale = "maxabs"))]
+    #[pyo3(signature = (path, n_cols, page_rows = 250, block_bytes = 4_194_304, page_format = "toc", schema = "", scale = "maxabs"))]
     fn new(
         path: PathBuf,
         n_cols: usize,
         page_rows: usize,
         block_bytes: usize,
         page_format: &str,
-        schema: String,
+        schema: &str,
         scale: &str,
     ) -> PyResult<PyWriter> {
         let scale = scale_kind_of(scale)?;
@@ -125,7 +125,7 @@ impl PyWriter {
             page_rows,
             block_bytes,
             format,
-            schema,
+            schema: schema.to_string(),
         };
         let mut writer = DatasetWriter::create(&path, n_cols, options).py_err()?;
         // Fitted in the same pass as the rows are written, stored in the
@@ -240,7 +240,7 @@ impl PyDataset {
     }
 
     /// The footer's figures: n_rows, n_cols, nnz, format, page_rows,
-    /// block_bytes, n_blocks, n_pages, file_bytes, payload_bytes, schema.
+    /// block_bytes, n_blocks, n_pages, file_bytes, payload_bytes, schema, scaling.
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         info_dict(py, self.inner.info())
     }
