@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyUserWarning, PyValueError};
 use pyo3::prelude::*;
 use tocpile::cleanup::{self, ScratchFile};
 use tocpile::dataset::{split_holdout, Dataset};
@@ -43,6 +43,41 @@ fn infer_classes(name: &str, ds: &Dataset) -> PyResult<usize> {
         max = max.max(y);
     }
     Ok(max as usize + 1)
+}
+
+/// A `UserWarning` when a binary model (lr, svm) sees more than two
+/// distinct labels, as the command line warns: it takes label > 0 as the
+/// positive class, which merges class indices 1, 2, ... silently
+/// otherwise.
+fn warn_multiclass(py: Python<'_>, name: &str, ds: &Arc<Dataset>) -> PyResult<()> {
+    let seen = py
+        .detach(|| -> tocpile::Result<Vec<f64>> {
+            let mut seen: Vec<f64> = Vec::with_capacity(3);
+            for b in 0..ds.n_blocks() {
+                for &y in ds.read_block(b)?.labels() {
+                    if !seen.iter().any(|s| s.to_bits() == y.to_bits()) {
+                        seen.push(y);
+                        if seen.len() > 2 {
+                            return Ok(seen);
+                        }
+                    }
+                }
+            }
+            Ok(seen)
+        })
+        .py_err()?;
+    if seen.len() > 2 {
+        let shown: Vec<String> = seen.iter().map(|y| y.to_string()).collect();
+        let message = std::ffi::CString::new(format!(
+            "{}: more than two distinct labels ({}, ...): {name} is a binary model and takes \
+             label > 0 as the positive class; for classes use model=\"softmax\" or \"mlp\"",
+            ds.path().display(),
+            shown.join(", ")
+        ))
+        .unwrap_or_default();
+        PyErr::warn(py, &py.get_type::<PyUserWarning>(), &message, 1)?;
+    }
+    Ok(())
 }
 
 /// `optimizer=` and its learning rate when `lr` is None (the command
@@ -199,9 +234,23 @@ pub(crate) fn train(
         Some(e) => Some(dataset_of(py, e)?),
         None => None,
     };
+    if let Some(e) = &eval {
+        let (want, got) = (dataset.info().n_cols, e.info().n_cols);
+        if want != got {
+            return Err(PyValueError::new_err(format!(
+                "eval: {} has {got} columns, the training file {} has {want}: encode it with \
+                 the training file's columns (n_cols={want}, or schema=Dataset(...).schema)",
+                e.path().display(),
+                dataset.path().display()
+            )));
+        }
+    }
     let (rule, learning_rate) = optimizer_of(optimizer, lr)?;
     let choice = scale_choice_of(scale)?;
     let name = model.to_ascii_lowercase();
+    if matches!(name.as_str(), "lr" | "svm") {
+        warn_multiclass(py, &name, &dataset)?;
+    }
     // Classes from every row, held-out ones included (as the command line).
     let classes = match (name.as_str(), classes) {
         (_, Some(c)) => c,

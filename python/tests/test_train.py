@@ -259,6 +259,14 @@ def test_training_errors(tmp_path):
         tocpile.encode(X, y, tmp_path / "bad.toc", scale="minmax")
     with pytest.raises(ValueError, match="not a fraction"):
         tocpile.train(path, "lr", holdout=1.0)
+    other = tmp_path / "other.toc"
+    tocpile.encode(np.ones((3, 4)), np.ones(3), other)
+    with pytest.raises(ValueError, match="has 4 columns, the training file .* has 6"):
+        tocpile.train(path, "lr", eval=other)
+    classes = tmp_path / "classes.toc"
+    tocpile.encode(X, np.arange(500) % 3, classes)
+    with pytest.warns(UserWarning, match="more than two distinct labels"):
+        tocpile.train(classes, "lr", epochs=1)
     one = tmp_path / "one.toc"
     tocpile.encode(np.ones((1, 3)), np.ones(1), one)
     with pytest.raises(ValueError, match="leaves 1 training and 0 held-out rows"):
