@@ -13,10 +13,23 @@ use pyo3::sync::MutexExt;
 use pyo3::types::{PyDict, PyTuple};
 use tocpile::dataset::{Dataset, DatasetInfo, DatasetWriter, WriterOptions};
 use tocpile::formats::FormatKind;
+use tocpile::scale::ScaleKind;
 use tocpile::{Page, SparseBatch};
 
 use crate::arrays::{self, CsrParts};
 use crate::IntoPy;
+
+/// `scale=`: "maxabs", "standard" or "none", as `tocpile encode --scale`.
+pub(crate) fn scale_kind_of(name: &str) -> PyResult<Option<ScaleKind>> {
+    match name.to_ascii_lowercase().as_str() {
+        "none" => Ok(None),
+        n => ScaleKind::from_name(n).map(Some).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "scale: unknown scaling {n:?} (expected \"maxabs\", \"standard\" or None)"
+            ))
+        }),
+    }
+}
 
 /// The footer's figures as a dict.
 pub(crate) fn info_dict<'py>(py: Python<'py>, info: &DatasetInfo) -> PyResult<Bound<'py, PyDict>> {
@@ -32,6 +45,10 @@ pub(crate) fn info_dict<'py>(py: Python<'py>, info: &DatasetInfo) -> PyResult<Bo
     d.set_item("file_bytes", info.file_bytes)?;
     d.set_item("payload_bytes", info.payload_bytes)?;
     d.set_item("schema", &info.schema)?;
+    d.set_item(
+        "scaling",
+        info.scaling.as_ref().map_or("none", |s| s.kind().name()),
+    )?;
     Ok(d)
 }
 
@@ -86,15 +103,17 @@ pub(crate) struct PyWriter {
 #[pymethods]
 impl PyWriter {
     #[new]
-    #[pyo3(signature = (path, n_cols, page_rows = 250, block_bytes = 4 << 20, page_format = "toc", schema = String::new()))]
+    #[pyo3(signature = (path, n_cols, page_rows = 250, block_bytes = 4_194_304, page_format = "toc", schema = "", scale = "maxabs"))]
     fn new(
         path: PathBuf,
         n_cols: usize,
         page_rows: usize,
         block_bytes: usize,
         page_format: &str,
-        schema: String,
+        schema: &str,
+        scale: &str,
     ) -> PyResult<PyWriter> {
+        let scale = scale_kind_of(scale)?;
         let Some(format) = FormatKind::from_name(page_format) else {
             let names: Vec<&str> = FormatKind::ALL.iter().map(|k| k.name()).collect();
             return Err(PyValueError::new_err(format!(
@@ -106,9 +125,12 @@ impl PyWriter {
             page_rows,
             block_bytes,
             format,
-            schema,
+            schema: schema.to_string(),
         };
-        let writer = DatasetWriter::create(&path, n_cols, options).py_err()?;
+        let mut writer = DatasetWriter::create(&path, n_cols, options).py_err()?;
+        // Fitted in the same pass as the rows are written, stored in the
+        // footer (the data is not changed), as `tocpile encode --scale`.
+        writer.set_scaling(scale);
         Ok(PyWriter {
             writer: Mutex::new(Some(writer)),
             n_cols,
@@ -218,7 +240,7 @@ impl PyDataset {
     }
 
     /// The footer's figures: n_rows, n_cols, nnz, format, page_rows,
-    /// block_bytes, n_blocks, n_pages, file_bytes, payload_bytes, schema.
+    /// block_bytes, n_blocks, n_pages, file_bytes, payload_bytes, schema, scaling.
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         info_dict(py, self.inner.info())
     }
@@ -263,6 +285,19 @@ impl PyDataset {
     #[getter]
     fn format(&self) -> &'static str {
         self.inner.info().format.name()
+    }
+
+    /// The column scaling stored by `encode(scale=...)`: `(kind, factors)`
+    /// with kind "maxabs" or "standard" and one factor per column
+    /// (training runs as on rows whose column `j` is multiplied by
+    /// `factors[j]`), or None.
+    #[getter]
+    fn scaling<'py>(&self, py: Python<'py>) -> Option<(&'static str, Bound<'py, PyArray1<f64>>)> {
+        self.inner
+            .info()
+            .scaling
+            .as_ref()
+            .map(|s| (s.kind().name(), PyArray1::from_slice(py, s.factors())))
     }
 
     /// The column schema stored with the data ("" when none).

@@ -22,6 +22,7 @@ mod bench;
 mod dataset;
 mod loader;
 mod model;
+mod train;
 
 create_exception!(
     _tocpile,
@@ -69,7 +70,7 @@ fn _tocpile(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset::PyWriter>()?;
     m.add_class::<loader::PyLoader>()?;
     m.add_class::<model::PyModel>()?;
-    m.add_function(wrap_pyfunction!(model::train, m)?)?;
+    m.add_function(wrap_pyfunction!(train::train, m)?)?;
     m.add_function(wrap_pyfunction!(bench::bench_kernels, m)?)?;
     Ok(())
 }

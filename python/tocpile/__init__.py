@@ -15,7 +15,9 @@ rows in a buffer. This package wraps the Rust library ``tocpile``:
   strategy's) order, split across ranks, with ``set_epoch`` and
   ``state_dict()`` / ``load_state_dict()`` for exact mid-epoch resumption.
 - :func:`train` trains the built-in models (``lr``, ``svm``, ``linreg``,
-  ``softmax``, ``mlp``) and returns a :class:`Model` with ``predict``.
+  ``softmax``, ``mlp``) with the command line's defaults (Adam, the
+  file's stored scaling) and returns a :class:`Model` with ``predict``
+  and ``evaluate`` (accuracy, AUC, confusion matrix, R^2).
 - :mod:`tocpile.torch` (imported only on request, needs PyTorch) adapts
   the loader to ``torch.utils.data.IterableDataset``.
 
@@ -71,6 +73,7 @@ def encode(
     page_format: str = "toc",
     schema: str = "",
     n_cols: Optional[int] = None,
+    scale: Optional[str] = "maxabs",
 ) -> dict:
     """Writes rows and labels into a dataset file at ``path``.
 
@@ -88,9 +91,17 @@ def encode(
     with the data. ``n_cols`` fixes the column count (needed only for an
     empty iterable).
 
+    ``scale`` fits a column scaling in the same pass and stores it in the
+    file, as ``tocpile encode --scale`` (same default): ``"maxabs"`` (each
+    column divided by its largest absolute value, scikit-learn's
+    MaxAbsScaler; keeps zeros zero), ``"standard"`` (divided by its
+    standard deviation, no centering) or ``None``. The rows and their
+    compression are not changed: :func:`train` applies the scaling to the
+    model's parameters (``Dataset.scaling`` shows it).
+
     The file appears only when complete (written to a temporary file,
     then renamed); on an error nothing is left at ``path``. Returns the
-    file's figures (rows, columns, nnz, blocks, pages, bytes).
+    file's figures (rows, columns, nnz, blocks, pages, bytes, scaling).
     """
     if path is None:
         raise TypeError("encode() needs a path to write to")
@@ -101,6 +112,7 @@ def encode(
         chunks = [(X, y)]
     else:
         chunks = X
+    options = (page_rows, block_bytes, page_format, schema, "none" if scale is None else scale)
     writer: Optional[_Writer] = None
     try:
         for chunk in chunks:
@@ -113,14 +125,12 @@ def encode(
                 ) from None
             if writer is None:
                 width = n_cols if n_cols is not None else _n_cols(cx)
-                writer = _Writer(
-                    os.fspath(path), width, page_rows, block_bytes, page_format, schema
-                )
+                writer = _Writer(os.fspath(path), width, *options)
             writer.push(cx, cy)
         if writer is None:
             if n_cols is None:
                 raise ValueError("encode: no chunks to write (pass n_cols for an empty file)")
-            writer = _Writer(os.fspath(path), n_cols, page_rows, block_bytes, page_format, schema)
+            writer = _Writer(os.fspath(path), n_cols, *options)
         return writer.finish()
     except BaseException:
         if writer is not None:

@@ -1,0 +1,321 @@
+//! `tocpile.train`: the library's trainer (mini-batch steps on the encoded
+//! pages a loader yields) set up as `tocpile train` sets it up: the step
+//! rule and its default learning rate (`optimizer`, `lr`), the input
+//! scaling applied to the model's parameters (`scale`), and the held-out
+//! split (`holdout`). The same options give the same model file, bit for
+//! bit, as the command line (the tests compare them).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyUserWarning, PyValueError};
+use pyo3::prelude::*;
+use tocpile::cleanup::{self, ScratchFile};
+use tocpile::dataset::{split_holdout, Dataset};
+use tocpile::loader::{Buffer, Loader, LoaderOptions};
+use tocpile::model::{Model, ModelKind, Optimizer};
+use tocpile::scale::{ScaleKind, Scaling};
+use tocpile::train::TrainOptions;
+
+use crate::dataset::scale_kind_of;
+use crate::loader::{buffer_of, dataset_of, mode_of, strategy_of};
+use crate::model::PyModel;
+use crate::IntoPy;
+
+/// Largest label + 1, the labels being class indices (as the command
+/// line infers it); 2 for an MLP on binary (0/1 or -1/+1) labels.
+fn infer_classes(name: &str, ds: &Dataset) -> PyResult<usize> {
+    const MAX_CLASSES: f64 = 65_536.0;
+    let labels = tocpile::loader::labels_in_file_order(ds).py_err()?;
+    if name == "mlp" && labels.iter().all(|&y| y == -1.0 || y == 0.0 || y == 1.0) {
+        return Ok(2);
+    }
+    let mut max = 0.0f64;
+    for (row, &y) in labels.iter().enumerate() {
+        if !(y >= 0.0 && y.fract() == 0.0 && y < MAX_CLASSES) {
+            return Err(PyValueError::new_err(format!(
+                "{}: row {row}: label {y} is not a class index (an integer in 0..{MAX_CLASSES}): \
+                 {name} needs labels 0, 1, 2, ...; pass classes=N if some classes are absent",
+                ds.path().display()
+            )));
+        }
+        max = max.max(y);
+    }
+    Ok(max as usize + 1)
+}
+
+/// A `UserWarning` when a binary model (lr, svm) sees more than two
+/// distinct labels, as the command line warns: it takes label > 0 as the
+/// positive class, which merges class indices 1, 2, ... silently
+/// otherwise.
+fn warn_multiclass(py: Python<'_>, name: &str, ds: &Arc<Dataset>) -> PyResult<()> {
+    let seen = py
+        .detach(|| -> tocpile::Result<Vec<f64>> {
+            let mut seen: Vec<f64> = Vec::with_capacity(3);
+            for b in 0..ds.n_blocks() {
+                for &y in ds.read_block(b)?.labels() {
+                    if !seen.iter().any(|s| s.to_bits() == y.to_bits()) {
+                        seen.push(y);
+                        if seen.len() > 2 {
+                            return Ok(seen);
+                        }
+                    }
+                }
+            }
+            Ok(seen)
+        })
+        .py_err()?;
+    if seen.len() > 2 {
+        let shown: Vec<String> = seen.iter().map(|y| y.to_string()).collect();
+        let message = std::ffi::CString::new(format!(
+            "{}: more than two distinct labels ({}, ...): {name} is a binary model and takes \
+             label > 0 as the positive class; for classes use model=\"softmax\" or \"mlp\"",
+            ds.path().display(),
+            shown.join(", ")
+        ))
+        .unwrap_or_default();
+        PyErr::warn(py, &py.get_type::<PyUserWarning>(), &message, 1)?;
+    }
+    Ok(())
+}
+
+/// `optimizer=` and its learning rate when `lr` is None (the command
+/// line's defaults: Adam at 0.03, AdaGrad and SGD at 0.1).
+fn optimizer_of(name: &str, lr: Option<f64>) -> PyResult<(Optimizer, f64)> {
+    let rule = Optimizer::from_name(name).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "optimizer: unknown step rule {name:?} (expected one of {})",
+            Optimizer::NAMES.join(", ")
+        ))
+    })?;
+    let default = match rule {
+        Optimizer::Adam => 0.03,
+        Optimizer::AdaGrad | Optimizer::Sgd => 0.1,
+    };
+    Ok((rule, lr.unwrap_or(default)))
+}
+
+/// `scale=` of `train`: "auto" (the file's scaling), "none", or a kind.
+#[derive(Clone, Copy)]
+enum ScaleChoice {
+    Auto,
+    Kind(Option<ScaleKind>),
+}
+
+fn scale_choice_of(name: &str) -> PyResult<ScaleChoice> {
+    match name.to_ascii_lowercase().as_str() {
+        "auto" => Ok(ScaleChoice::Auto),
+        other => scale_kind_of(other)
+            .map(ScaleChoice::Kind)
+            .map_err(|_| {
+                PyValueError::new_err(format!(
+                    "scale: unknown scaling {:?} (expected \"auto\", \"none\", \"maxabs\" or \"standard\")",
+                    name
+                ))
+            }),
+    }
+}
+
+/// The scaling to train with, as `tocpile train --scale`: the file's for
+/// auto, none for none, else the file's when of that kind or one fitted by
+/// a pass over the file.
+fn scaling_for(choice: ScaleChoice, dataset: &Arc<Dataset>) -> tocpile::Result<Option<Scaling>> {
+    let stored = dataset.info().scaling.clone();
+    match choice {
+        ScaleChoice::Auto => Ok(stored),
+        ScaleChoice::Kind(None) => Ok(None),
+        ScaleChoice::Kind(Some(kind)) => match stored.filter(|s| s.kind() == kind) {
+            Some(s) => Ok(Some(s)),
+            None => dataset.fit_scaling(kind).map(Some),
+        },
+    }
+}
+
+/// The two parts of a held-out split, removed when dropped. Named as the
+/// command line names them (`.tocpile-holdout-PID-…`, so a later run
+/// removes those of a killed process), with a counter so that threads of
+/// one process do not collide.
+struct Holdout {
+    train: Arc<Dataset>,
+    test: Arc<Dataset>,
+    _guards: [ScratchFile; 2],
+}
+
+fn holdout(
+    dataset: &Arc<Dataset>,
+    fraction: f64,
+    seed: u64,
+    choice: ScaleChoice,
+) -> tocpile::Result<Holdout> {
+    static SPLITS: AtomicU64 = AtomicU64::new(0);
+    let kind = match choice {
+        ScaleChoice::Auto => dataset.info().scaling.as_ref().map(Scaling::kind),
+        ScaleChoice::Kind(k) => k,
+    };
+    let dir = std::env::temp_dir();
+    cleanup::remove_stale(&dir, ".tocpile-holdout-");
+    let n = SPLITS.fetch_add(1, Ordering::Relaxed);
+    let stem = format!(".tocpile-holdout-{}-{seed}-py{n}", std::process::id());
+    let train: PathBuf = dir.join(format!("{stem}-train.toc"));
+    let test: PathBuf = dir.join(format!("{stem}-test.toc"));
+    let guards = [ScratchFile::new(&train), ScratchFile::new(&test)];
+    split_holdout(dataset, fraction, seed, kind, &train, &test)?;
+    Ok(Holdout {
+        train: Arc::new(Dataset::open(&train)?),
+        test: Arc::new(Dataset::open(&test)?),
+        _guards: guards,
+    })
+}
+
+/// Trains a model on the dataset file at `path`, the gradients computed
+/// on the encoded pages, and returns it.
+///
+/// `model`: "lr" (logistic regression), "svm", "linreg", "softmax" or
+/// "mlp" (sigmoid hidden layers of 200 and 50); softmax and mlp take the
+/// number of classes from the labels unless `classes` is given. Each epoch
+/// reads the file through a `Loader` (`shuffle`, `batch_size`, `buffer`,
+/// `seed`, `mode` as there) and steps by `optimizer` ("adam", "adagrad"
+/// or "sgd") with learning rate `lr * decay**epoch` (`lr` None: 0.03 for
+/// Adam, 0.1 otherwise) and L2 strength `l2`. `scale`: "auto" trains in
+/// the coordinates of the scaling stored in the file (none if it has
+/// none), "none" on the raw rows, "maxabs" or "standard" with that
+/// scaling (the file's, or fitted by a pass over it); the parameters
+/// stay those of the raw rows. With `eval` (a path or a `Dataset`), exact
+/// figures on it are computed after each epoch; `holdout` (a share in
+/// (0, 1)) instead trains on the other rows and evaluates on that share,
+/// picked by a hash of the row number under `seed`. The defaults are
+/// those of `tocpile train`, and the same options give the same model.
+/// The GIL is released while training.
+#[pyfunction]
+#[pyo3(signature = (path, model = "lr", *, epochs = 10, optimizer = "adam", lr = None,
+    decay = 0.95, l2 = 0.0, batch_size = 250, shuffle = "corgipile", buffer = None, seed = 0,
+    mode = "auto", classes = None, scale = "auto", eval = None, holdout = None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn train(
+    py: Python<'_>,
+    path: &Bound<'_, PyAny>,
+    model: &str,
+    epochs: usize,
+    optimizer: &str,
+    lr: Option<f64>,
+    decay: f64,
+    l2: f64,
+    batch_size: usize,
+    shuffle: &str,
+    buffer: Option<&Bound<'_, PyAny>>,
+    seed: u64,
+    mode: &str,
+    classes: Option<usize>,
+    scale: &str,
+    eval: Option<&Bound<'_, PyAny>>,
+    holdout: Option<f64>,
+) -> PyResult<PyModel> {
+    let dataset = dataset_of(py, path)?;
+    if dataset.info().n_rows == 0 {
+        return Err(PyValueError::new_err(format!(
+            "{}: no rows to train on",
+            dataset.path().display()
+        )));
+    }
+    if let Some(f) = holdout {
+        if eval.is_some() {
+            return Err(PyValueError::new_err(
+                "holdout and eval: give one (holdout evaluates on its held-out rows)",
+            ));
+        }
+        if !(f > 0.0 && f < 1.0) {
+            return Err(PyValueError::new_err(format!(
+                "holdout: {f} is not a fraction in (0, 1)"
+            )));
+        }
+    }
+    let mut eval = match eval {
+        Some(e) => Some(dataset_of(py, e)?),
+        None => None,
+    };
+    if let Some(e) = &eval {
+        let (want, got) = (dataset.info().n_cols, e.info().n_cols);
+        if want != got {
+            return Err(PyValueError::new_err(format!(
+                "eval: {} has {got} columns, the training file {} has {want}: encode it with \
+                 the training file's columns (n_cols={want}, or schema=Dataset(...).schema)",
+                e.path().display(),
+                dataset.path().display()
+            )));
+        }
+    }
+    let (rule, learning_rate) = optimizer_of(optimizer, lr)?;
+    let choice = scale_choice_of(scale)?;
+    let name = model.to_ascii_lowercase();
+    if matches!(name.as_str(), "lr" | "svm") {
+        warn_multiclass(py, &name, &dataset)?;
+    }
+    // Classes from every row, held-out ones included (as the command line).
+    let classes = match (name.as_str(), classes) {
+        (_, Some(c)) => c,
+        ("softmax" | "mlp", None) => py.detach(|| infer_classes(&name, &dataset))?,
+        _ => 2,
+    };
+    let kind = ModelKind::from_name(&name, classes).py_err()?;
+    let options = LoaderOptions {
+        strategy: strategy_of(shuffle)?,
+        mode: mode_of(mode)?,
+        batch_rows: batch_size,
+        buffer: match buffer {
+            Some(b) => buffer_of(b)?,
+            None => Buffer::Fraction(0.1),
+        },
+        seed,
+        ..LoaderOptions::default()
+    };
+    let train_options = TrainOptions {
+        epochs,
+        learning_rate,
+        decay,
+        l2,
+        optimizer: rule,
+    };
+    py.detach(|| {
+        let split = match holdout {
+            Some(fraction) => Some(holdout_checked(&dataset, fraction, seed, choice)?),
+            None => None,
+        };
+        let dataset = match &split {
+            Some(s) => {
+                eval = Some(Arc::clone(&s.test));
+                Arc::clone(&s.train)
+            }
+            None => dataset,
+        };
+        let mut model = Model::new(kind, dataset.info().n_cols, seed).py_err()?;
+        model
+            .set_scaling(scaling_for(choice, &dataset).py_err()?)
+            .py_err()?;
+        model.set_schema(&dataset.info().schema);
+        let loader = Loader::new(Arc::clone(&dataset), options).py_err()?;
+        let history =
+            tocpile::train::train(&mut model, &loader, &train_options, eval.as_ref(), |_| {})
+                .py_err()?;
+        Ok(PyModel::new(model, history))
+    })
+}
+
+/// [`holdout`], refusing a split that leaves one side without rows (the
+/// command line's message).
+fn holdout_checked(
+    dataset: &Arc<Dataset>,
+    fraction: f64,
+    seed: u64,
+    choice: ScaleChoice,
+) -> PyResult<Holdout> {
+    let split = holdout(dataset, fraction, seed, choice).py_err()?;
+    let (train, test) = (split.train.info().n_rows, split.test.info().n_rows);
+    if train == 0 || test == 0 {
+        return Err(PyValueError::new_err(format!(
+            "{}: holdout={fraction} leaves {train} training and {test} held-out rows: both need rows",
+            dataset.path().display()
+        )));
+    }
+    Ok(split)
+}
