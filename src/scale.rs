@@ -221,6 +221,9 @@ impl Scaling {
         write_f64s(out, &self.factors);
     }
 
+    /// The first bytes of the footer section [`write`](Self::write) writes.
+    pub(crate) const SECTION_MAGIC: &'static [u8] = &MAGIC;
+
     /// Reads a section written by [`write`](Self::write) for `n_cols`
     /// columns from untrusted bytes.
     pub(crate) fn read(r: &mut Reader<'_>, n_cols: usize) -> Result<Scaling> {

@@ -182,7 +182,10 @@ pub(super) fn parse_footer(
         rows = rows.saturating_add(block_rows);
         pages += block_pages;
     }
-    let scaling = if r.remaining() > 0 {
+    // A section is known by its magic: bytes after the index that do not
+    // start one are trailing bytes (e.g. a trailer, when a file cut short
+    // is read for where it ends).
+    let scaling = if r.blob()[r.offset()..].starts_with(Scaling::SECTION_MAGIC) {
         Some(Scaling::read(&mut r, n_cols)?)
     } else {
         None

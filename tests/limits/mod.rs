@@ -10,6 +10,7 @@ use crate::support::forge::{
 use crate::support::temp_path;
 use tocpile::dataset::{Dataset, DatasetWriter, WriterOptions};
 use tocpile::model::{Model, ModelKind};
+use tocpile::scale::ScaleKind;
 use tocpile::{decode_bytes, DecodeTree, Error, SparseBatch, TocBatch};
 
 /// Rows of the bomb: 2^31 non-zeros from 65,536 two-code rows.
@@ -156,6 +157,12 @@ fn dense_formats_refuse_columns_beyond_the_limit() {
 /// A small file written by the library: 40 rows, pages of 4, blocks of
 /// about 64 bytes.
 fn small_file() -> Vec<u8> {
+    small_file_scaled(None)
+}
+
+/// [`small_file`], with a scaling section in its footer when `scale` is
+/// given.
+fn small_file_scaled(scale: Option<ScaleKind>) -> Vec<u8> {
     let path = temp_path("limits-small");
     let options = WriterOptions {
         page_rows: 4,
@@ -163,6 +170,7 @@ fn small_file() -> Vec<u8> {
         ..WriterOptions::default()
     };
     let mut w = DatasetWriter::create(&path, 10, options).unwrap();
+    w.set_scaling(scale);
     let mut rows = SparseBatch::with_cols(10).unwrap();
     for k in 0..40u32 {
         rows.push_row(&[k % 10], &[1.0 + k as f64]).unwrap();
@@ -176,7 +184,19 @@ fn small_file() -> Vec<u8> {
 
 #[test]
 fn a_truncated_file_says_where_it_was_cut() {
-    let bytes = small_file();
+    a_truncated_file_says_where_it_was_cut_with(None);
+}
+
+/// Regression: a cut in the trailer of a file whose footer may hold a
+/// scaling section was read as a cut section, and the bound passed the
+/// file's real length.
+#[test]
+fn a_truncated_file_with_a_scaling_section_says_where_it_was_cut() {
+    a_truncated_file_says_where_it_was_cut_with(Some(ScaleKind::MaxAbs));
+}
+
+fn a_truncated_file_says_where_it_was_cut_with(scale: Option<ScaleKind>) {
+    let bytes = small_file_scaled(scale);
     let n = bytes.len() as u64;
     let mut truncated = 0;
     for len in 8..bytes.len() {
