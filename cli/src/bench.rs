@@ -24,6 +24,7 @@ pub struct BenchArgs {
 #[derive(Debug, Subcommand)]
 enum BenchCommand {
     Kernels(KernelArgs),
+    Train(crate::bench_train::TrainBenchArgs),
 }
 
 /// Time the matrix operations of MGD on each format, as a ratio to CSR.
@@ -79,6 +80,7 @@ struct KernelArgs {
 pub fn run(args: &BenchArgs) -> Outcome {
     match &args.what {
         BenchCommand::Kernels(args) => kernels(args),
+        BenchCommand::Train(args) => crate::bench_train::run(args),
     }
 }
 

@@ -6,6 +6,7 @@
 //! errors.
 
 mod bench;
+mod bench_train;
 mod demo;
 mod encode;
 mod input;

@@ -33,7 +33,7 @@ pub struct Run {
 
 /// The model kind for `name` on `dataset`, inferring the number of classes
 /// from the labels for softmax and mlp unless `classes` is given.
-fn model_kind(
+pub fn model_kind(
     name: &str,
     classes: Option<u64>,
     dataset: &Dataset,

@@ -29,7 +29,7 @@ pub use block::{Block, TocView};
 pub use prefetch::Prefetch;
 pub use reader::Dataset;
 pub use source::Source;
-pub use writer::{DatasetWriter, WriterOptions};
+pub use writer::{DatasetWriter, WriterOptions, DEFAULT_BLOCK_BYTES, DEFAULT_PAGE_ROWS};
 
 use crate::formats::FormatKind;
 

@@ -20,13 +20,29 @@ use crate::wire::write_varint;
 /// block.
 const PAGES_PER_ROUND: usize = 32;
 
+/// Default rows per page: a fifth of the default 250-row mini-batch, so a
+/// mini-batch spans five pages from different blocks and the loader's
+/// [`Mode::Auto`](crate::loader::Mode::Auto) takes page mode (no
+/// re-encoding). Measured in `docs/RESULTS.md` (section 10): files are 0.7%
+/// (mnist5k) to 52% (census) larger than with 250-row pages, and an epoch
+/// is several times faster than exact mode's.
+pub const DEFAULT_PAGE_ROWS: usize = 50;
+
+/// Default target bytes per block: 16 KiB, so that a file of a few MiB
+/// already has hundreds of blocks (flights3m's 3M rows: about 1,700) and
+/// CorgiPile's 10% buffer holds many of them; reads of 16 KiB at random
+/// offsets cost nothing measurable against the page cache or a read-ahead
+/// thread (`docs/RESULTS.md`, section 10).
+pub const DEFAULT_BLOCK_BYTES: usize = 16 << 10;
+
 /// How a dataset file is laid out.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WriterOptions {
-    /// Rows per page: one encoded mini-batch (default 250).
+    /// Rows per page (default [`DEFAULT_PAGE_ROWS`]).
     pub page_rows: usize,
-    /// Target bytes per block, the unit of random I/O (default 4 MiB): a
-    /// block closes with the first page that reaches it.
+    /// Target bytes per block, the unit of random I/O (default
+    /// [`DEFAULT_BLOCK_BYTES`]): a block closes with the first page that
+    /// reaches it.
     pub block_bytes: usize,
     /// Format of every page (default TOC_FULL).
     pub format: FormatKind,
@@ -38,8 +54,8 @@ pub struct WriterOptions {
 impl Default for WriterOptions {
     fn default() -> Self {
         WriterOptions {
-            page_rows: 250,
-            block_bytes: 4 << 20,
+            page_rows: DEFAULT_PAGE_ROWS,
+            block_bytes: DEFAULT_BLOCK_BYTES,
             format: FormatKind::TocFull,
             schema: String::new(),
         }

@@ -59,6 +59,9 @@ impl TocPage {
     pub(crate) fn load(bytes: &[u8], level: Level) -> Result<Self> {
         let mut tree = DecodeTree::default();
         let batch = TocBatch::from_bytes_with_tree(bytes.to_vec(), &mut tree)?;
+        // A loaded page is kept (by the loader's buffer, or resident for
+        // the whole run): keep only what the kernels use.
+        tree.shrink();
         if batch.level() != level {
             return Err(Error::WrongFormat {
                 expected: FormatKind::from(level).name(),

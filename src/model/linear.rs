@@ -13,7 +13,7 @@
 
 use ndarray::{ArrayView1, ArrayViewMut1};
 
-use super::{sigmoid, softplus, BatchStats, Gradient, Model, ModelKind};
+use super::{log_loss_and_sigmoid, BatchStats, Gradient, Model, ModelKind};
 use crate::kernels::Workspace;
 use crate::page::Page;
 
@@ -89,7 +89,8 @@ fn loss_and_slope(kind: &ModelKind, margin: f64, label: f64, stats: &mut BatchSt
                     (0.0, 0.0)
                 }
             } else {
-                (softplus(-m), -y * sigmoid(-m))
+                let (loss, slope) = log_loss_and_sigmoid(m);
+                (loss, -y * slope)
             }
         }
     }
