@@ -51,6 +51,9 @@ pub struct TrainBenchArgs {
     /// The loader's strategy (as `tocpile train --shuffle`, one only).
     #[arg(long, value_name = "NAME", default_value = "corgipile")]
     shuffle: String,
+    /// The loader's mode (as `tocpile train --mode`).
+    #[arg(long, value_enum, default_value = "auto")]
+    mode: crate::train::ModeArg,
     /// Resident budget of the resident settings, in MiB (as `tocpile
     /// train --memory`).
     #[arg(long, value_name = "MIB", default_value_t = (DEFAULT_MEMORY >> 20) as u64)]
@@ -101,6 +104,7 @@ pub fn run(args: &TrainBenchArgs) -> Outcome {
         batch_rows: usize::try_from(args.batch_size).unwrap_or(usize::MAX),
         learning_rate: args.lr,
         strategy,
+        mode: args.mode.mode(),
         memory: usize::try_from(args.memory.saturating_mul(1 << 20)).unwrap_or(usize::MAX),
         seed: args.seed,
         scratch_dir: None,

@@ -20,7 +20,7 @@ mod json;
 mod plot;
 mod table;
 
-pub use args::TrainArgs;
+pub use args::{ModeArg, TrainArgs};
 pub use table::Table;
 
 /// One strategy's training run.

@@ -282,8 +282,23 @@ fn the_header_names_the_mode_the_loader_uses() {
     let dir = dir.path();
     mushrooms(dir, "m.toc"); // 50-row pages
     let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/mushrooms.libsvm.gz");
-    ok(&["encode", data, "-o", "big.toc", "--cols", "98"], dir); // 250-row pages
+    ok(
+        &[
+            "encode",
+            data,
+            "-o",
+            "big.toc",
+            "--cols",
+            "98",
+            "--page-rows",
+            "250",
+        ],
+        dir,
+    );
+    // The defaults: 50-row pages, so page mode.
+    ok(&["encode", data, "-o", "default.toc", "--cols", "98"], dir);
     for (file, extra, header, json_mode) in [
+        ("default.toc", &[][..], "page (auto) mode", "page"),
         ("m.toc", &[][..], "page (auto) mode", "page"),
         ("big.toc", &[][..], "exact (auto) mode", "exact"),
         (
@@ -302,4 +317,46 @@ fn the_header_names_the_mode_the_loader_uses() {
         let v = json(&args, dir);
         assert_eq!(v["mode"], json_mode, "{args:?}");
     }
+}
+
+#[test]
+fn the_buffer_warning_goes_to_stderr_and_only_for_part_of_the_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/mushrooms.libsvm.gz");
+    // One block: the buffer holds all of it, a full shuffle: no warning.
+    ok(
+        &[
+            "encode",
+            data,
+            "-o",
+            "one.toc",
+            "--cols",
+            "98",
+            "--block-bytes",
+            "100000000",
+        ],
+        dir,
+    );
+    let out = tocpile(&["train", "one.toc", "--epochs", "1"], dir);
+    assert!(out.status.success());
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+    // A few blocks, a buffer of one: warned on stderr, never in the table.
+    ok(
+        &[
+            "encode",
+            data,
+            "-o",
+            "few.toc",
+            "--cols",
+            "98",
+            "--block-bytes",
+            "20000",
+        ],
+        dir,
+    );
+    let out = tocpile(&["train", "few.toc", "--epochs", "1"], dir);
+    assert!(out.status.success());
+    assert!(stderr(&out).contains("warning: the CorgiPile buffer holds 1 of"));
+    assert!(!stdout(&out).contains("warning"));
 }

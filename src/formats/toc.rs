@@ -17,6 +17,11 @@ use crate::error::{Error, Result};
 use crate::kernels::Workspace;
 use crate::sparse::SparseBatch;
 
+thread_local! {
+    /// This thread's encoder for [`TocPage::encode`].
+    static ENCODER: std::cell::RefCell<Option<Encoder>> = const { std::cell::RefCell::new(None) };
+}
+
 /// A TOC-encoded batch with its decode tree: the payload of
 /// [`Batch::Toc`](super::Batch::Toc).
 #[derive(Debug, Clone)]
@@ -34,7 +39,16 @@ pub struct TocPage {
 
 impl TocPage {
     pub(crate) fn encode(batch: &SparseBatch, options: EncodeOptions) -> Result<Self> {
-        let batch = Encoder::new(options).encode(batch)?;
+        // One encoder per thread, reused: its hash maps and arrays keep
+        // their capacity from one batch to the next (the loader's exact
+        // mode encodes every mini-batch of every epoch on its threads).
+        let batch = ENCODER.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            match slot.as_mut() {
+                Some(encoder) if encoder.options() == options => encoder.encode(batch),
+                _ => slot.insert(Encoder::new(options)).encode(batch),
+            }
+        })?;
         let tree = batch.tree();
         Ok(Self::new(batch, tree, options))
     }

@@ -25,7 +25,7 @@ use super::{train, TrainOptions};
 use crate::dataset::{Dataset, DatasetWriter, WriterOptions};
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
-use crate::loader::{Loader, LoaderOptions, Strategy, DEFAULT_MEMORY};
+use crate::loader::{Loader, LoaderOptions, Mode, Strategy, DEFAULT_MEMORY};
 use crate::model::{Gradient, Model, ModelKind};
 use crate::page::Page;
 use crate::rng::Rng;
@@ -44,6 +44,8 @@ pub struct TrainBenchOptions {
     pub learning_rate: f64,
     /// The loader's strategy (default CorgiPile).
     pub strategy: Strategy,
+    /// The loader's mode (default [`Mode::Auto`]).
+    pub mode: Mode,
     /// The resident settings' budget (default [`DEFAULT_MEMORY`]).
     pub memory: usize,
     /// Seed of the model and every shuffle.
@@ -61,6 +63,7 @@ impl Default for TrainBenchOptions {
             batch_rows: 250,
             learning_rate: 0.1,
             strategy: Strategy::CorgiPile,
+            mode: Mode::Auto,
             memory: DEFAULT_MEMORY,
             seed: 0,
             scratch_dir: None,
@@ -232,6 +235,7 @@ fn from_file(
         Arc::clone(dataset),
         LoaderOptions {
             strategy: options.strategy,
+            mode: options.mode,
             batch_rows: options.batch_rows,
             seed: options.seed,
             memory,
