@@ -60,7 +60,7 @@ fn dataset() -> Arc<Dataset<Vec<u8>>> {
         .map(|r| {
             (0..30)
                 .map(|c| match (r * 7 + c * 3 + r / 13) % 6 {
-                    0 | 1 | 2 => 0.0,
+                    0..=2 => 0.0,
                     k => k as f64 * 0.5,
                 })
                 .collect()
