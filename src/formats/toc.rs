@@ -154,6 +154,10 @@ impl TocPage {
         self.tree.matvec_into(v, out, ws);
     }
 
+    pub(crate) fn vecmat_add(&self, v: &[f64], out: &mut [f64], ws: &mut Workspace) {
+        self.tree.vecmat_add(v, out, ws)
+    }
+
     pub(crate) fn vecmat_into(
         &self,
         v: ArrayView1<'_, f64>,

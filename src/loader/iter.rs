@@ -86,9 +86,10 @@ impl Epoch {
         plan: &Plan,
         path: &Path,
         resident: Option<Arc<super::resident::Resident>>,
+        inline: bool,
     ) -> Result<Epoch> {
         let trace = plan.trace.then(Trace::default);
-        if !plan.double_buffer {
+        if !plan.double_buffer || inline {
             return Ok(Epoch {
                 source: EpochSource::Inline { producer, peak: 0 },
                 stats: EpochStats::default(),

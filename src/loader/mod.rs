@@ -308,6 +308,12 @@ impl<S: Source + 'static> Loader<S> {
     /// arrive through the iterator.
     pub fn epoch(&self, epoch: u64) -> Result<Epoch> {
         let order = self.block_order(epoch);
+        // With every page of the epoch resident, page mode has nothing left
+        // to overlap: producing a mini-batch is a few handle copies. A
+        // producer thread would then only add hand-overs and, on a busy
+        // machine, waits for a core; the epoch runs on the caller's thread.
+        let inline =
+            self.plan.mode == Mode::Page && order.iter().all(|&b| self.resident.get(b).is_some());
         let producer: Box<dyn Produce> = match &self.shuffled {
             Some((copy, _)) => Box::new(EpochState::start(
                 Arc::clone(copy),
@@ -329,6 +335,7 @@ impl<S: Source + 'static> Loader<S> {
             &self.plan,
             self.dataset.path(),
             Some(Arc::clone(&self.resident)),
+            inline,
         )
     }
 }

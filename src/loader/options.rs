@@ -148,7 +148,8 @@ pub struct LoaderOptions {
     /// Number of workers sharing each epoch's blocks (default 1).
     pub workers: usize,
     /// Produce on a separate thread while the consumer trains (default
-    /// true).
+    /// true). A page-mode epoch whose blocks are all resident runs on the
+    /// consumer's thread whatever this says: there is nothing to overlap.
     pub double_buffer: bool,
     /// Blocks the read-ahead thread may hold beyond the one being read
     /// (double buffering only; default 2).
