@@ -23,17 +23,21 @@ const PAGES_PER_ROUND: usize = 32;
 /// Default rows per page: a fifth of the default 250-row mini-batch, so a
 /// mini-batch spans five pages from different blocks and the loader's
 /// [`Mode::Auto`](crate::loader::Mode::Auto) takes page mode (no
-/// re-encoding). Measured in `docs/RESULTS.md` (section 10): files are 0.7%
+/// re-encoding). Measured in `docs/RESULTS.md` (section 10): files are 1%
 /// (mnist5k) to 52% (census) larger than with 250-row pages, and an epoch
 /// is several times faster than exact mode's.
 pub const DEFAULT_PAGE_ROWS: usize = 50;
 
-/// Default target bytes per block: 16 KiB, so that a file of a few MiB
-/// already has hundreds of blocks (flights3m's 3M rows: about 1,700) and
-/// CorgiPile's 10% buffer holds many of them; reads of 16 KiB at random
-/// offsets cost nothing measurable against the page cache or a read-ahead
-/// thread (`docs/RESULTS.md`, section 10).
-pub const DEFAULT_BLOCK_BYTES: usize = 16 << 10;
+/// Default target bytes per block: 2 KiB, so that a file has hundreds to
+/// thousands of blocks (census_fertility's 230k rows: 735; flights3m's
+/// 2.7M shuffled rows: 18,000) and a block holds a few hundred rows at
+/// most. On label-sorted census, CorgiPile's 10% buffer then ends at
+/// Shuffle Once's test accuracy, where 16 KiB blocks (98 of them, 2,300
+/// rows each) left it swinging between 38% and 63% (`docs/RESULTS.md`,
+/// section 10). The price, on flights3m: a first epoch about twice as
+/// long (more, smaller reads and hand-overs) and resident epochs about
+/// 10% slower than with 16 KiB blocks.
+pub const DEFAULT_BLOCK_BYTES: usize = 2 << 10;
 
 /// How a dataset file is laid out.
 #[derive(Debug, Clone, PartialEq)]
