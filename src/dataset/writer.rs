@@ -34,9 +34,9 @@ pub const DEFAULT_PAGE_ROWS: usize = 50;
 /// most. On label-sorted census, CorgiPile's 10% buffer then ends at
 /// Shuffle Once's test accuracy, where 16 KiB blocks (98 of them, 2,300
 /// rows each) left it swinging between 38% and 63% (`docs/RESULTS.md`,
-/// section 10). The price, on flights3m: a first epoch about twice as
-/// long (more, smaller reads and hand-overs) and resident epochs about
-/// 10% slower than with 16 KiB blocks.
+/// section 10). The price, on flights3m: the first epoch and streaming
+/// epochs take about twice as long as with 16 KiB blocks (more, smaller
+/// reads and hand-overs); resident epochs (the default) are unchanged.
 pub const DEFAULT_BLOCK_BYTES: usize = 2 << 10;
 
 /// How a dataset file is laid out.
