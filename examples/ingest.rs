@@ -73,8 +73,12 @@ fn main() -> tocpile::Result<()> {
             },
         )?;
         let out = out_dir.join(format!("ingest-{}.toc", format.name()));
+        // The layout the README's figures were measured with (the
+        // writer's defaults before 50-row pages and 2 KiB blocks).
         let options = WriterOptions {
             format,
+            page_rows: 250,
+            block_bytes: 4 << 20,
             ..WriterOptions::default()
         };
         let mut writer = DatasetWriter::create(&out, reader.n_cols(), options)?;

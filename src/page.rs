@@ -43,6 +43,11 @@ pub struct Page {
 struct Inner {
     labels: Box<[f64]>,
     batch: Batch,
+    /// What the model checks of the labels at every step, worked out once:
+    /// every label finite, and the smallest class count the labels fit
+    /// (`None` unless all are integers in `0..2^32`).
+    finite: bool,
+    class_bound: Option<usize>,
 }
 
 impl Page {
@@ -59,8 +64,22 @@ impl Page {
                 found: labels.len() as u64,
             });
         }
+        let finite = labels.iter().all(|y| y.is_finite());
+        let mut class_bound = Some(0usize);
+        for &y in labels.iter() {
+            if !((0.0..4_294_967_296.0).contains(&y) && y.fract() == 0.0) {
+                class_bound = None;
+                break;
+            }
+            class_bound = class_bound.map(|b| b.max(y as usize + 1));
+        }
         Ok(Page {
-            inner: Arc::new(Inner { labels, batch }),
+            inner: Arc::new(Inner {
+                labels,
+                batch,
+                finite,
+                class_bound,
+            }),
         })
     }
 
@@ -75,6 +94,18 @@ impl Page {
     /// One label per row.
     pub fn labels(&self) -> &[f64] {
         &self.inner.labels
+    }
+
+    /// True when every label is finite and, for `classes` given, a class
+    /// index in `0..classes`: the model's label check, answered from what
+    /// was worked out when the page was made (a resident page is checked
+    /// once, not at every step).
+    pub(crate) fn labels_fit(&self, classes: Option<usize>) -> bool {
+        let classes_fit = match classes {
+            Some(c) => self.inner.class_bound.is_some_and(|b| b <= c),
+            None => true,
+        };
+        self.inner.finite && classes_fit
     }
 
     /// The rows, encoded.

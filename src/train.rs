@@ -17,6 +17,8 @@
 //! [`Page`](crate::Page)s, whatever the file holds, and the model's
 //! kernels run on them.
 
+pub mod bench;
+
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -36,6 +36,7 @@ enum BenchCommand {
     Codec(codec::CodecArgs),
     Pages(pages::PagesArgs),
     Adaptive(adaptive::AdaptiveArgs),
+    Train(crate::bench_train::TrainBenchArgs),
 }
 
 /// Time the matrix operations of MGD on each format, as a ratio to CSR.
@@ -99,6 +100,7 @@ pub fn run(args: &BenchArgs) -> Outcome {
         BenchCommand::Codec(args) => codec::run(args),
         BenchCommand::Pages(args) => pages::run(args),
         BenchCommand::Adaptive(args) => adaptive::run(args),
+        BenchCommand::Train(args) => crate::bench_train::run(args),
     }
 }
 

@@ -63,13 +63,14 @@ pub struct EncodeArgs {
     pub output: PathBuf,
     #[command(flatten)]
     pub input_args: InputArgs,
-    /// Rows per page (one encoded mini-batch), 1 to 4294967295 (what a
-    /// reader accepts).
-    #[arg(long, value_name = "N", default_value_t = 250, value_parser = clap::value_parser!(u64).range(1..=u64::from(u32::MAX)))]
+    /// Rows per page (a mini-batch of 250 rows spans five default pages,
+    /// so training shuffles whole pages with no re-encoding), 1 to
+    /// 4294967295 (what a reader accepts).
+    #[arg(long, value_name = "N", default_value_t = tocpile::dataset::DEFAULT_PAGE_ROWS as u64, value_parser = clap::value_parser!(u64).range(1..=u64::from(u32::MAX)))]
     pub page_rows: u64,
     /// Target bytes per block (a block closes with the first page that
     /// reaches it), 1 to 4294967295 (what a reader accepts).
-    #[arg(long, value_name = "N", default_value_t = 4 << 20, value_parser = clap::value_parser!(u64).range(1..=u64::from(u32::MAX)))]
+    #[arg(long, value_name = "N", default_value_t = tocpile::dataset::DEFAULT_BLOCK_BYTES as u64, value_parser = clap::value_parser!(u64).range(1..=u64::from(u32::MAX)))]
     pub block_bytes: u64,
     /// Format of every page: toc (TOC_FULL), toc_sparse, toc_logical, csr,
     /// cvi, dvi, den, gzip, snappy or lz4.

@@ -7,6 +7,7 @@
 //! leaves no temporary file (`signals`).
 
 mod bench;
+mod bench_train;
 mod demo;
 mod distributed;
 mod encode;

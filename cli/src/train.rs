@@ -22,7 +22,7 @@ mod plot;
 pub(crate) mod prepare;
 mod table;
 
-pub use args::TrainArgs;
+pub use args::{ModeArg, TrainArgs};
 pub use table::Table;
 
 /// One strategy's training run.
@@ -153,6 +153,25 @@ pub fn run(args: &TrainArgs) -> Outcome {
         eval: eval.is_some(),
         strategy: args.shuffle.len() > 1,
     };
+    // Every loader first, so that their warnings come before the table.
+    let mut loaders = Vec::new();
+    for &strategy in &args.shuffle {
+        let loader = Loader::new(
+            Arc::clone(&dataset),
+            LoaderOptions {
+                strategy,
+                mode: args.mode.mode(),
+                batch_rows: usize::try_from(args.batch_size).unwrap_or(usize::MAX),
+                buffer: Buffer::Fraction(args.buffer),
+                seed: args.seed,
+                memory: usize::try_from(args.memory.saturating_mul(1 << 20)).unwrap_or(usize::MAX),
+                scratch_dir: args.scratch_dir.clone(),
+                ..LoaderOptions::default()
+            },
+        )?;
+        warn(&loader);
+        loaders.push((strategy, loader));
+    }
     if !args.json {
         let info = dataset.info();
         // The library decides what auto means; the header only reports it.
@@ -175,7 +194,7 @@ pub fn run(args: &TrainArgs) -> Outcome {
         emit(&format!(
             "training {kind} on {}: {} rows x {n_cols} columns in {} blocks{held}; {} mode, \
              {}-row mini-batches, buffer {}, {} lr {} (decay {}), l2 {}, scaling {scaling_name}, \
-             seed {}\n\n{}",
+             seed {}, memory {} MiB\n\n{}",
             args.file.display(),
             info.n_rows,
             info.n_blocks,
@@ -187,26 +206,14 @@ pub fn run(args: &TrainArgs) -> Outcome {
             args.decay,
             args.l2,
             args.seed,
+            args.memory,
             table.header(),
         ))?;
     }
     let bar = spinner();
     let mut runs = Vec::new();
     let mut models = Vec::new();
-    for &strategy in &args.shuffle {
-        let loader = Loader::new(
-            Arc::clone(&dataset),
-            LoaderOptions {
-                strategy,
-                mode: args.mode.mode(),
-                batch_rows: usize::try_from(args.batch_size).unwrap_or(usize::MAX),
-                buffer: Buffer::Fraction(args.buffer),
-                seed: args.seed,
-                scratch_dir: args.scratch_dir.clone(),
-                ..LoaderOptions::default()
-            },
-        )?;
-        bar.suspend(|| warn(&loader));
+    for (strategy, loader) in loaders {
         let mut model = initial.clone();
         bar.set_message(format!("{strategy}: epoch 0 of {}", options.epochs));
         let mut printed = Ok(());

@@ -291,8 +291,23 @@ fn the_header_names_the_mode_the_loader_uses() {
     let dir = dir.path();
     mushrooms(dir, "m.toc"); // 50-row pages
     let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/mushrooms.libsvm.gz");
-    ok(&["encode", data, "-o", "big.toc", "--cols", "98"], dir); // 250-row pages
+    ok(
+        &[
+            "encode",
+            data,
+            "-o",
+            "big.toc",
+            "--cols",
+            "98",
+            "--page-rows",
+            "250",
+        ],
+        dir,
+    );
+    // The defaults: 50-row pages, so page mode.
+    ok(&["encode", data, "-o", "default.toc", "--cols", "98"], dir);
     for (file, extra, header, json_mode) in [
+        ("default.toc", &[][..], "page (auto) mode", "page"),
         ("m.toc", &[][..], "page (auto) mode", "page"),
         ("big.toc", &[][..], "exact (auto) mode", "exact"),
         (
@@ -311,4 +326,94 @@ fn the_header_names_the_mode_the_loader_uses() {
         let v = json(&args, dir);
         assert_eq!(v["mode"], json_mode, "{args:?}");
     }
+}
+
+#[test]
+fn the_buffer_warning_goes_to_stderr_and_only_for_part_of_the_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/mushrooms.libsvm.gz");
+    // One block: the buffer holds all of it, a full shuffle: no warning.
+    ok(
+        &[
+            "encode",
+            data,
+            "-o",
+            "one.toc",
+            "--cols",
+            "98",
+            "--block-bytes",
+            "100000000",
+        ],
+        dir,
+    );
+    let out = tocpile(&["train", "one.toc", "--epochs", "1"], dir);
+    assert!(out.status.success());
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+    // A few blocks, a buffer of one: warned on stderr, never in the table.
+    ok(
+        &[
+            "encode",
+            data,
+            "-o",
+            "few.toc",
+            "--cols",
+            "98",
+            "--block-bytes",
+            "20000",
+        ],
+        dir,
+    );
+    let out = tocpile(&["train", "few.toc", "--epochs", "1"], dir);
+    assert!(out.status.success());
+    assert!(stderr(&out).contains("warning: the CorgiPile buffer holds 1 of"));
+    assert!(!stdout(&out).contains("warning"));
+}
+
+#[test]
+fn bench_train_reports_every_setting_against_the_in_memory_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    mushrooms(dir, "m.toc");
+    let v = json(&["bench", "train", "m.toc", "--epochs", "1", "--json"], dir);
+    let names: Vec<&str> = v["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "toc-stream",
+            "toc-resident",
+            "csr-stream",
+            "csr-resident",
+            "memory-csr"
+        ]
+    );
+    assert_eq!(v["rows"], 5644);
+    for s in v["settings"].as_array().unwrap() {
+        for field in [
+            "epoch_seconds",
+            "examples_per_second",
+            "speed_vs_memory_csr",
+        ] {
+            assert!(s[field].as_f64().unwrap() > 0.0, "{field}: {s}");
+        }
+        assert!(s["peak_bytes"].as_u64().unwrap() > 0, "{s}");
+    }
+    let last = &v["settings"][4];
+    assert_eq!(last["speed_vs_memory_csr"], 1.0);
+    // Streaming keeps nothing resident: less memory than resident pages.
+    assert!(v["settings"][0]["peak_bytes"].as_u64() < v["settings"][1]["peak_bytes"].as_u64());
+    // The CSR copy beside the file is removed.
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.contains("bench-csr"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    let text = ok(&["bench", "train", "m.toc", "--epochs", "1"], dir);
+    assert!(text.contains("| memory-csr | memory |"), "{text}");
 }

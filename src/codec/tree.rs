@@ -116,6 +116,23 @@ impl DecodeTree {
             + 8 * (self.pair_vals.capacity() + self.gaps.capacity())
     }
 
+    /// Frees the build's scratch arrays and trims every array to its
+    /// length: for a tree that will be kept (a loaded page) rather than
+    /// rebuilt. On flights3m's 50-row pages the tree then takes about
+    /// half the bytes (measured with [`heap_bytes`](Self::heap_bytes)).
+    pub(crate) fn shrink(&mut self) {
+        self.scratch = Vec::new();
+        self.gaps = Vec::new();
+        self.pair_cols.shrink_to_fit();
+        self.pair_vals.shrink_to_fit();
+        self.parent.shrink_to_fit();
+        self.key.shrink_to_fit();
+        self.first.shrink_to_fit();
+        self.depth.shrink_to_fit();
+        self.codes.shrink_to_fit();
+        self.row_starts.shrink_to_fit();
+    }
+
     /// Parent of every node (Table 4's "ParentIndex"; the root's is 0).
     pub fn parents(&self) -> &[u32] {
         &self.parent

@@ -34,7 +34,7 @@ pub use prefetch::Prefetch;
 pub use reader::Dataset;
 pub use source::Source;
 pub use split::{is_held_out, split_holdout};
-pub use writer::{DatasetWriter, WriterOptions};
+pub use writer::{DatasetWriter, WriterOptions, DEFAULT_BLOCK_BYTES, DEFAULT_PAGE_ROWS};
 
 use crate::formats::FormatKind;
 

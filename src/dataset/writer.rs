@@ -26,13 +26,33 @@ const PAGES_PER_ROUND: usize = 32;
 /// otherwise hold `PAGES_PER_ROUND` pages of them, whatever their width.
 const ROUND_BYTES: usize = 16 << 20;
 
+/// Default rows per page: a fifth of the default 250-row mini-batch, so a
+/// mini-batch spans five pages from different blocks and the loader's
+/// [`Mode::Auto`](crate::loader::Mode::Auto) takes page mode (no
+/// re-encoding). Measured in `docs/RESULTS.md` (section 15): files are 1%
+/// (mnist5k) to 52% (census) larger than with 250-row pages, and an epoch
+/// is several times faster than exact mode's.
+pub const DEFAULT_PAGE_ROWS: usize = 50;
+
+/// Default target bytes per block: 2 KiB, so that a file has hundreds to
+/// thousands of blocks (census_fertility's 230k rows: 735; flights3m's
+/// 2.7M shuffled rows: 18,000) and a block holds a few hundred rows at
+/// most. On label-sorted census, CorgiPile's 10% buffer then ends at
+/// Shuffle Once's test accuracy, where 16 KiB blocks (98 of them, 2,300
+/// rows each) left it swinging between 38% and 63% (`docs/RESULTS.md`,
+/// section 15). The price, on flights3m: the first epoch and streaming
+/// epochs take about twice as long as with 16 KiB blocks (more, smaller
+/// reads and hand-overs); resident epochs (the default) are unchanged.
+pub const DEFAULT_BLOCK_BYTES: usize = 2 << 10;
+
 /// How a dataset file is laid out.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WriterOptions {
-    /// Rows per page: one encoded mini-batch (default 250).
+    /// Rows per page (default [`DEFAULT_PAGE_ROWS`]).
     pub page_rows: usize,
-    /// Target bytes per block, the unit of random I/O (default 4 MiB): a
-    /// block closes with the first page that reaches it.
+    /// Target bytes per block, the unit of random I/O (default
+    /// [`DEFAULT_BLOCK_BYTES`]): a block closes with the first page that
+    /// reaches it.
     pub block_bytes: usize,
     /// Format of every page (default TOC_FULL).
     pub format: FormatKind,
@@ -44,8 +64,8 @@ pub struct WriterOptions {
 impl Default for WriterOptions {
     fn default() -> Self {
         WriterOptions {
-            page_rows: 250,
-            block_bytes: 4 << 20,
+            page_rows: DEFAULT_PAGE_ROWS,
+            block_bytes: DEFAULT_BLOCK_BYTES,
             format: FormatKind::TocFull,
             schema: String::new(),
         }

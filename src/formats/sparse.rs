@@ -70,6 +70,17 @@ impl<'a, T: Copy, F: Fn(T) -> f64 + Copy> SparseView<'a, T, F> {
         });
     }
 
+    /// Adds `v . A` into `out` (not zeroed first).
+    fn vecmat_add(&self, v: &[f64], out: &mut [f64]) {
+        self.shape.check_vecmat(v.len(), out.len());
+        let val = self.val;
+        for (&w, (cols, vals)) in v.iter().zip(self.rows()) {
+            for (&c, &x) in cols.iter().zip(vals) {
+                out[c as usize] += val(x) * w;
+            }
+        }
+    }
+
     /// `A . M`: output row `r` accumulates `a * M[c, ..]` for each entry
     /// `(c, a)` of row `r`, the inner loop over `p` contiguous.
     fn matmat(&self, m: ArrayView2<'_, f64>, out: ArrayViewMut2<'_, f64>, ws: &mut Workspace) {
@@ -245,6 +256,10 @@ impl Csr {
         self.view().vecmat(v, out, ws);
     }
 
+    pub(crate) fn vecmat_add(&self, v: &[f64], out: &mut [f64]) {
+        self.view().vecmat_add(v, out);
+    }
+
     pub(crate) fn matmat_into(
         &self,
         m: ArrayView2<'_, f64>,
@@ -395,6 +410,10 @@ impl Cvi {
         ws: &mut Workspace,
     ) {
         cvi_view!(self, vecmat(v, out, ws))
+    }
+
+    pub(crate) fn vecmat_add(&self, v: &[f64], out: &mut [f64]) {
+        cvi_view!(self, vecmat_add(v, out))
     }
 
     pub(crate) fn matmat_into(

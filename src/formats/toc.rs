@@ -17,6 +17,11 @@ use crate::error::{Error, Result};
 use crate::kernels::Workspace;
 use crate::sparse::SparseBatch;
 
+thread_local! {
+    /// This thread's encoder for [`TocPage::encode`].
+    static ENCODER: std::cell::RefCell<Option<Encoder>> = const { std::cell::RefCell::new(None) };
+}
+
 /// A TOC-encoded batch with its decode tree: the payload of
 /// [`Batch::Toc`](super::Batch::Toc).
 #[derive(Debug, Clone)]
@@ -34,7 +39,16 @@ pub struct TocPage {
 
 impl TocPage {
     pub(crate) fn encode(batch: &SparseBatch, options: EncodeOptions) -> Result<Self> {
-        let batch = Encoder::new(options).encode(batch)?;
+        // One encoder per thread, reused: its hash maps and arrays keep
+        // their capacity from one batch to the next (the loader's exact
+        // mode encodes every mini-batch of every epoch on its threads).
+        let batch = ENCODER.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            match slot.as_mut() {
+                Some(encoder) if encoder.options() == options => encoder.encode(batch),
+                _ => slot.insert(Encoder::new(options)).encode(batch),
+            }
+        })?;
         let tree = batch.tree();
         Ok(Self::new(batch, tree, options))
     }
@@ -59,6 +73,9 @@ impl TocPage {
     pub(crate) fn load(bytes: &[u8], level: Level) -> Result<Self> {
         let mut tree = DecodeTree::default();
         let batch = TocBatch::from_bytes_with_tree(bytes.to_vec(), &mut tree)?;
+        // A loaded page is kept (by the loader's buffer, or resident for
+        // the whole run): keep only what the kernels use.
+        tree.shrink();
         if batch.level() != level {
             return Err(Error::WrongFormat {
                 expected: FormatKind::from(level).name(),
@@ -135,6 +152,10 @@ impl TocPage {
         ws: &mut Workspace,
     ) {
         self.tree.matvec_into(v, out, ws);
+    }
+
+    pub(crate) fn vecmat_add(&self, v: &[f64], out: &mut [f64], ws: &mut Workspace) {
+        self.tree.vecmat_add(v, out, ws)
     }
 
     pub(crate) fn vecmat_into(

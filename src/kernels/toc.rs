@@ -113,6 +113,21 @@ impl DecodeTree {
         });
     }
 
+    /// Adds `v . A` into `out` (not zeroed first): the gradient of a
+    /// linear model accumulated page after page with no vector per page
+    /// (see [`Batch::vecmat_add`](crate::formats::Batch::vecmat_add)).
+    ///
+    /// # Panics
+    /// If `v.len() != n_rows()` or `out.len() != n_cols()`.
+    pub fn vecmat_add(&self, v: &[f64], out: &mut [f64], ws: &mut Workspace) {
+        self.shape().check_vecmat(v.len(), out.len());
+        if self.flat {
+            flat::vecmat(self, v, out)
+        } else {
+            scalar::left_stored(self, v, &mut ws.node, out)
+        }
+    }
+
     /// `v . A`, allocating the result.
     ///
     /// # Panics

@@ -7,9 +7,10 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use super::resident::{BlockPages, Resident};
 use super::units::{block_units, make_batches, Unit};
 use super::{MiniBatch, Plan, Strategy};
-use crate::dataset::{Block, Dataset, Prefetch, Source};
+use crate::dataset::{Dataset, Prefetch, Source};
 use crate::error::Result;
 use crate::rng::Rng;
 
@@ -23,25 +24,75 @@ pub(crate) trait Produce: Send {
     /// The next mini-batch; `None` at the end of the epoch or after an
     /// error.
     fn next_batch(&mut self) -> Option<Result<MiniBatch>>;
-    /// The most bytes of units held at once so far.
+    /// The most heap bytes held at once so far (buffered units and
+    /// batches made but not yet handed over).
     fn peak_bytes(&self) -> usize;
+    /// Heap bytes held now.
+    fn held_bytes(&self) -> usize;
+    /// The next mini-batch, then up to `max - 1` more that are ready
+    /// without further work; empty at the end of the epoch.
+    fn next_chunk(&mut self, max: usize) -> Vec<Result<MiniBatch>>;
 }
 
-/// Blocks in the epoch's order, read ahead by a thread or on demand.
-enum Feed<S: Source + 'static> {
+/// Where the blocks that are not resident come from: a read-ahead
+/// thread, or reads on demand.
+enum Reader<S: Source + 'static> {
     Ahead(Prefetch),
-    OnDemand {
-        dataset: Arc<Dataset<S>>,
-        order: std::vec::IntoIter<usize>,
-    },
+    OnDemand(Arc<Dataset<S>>),
+}
+
+/// Blocks in the epoch's order, each one's pages loaded: from the
+/// resident cache when it holds them (decided when the epoch starts), else
+/// read, checksummed and validated, then offered to the cache.
+struct Feed<S: Source + 'static> {
+    order: std::vec::IntoIter<(usize, Option<BlockPages>)>,
+    reader: Reader<S>,
+    resident: Arc<Resident>,
 }
 
 impl<S: Source + 'static> Feed<S> {
-    fn next(&mut self) -> Option<Result<Block>> {
-        match self {
-            Feed::Ahead(p) => p.next(),
-            Feed::OnDemand { dataset, order } => order.next().map(|b| dataset.read_block(b)),
+    fn start(
+        dataset: Arc<Dataset<S>>,
+        plan: &Plan,
+        order: Vec<usize>,
+        resident: Arc<Resident>,
+    ) -> Result<Self> {
+        let order: Vec<(usize, Option<BlockPages>)> =
+            order.into_iter().map(|b| (b, resident.get(b))).collect();
+        let to_read: Vec<usize> = order
+            .iter()
+            .filter(|(_, cached)| cached.is_none())
+            .map(|&(b, _)| b)
+            .collect();
+        let reader = if plan.double_buffer && !to_read.is_empty() {
+            Reader::Ahead(dataset.prefetch(to_read, plan.read_ahead)?)
+        } else {
+            Reader::OnDemand(dataset)
+        };
+        Ok(Feed {
+            order: order.into_iter(),
+            reader,
+            resident,
+        })
+    }
+
+    /// The next block's number, its pages, and whether they are resident
+    /// (held by the cache, so not counted again in the buffer).
+    fn next(&mut self) -> Option<Result<(usize, BlockPages, bool)>> {
+        let (b, cached) = self.order.next()?;
+        if let Some(pages) = cached {
+            return Some(Ok((b, pages, true)));
         }
+        let block = match &mut self.reader {
+            Reader::Ahead(p) => p.next()?,
+            Reader::OnDemand(dataset) => dataset.read_block(b),
+        };
+        Some(block.and_then(|block| {
+            let pages: BlockPages = block.pages()?.into();
+            self.resident.offer(b, &pages);
+            let kept = self.resident.get(b).is_some();
+            Ok((b, pages, kept))
+        }))
     }
 }
 
@@ -65,6 +116,7 @@ pub(crate) struct EpochState<S: Source + 'static> {
     buffers: u64,
     input_done: bool,
     ready: VecDeque<MiniBatch>,
+    ready_bytes: usize,
     failed: bool,
     peak: usize,
 }
@@ -76,15 +128,9 @@ impl<S: Source + 'static> EpochState<S> {
         plan: Arc<Plan>,
         epoch: u64,
         order: Vec<usize>,
+        resident: Arc<Resident>,
     ) -> Result<Self> {
-        let feed = if plan.double_buffer {
-            Feed::Ahead(dataset.prefetch(order, plan.read_ahead)?)
-        } else {
-            Feed::OnDemand {
-                dataset,
-                order: order.into_iter(),
-            }
-        };
+        let feed = Feed::start(dataset, &plan, order, resident)?;
         let rng = Rng::stream(plan.seed, &[STREAM_WINDOW, epoch, plan.worker as u64]);
         Ok(EpochState {
             feed,
@@ -101,6 +147,7 @@ impl<S: Source + 'static> EpochState<S> {
             buffers: 0,
             input_done: false,
             ready: VecDeque::new(),
+            ready_bytes: 0,
             failed: false,
             peak: 0,
         })
@@ -108,12 +155,12 @@ impl<S: Source + 'static> EpochState<S> {
 
     /// The next block's units, or `None` when the worker's blocks are done.
     fn next_units(&mut self) -> Option<Result<Vec<Unit>>> {
-        let block = match self.feed.next()? {
-            Ok(block) => block,
+        let (b, pages, resident) = match self.feed.next()? {
+            Ok(loaded) => loaded,
             Err(e) => return Some(Err(e)),
         };
-        let first_row = self.plan.block_first_row[block.number()];
-        Some(block_units(&block, first_row, self.plan.mode))
+        let first_row = self.plan.block_first_row[b];
+        Some(block_units(&pages, first_row, self.plan.mode, resident))
     }
 
     fn push_pending(&mut self, unit: Unit) {
@@ -199,7 +246,7 @@ impl<S: Source + 'static> EpochState<S> {
                 None => self.release_held(),
             },
         }
-        self.peak = self.peak.max(self.pending_bytes + self.held_bytes);
+        self.peak = self.peak.max(self.held_now());
         Ok(())
     }
 
@@ -261,6 +308,7 @@ impl<S: Source + 'static> EpochState<S> {
         let plan = &self.plan;
         let build = |runs, replay| make_batches(runs, plan, replay);
         let stream = build(runs, false)?;
+        let before = self.ready.len();
         if replays.is_empty() {
             self.ready.extend(stream);
         } else {
@@ -273,12 +321,24 @@ impl<S: Source + 'static> EpochState<S> {
                 self.ready.extend(replay.next());
             }
         }
+        self.ready_bytes += self
+            .ready
+            .iter()
+            .skip(before)
+            .map(|b| b.owned_bytes)
+            .sum::<usize>();
+        self.peak = self.peak.max(self.held_now());
         Ok(())
+    }
+
+    fn held_now(&self) -> usize {
+        self.pending_bytes + self.held_bytes + self.ready_bytes
     }
 
     fn step(&mut self) -> Result<Option<MiniBatch>> {
         loop {
             if let Some(batch) = self.ready.pop_front() {
+                self.ready_bytes -= batch.owned_bytes;
                 return Ok(Some(batch));
             }
             if self.input_done && self.pending.is_empty() {
@@ -308,5 +368,24 @@ impl<S: Source + 'static> Produce for EpochState<S> {
 
     fn peak_bytes(&self) -> usize {
         self.peak
+    }
+
+    fn held_bytes(&self) -> usize {
+        self.held_now()
+    }
+
+    fn next_chunk(&mut self, max: usize) -> Vec<Result<MiniBatch>> {
+        let mut chunk: Vec<Result<MiniBatch>> = self.next_batch().into_iter().collect();
+        if !matches!(chunk.first(), Some(Ok(_))) {
+            return chunk;
+        }
+        while chunk.len() < max {
+            let Some(batch) = self.ready.pop_front() else {
+                break;
+            };
+            self.ready_bytes -= batch.owned_bytes;
+            chunk.push(Ok(batch));
+        }
+        chunk
     }
 }

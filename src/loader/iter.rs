@@ -14,6 +14,9 @@ use super::epoch::Produce;
 use super::{MiniBatch, Plan, Strategy, Trace};
 use crate::error::Result;
 
+/// Most batches handed from the producer thread to the consumer at once.
+const CHUNK_BATCHES: usize = 16;
+
 /// What an epoch cost, from the consumer's side.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct EpochStats {
@@ -26,8 +29,18 @@ pub struct EpochStats {
     /// Seconds the consumer waited for the next mini-batch (with single
     /// buffering: the whole time spent producing it).
     pub wait_seconds: f64,
-    /// Most bytes of rows or pages the producer's buffers held at once.
+    /// Most heap bytes the loader held at once for this epoch: its
+    /// buffered pages or rows (a TOC page with its decode tree), the
+    /// mini-batches made and not yet taken (in the channel, and the one
+    /// the consumer holds). Pages of the resident cache are not counted
+    /// here but in [`resident_bytes`](Self::resident_bytes): the loader
+    /// holds the two together. Blocks being read ahead (their raw bytes,
+    /// at most `read_ahead + 2` blocks) are not counted.
     pub buffer_peak_bytes: usize,
+    /// Heap bytes of the pages the loader keeps resident across epochs,
+    /// at the end of the epoch (see
+    /// [`LoaderOptions::memory`](super::LoaderOptions::memory)).
+    pub resident_bytes: usize,
     /// Mini-batches the channel between producer and consumer holds at
     /// most (0 without double buffering).
     pub channel_batches: usize,
@@ -39,14 +52,25 @@ pub struct Epoch {
     source: EpochSource,
     stats: EpochStats,
     trace: Option<Trace>,
+    /// Bytes of the batch last handed to the consumer (still held by it).
+    last_bytes: usize,
+    resident: Option<Arc<super::resident::Resident>>,
 }
 
 enum EpochSource {
-    Inline(Box<dyn Produce>),
+    Inline {
+        producer: Box<dyn Produce>,
+        peak: usize,
+    },
     Thread {
-        rx: Option<Receiver<Result<MiniBatch>>>,
+        rx: Option<Receiver<Vec<Result<MiniBatch>>>>,
+        /// Batches of the last chunk received, not yet yielded.
+        local: std::collections::VecDeque<Result<MiniBatch>>,
         handle: Option<JoinHandle<()>>,
         peak: Arc<AtomicUsize>,
+        /// Bytes of the batches sent and not yet replaced by the
+        /// consumer's next call.
+        queued: Arc<AtomicUsize>,
     },
 }
 
@@ -57,13 +81,21 @@ impl std::fmt::Debug for Epoch {
 }
 
 impl Epoch {
-    pub(crate) fn new(mut producer: Box<dyn Produce>, plan: &Plan, path: &Path) -> Result<Epoch> {
+    pub(crate) fn new(
+        mut producer: Box<dyn Produce>,
+        plan: &Plan,
+        path: &Path,
+        resident: Option<Arc<super::resident::Resident>>,
+        inline: bool,
+    ) -> Result<Epoch> {
         let trace = plan.trace.then(Trace::default);
-        if !plan.double_buffer {
+        if !plan.double_buffer || inline {
             return Ok(Epoch {
-                source: EpochSource::Inline(producer),
+                source: EpochSource::Inline { producer, peak: 0 },
                 stats: EpochStats::default(),
                 trace,
+                last_bytes: 0,
+                resident,
             });
         }
         // Room for about one buffer of mini-batches: the producer fills
@@ -77,32 +109,53 @@ impl Epoch {
             _ => 0,
         };
         let capacity = per_buffer.clamp(2, 64);
-        let (tx, rx) = sync_channel(capacity);
+        // Batches travel in chunks of what the producer has ready (up to
+        // CHUNK_BATCHES): one hand-over per batch cost 10 to 15% of a
+        // resident page-mode epoch in thread wake-ups (flights3m profile).
+        let (tx, rx) = sync_channel(capacity.div_ceil(CHUNK_BATCHES));
         let peak = Arc::new(AtomicUsize::new(0));
-        let shared = Arc::clone(&peak);
+        let queued = Arc::new(AtomicUsize::new(0));
+        let (shared, in_channel) = (Arc::clone(&peak), Arc::clone(&queued));
         let handle = std::thread::Builder::new()
             .name("tocpile-loader".into())
             .spawn(move || {
-                while let Some(item) = producer.next_batch() {
-                    shared.store(producer.peak_bytes(), Ordering::Relaxed);
-                    if tx.send(item).is_err() {
+                let mut most = 0;
+                loop {
+                    let chunk = producer.next_chunk(CHUNK_BATCHES);
+                    if chunk.is_empty() {
+                        break;
+                    }
+                    let bytes: usize = chunk
+                        .iter()
+                        .map(|item| item.as_ref().map_or(0, |b| b.owned_bytes))
+                        .sum();
+                    let queued = in_channel.fetch_add(bytes, Ordering::AcqRel) + bytes;
+                    most = most
+                        .max(producer.peak_bytes())
+                        .max(producer.held_bytes() + queued);
+                    shared.store(most, Ordering::Relaxed);
+                    if tx.send(chunk).is_err() {
                         break;
                     }
                 }
-                shared.store(producer.peak_bytes(), Ordering::Relaxed);
+                shared.store(most.max(producer.peak_bytes()), Ordering::Relaxed);
             })
             .map_err(|e| crate::error::Error::io(path, e))?;
         Ok(Epoch {
             source: EpochSource::Thread {
                 rx: Some(rx),
+                local: std::collections::VecDeque::new(),
                 handle: Some(handle),
                 peak,
+                queued,
             },
             stats: EpochStats {
                 channel_batches: capacity,
                 ..EpochStats::default()
             },
             trace,
+            last_bytes: 0,
+            resident,
         })
     }
 
@@ -110,9 +163,10 @@ impl Epoch {
     pub fn stats(&self) -> EpochStats {
         let mut stats = self.stats.clone();
         stats.buffer_peak_bytes = match &self.source {
-            EpochSource::Inline(p) => p.peak_bytes(),
+            EpochSource::Inline { producer, peak } => (*peak).max(producer.peak_bytes()),
             EpochSource::Thread { peak, .. } => peak.load(Ordering::Relaxed),
         };
+        stats.resident_bytes = self.resident.as_ref().map_or(0, |r| r.bytes());
         stats
     }
 
@@ -128,10 +182,32 @@ impl Iterator for Epoch {
 
     fn next(&mut self) -> Option<Result<MiniBatch>> {
         let start = Instant::now();
+        let last = std::mem::take(&mut self.last_bytes);
         let item = match &mut self.source {
-            EpochSource::Inline(p) => p.next_batch(),
-            EpochSource::Thread { rx, handle, .. } => {
-                let item = rx.as_ref()?.recv().ok();
+            EpochSource::Inline { producer, peak } => {
+                let item = producer.next_batch();
+                let bytes = match &item {
+                    Some(Ok(b)) => b.owned_bytes,
+                    _ => 0,
+                };
+                *peak = (*peak).max(producer.held_bytes() + bytes);
+                item
+            }
+            EpochSource::Thread {
+                rx,
+                local,
+                handle,
+                queued,
+                ..
+            } => {
+                // The consumer has let go of the previous batch.
+                queued.fetch_sub(last, Ordering::AcqRel);
+                if local.is_empty() {
+                    if let Some(chunk) = rx.as_ref().and_then(|rx| rx.recv().ok()) {
+                        local.extend(chunk);
+                    }
+                }
+                let item = local.pop_front();
                 if !matches!(item, Some(Ok(_))) {
                     *rx = None;
                 }
@@ -147,6 +223,7 @@ impl Iterator for Epoch {
         };
         self.stats.wait_seconds += start.elapsed().as_secs_f64();
         if let Some(Ok(batch)) = &item {
+            self.last_bytes = batch.owned_bytes;
             self.stats.batches += 1;
             let rows = batch.n_rows() as u64;
             if batch.replay {

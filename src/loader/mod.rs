@@ -76,13 +76,14 @@
 mod epoch;
 mod iter;
 mod options;
+mod resident;
 mod shuffle;
 mod trace;
 mod units;
 
 pub use iter::{Epoch, EpochStats};
 use options::check_options;
-pub use options::{Buffer, LoaderOptions, Mode, Strategy, AUTO_MIN_PAGES};
+pub use options::{Buffer, LoaderOptions, Mode, Strategy, AUTO_MIN_PAGES, DEFAULT_MEMORY};
 pub use shuffle::shuffle_file;
 use shuffle::shuffle_file_mapped;
 pub use trace::{labels_in_file_order, ShuffleQuality, Trace};
@@ -93,6 +94,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use epoch::{EpochState, Produce};
+use resident::Resident;
 
 use crate::cleanup::{self, ScratchFile};
 use crate::dataset::{Dataset, Source};
@@ -115,12 +117,31 @@ pub struct MiniBatch {
     /// Global row numbers (file order) of the rows, page by page, when
     /// tracing.
     pub rows: Option<Vec<u64>>,
+    /// Heap bytes this batch alone keeps alive: its pages unless the
+    /// loader's resident cache holds them (an exact-mode batch's page is
+    /// always its own), and its vectors.
+    owned_bytes: usize,
 }
 
 impl MiniBatch {
     /// Rows in the mini-batch.
     pub fn n_rows(&self) -> usize {
         self.pages.iter().map(Page::n_rows).sum()
+    }
+
+    /// Heap bytes the batch refers to: every page's
+    /// ([`Page::heap_bytes`], for TOC the decode tree included), the page
+    /// list and the trace. Pages shared with the loader's resident cache
+    /// count here too; the loader's own figure
+    /// ([`EpochStats::buffer_peak_bytes`]) counts them once.
+    pub fn heap_bytes(&self) -> usize {
+        self.own_bytes() + self.pages.iter().map(Page::heap_bytes).sum::<usize>()
+    }
+
+    /// Heap bytes of the batch's vectors, pages excluded.
+    fn own_bytes(&self) -> usize {
+        std::mem::size_of::<Page>() * self.pages.capacity()
+            + self.rows.as_ref().map_or(0, |r| 8 * r.capacity())
     }
 }
 
@@ -154,6 +175,8 @@ pub struct Loader<S: Source + 'static = File> {
     options: LoaderOptions,
     plan: Arc<Plan>,
     warnings: Vec<String>,
+    /// Pages kept across epochs (of the copy, for Shuffle Once).
+    resident: Arc<Resident>,
 }
 
 impl Loader {
@@ -218,12 +241,18 @@ impl<S: Source + 'static> Loader<S> {
                 (plan, warnings, None)
             }
         };
+        let n_blocks = match &shuffled {
+            Some((copy, _)) => copy.n_blocks(),
+            None => dataset.n_blocks(),
+        };
+        let resident = Arc::new(Resident::new(n_blocks, options.memory));
         Ok(Loader {
             dataset,
             shuffled,
             options,
             plan: Arc::new(plan),
             warnings,
+            resident,
         })
     }
 
@@ -246,6 +275,17 @@ impl<S: Source + 'static> Loader<S> {
     /// Epoch Shuffle).
     pub fn buffer_blocks(&self) -> usize {
         self.plan.buffer_blocks
+    }
+
+    /// Heap bytes of the pages kept in memory across epochs (see
+    /// [`LoaderOptions::memory`]).
+    pub fn resident_bytes(&self) -> usize {
+        self.resident.bytes()
+    }
+
+    /// Blocks whose pages are kept in memory across epochs.
+    pub fn resident_blocks(&self) -> usize {
+        self.resident.n_resident()
     }
 
     /// Settings that are likely to shuffle poorly, as sentences: a buffer
@@ -277,21 +317,35 @@ impl<S: Source + 'static> Loader<S> {
     /// arrive through the iterator.
     pub fn epoch(&self, epoch: u64) -> Result<Epoch> {
         let order = self.block_order(epoch);
+        // With every page of the epoch resident, page mode has nothing left
+        // to overlap: producing a mini-batch is a few handle copies. A
+        // producer thread would then only add hand-overs and, on a busy
+        // machine, waits for a core; the epoch runs on the caller's thread.
+        let inline =
+            self.plan.mode == Mode::Page && order.iter().all(|&b| self.resident.get(b).is_some());
         let producer: Box<dyn Produce> = match &self.shuffled {
             Some((copy, _)) => Box::new(EpochState::start(
                 Arc::clone(copy),
                 Arc::clone(&self.plan),
                 epoch,
                 order,
+                Arc::clone(&self.resident),
             )?),
             None => Box::new(EpochState::start(
                 Arc::clone(&self.dataset),
                 Arc::clone(&self.plan),
                 epoch,
                 order,
+                Arc::clone(&self.resident),
             )?),
         };
-        Epoch::new(producer, &self.plan, self.dataset.path())
+        Epoch::new(
+            producer,
+            &self.plan,
+            self.dataset.path(),
+            Some(Arc::clone(&self.resident)),
+            inline,
+        )
     }
 }
 
@@ -325,12 +379,14 @@ fn make_plan<T: Source>(ds: &Dataset<T>, o: &LoaderOptions) -> (Plan, Vec<String
     }
     .max(1);
     let mut warnings = Vec::new();
-    if o.strategy == Strategy::CorgiPile && buffer_blocks.min(worker_blocks) < 4 {
+    // A buffer that holds every block of the worker shuffles all its rows
+    // (one block of a one-block file is a full shuffle): nothing to warn.
+    if o.strategy == Strategy::CorgiPile && buffer_blocks < worker_blocks && buffer_blocks < 4 {
         warnings.push(format!(
             "the CorgiPile buffer holds {} of this worker's {worker_blocks} blocks: with a \
              handful of blocks, tuples of one block dominate each buffer and accuracy can \
              suffer; write the file with smaller blocks (block_bytes) or use a larger buffer",
-            buffer_blocks.min(worker_blocks)
+            buffer_blocks
         ));
     }
     if mode == Mode::Page && ds.info().page_rows * 2 > o.batch_rows {

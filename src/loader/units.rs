@@ -7,7 +7,6 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::{MiniBatch, Mode, Plan};
-use crate::dataset::Block;
 use crate::error::Result;
 use crate::page::Page;
 use crate::sparse::SparseBatch;
@@ -18,6 +17,9 @@ pub(crate) struct PageUnit {
     pub(crate) page: Page,
     /// Global index (in file order) of the page's first row.
     pub(crate) first_row: u64,
+    /// The page is held by the loader's resident cache, which counts its
+    /// memory; the unit then costs only itself.
+    pub(crate) resident: bool,
 }
 
 /// One decoded row.
@@ -47,29 +49,42 @@ impl Unit {
         }
     }
 
-    /// Bytes the unit keeps in memory (payload and labels; bookkeeping
-    /// excluded), for the loader's memory report.
+    /// Heap bytes the unit keeps alive, for the loader's memory report:
+    /// its own shared allocation, and a page's heap bytes (for TOC the
+    /// decode tree, not only the encoded bytes) unless the resident cache
+    /// holds the page, or a row's columns and values.
     pub(crate) fn bytes(&self) -> usize {
+        const ARC_COUNTS: usize = 2 * std::mem::size_of::<usize>();
         match self {
-            Unit::Page(p) => p.page.batch().encoded_len() + 8 * p.page.n_rows(),
-            Unit::Row(r) => 12 * r.cols.len() + 16,
+            Unit::Page(p) => {
+                let own = ARC_COUNTS + std::mem::size_of::<PageUnit>();
+                own + if p.resident { 0 } else { p.page.heap_bytes() }
+            }
+            Unit::Row(r) => {
+                ARC_COUNTS + std::mem::size_of::<RowUnit>() + 4 * r.cols.len() + 8 * r.values.len()
+            }
         }
     }
 }
 
-/// Turns a block into units: its pages loaded in parallel, and in exact
-/// mode decoded into rows. `first_row` is the global index of the block's
-/// first row.
-pub(crate) fn block_units(block: &Block, first_row: u64, mode: Mode) -> Result<Vec<Unit>> {
-    let pages = block.pages()?;
-    let mut units = Vec::new();
+/// Turns a block's loaded pages into units: the pages themselves (shared,
+/// not copied), or in exact mode their decoded rows. `first_row` is the
+/// global index of the block's first row.
+pub(crate) fn block_units(
+    pages: &[Page],
+    first_row: u64,
+    mode: Mode,
+    resident: bool,
+) -> Result<Vec<Unit>> {
+    let mut units = Vec::with_capacity(pages.len());
     let mut row = first_row;
     for page in pages {
         let n = page.n_rows() as u64;
         match mode {
             Mode::Page => units.push(Unit::Page(Arc::new(PageUnit {
-                page,
+                page: page.clone(),
                 first_row: row,
+                resident,
             }))),
             Mode::Exact | Mode::Auto => {
                 let decoded = page.batch().decode();
@@ -95,6 +110,14 @@ pub(crate) fn make_batches(
     plan: &Plan,
     replay: bool,
 ) -> Result<Vec<MiniBatch>> {
+    if plan.mode == Mode::Page {
+        // Nothing to encode: handing runs to rayon threads cost more than
+        // collecting a few page handles, and took a core from the trainer.
+        return runs
+            .into_iter()
+            .map(|run| make_batch(run, plan, replay))
+            .collect();
+    }
     runs.into_par_iter()
         .map(|run| make_batch(run, plan, replay))
         .collect()
@@ -103,13 +126,17 @@ pub(crate) fn make_batches(
 fn make_batch(run: Vec<Unit>, plan: &Plan, replay: bool) -> Result<MiniBatch> {
     let (n_cols, format, trace) = (plan.n_cols, plan.format, plan.trace);
     let mut rows = Vec::new();
-    let mut pages = Vec::new();
+    let mut pages = Vec::with_capacity(run.len());
+    let mut owned = 0;
     let mut sparse: Option<(SparseBatch, Vec<f64>)> = None;
     for unit in &run {
         match unit {
             Unit::Page(p) => {
                 if trace {
                     rows.extend(p.first_row..p.first_row + p.page.n_rows() as u64);
+                }
+                if !p.resident {
+                    owned += p.page.heap_bytes();
                 }
                 pages.push(p.page.clone());
             }
@@ -127,14 +154,19 @@ fn make_batch(run: Vec<Unit>, plan: &Plan, replay: bool) -> Result<MiniBatch> {
         }
     }
     if let Some((batch, labels)) = sparse {
-        pages.push(Page::encode(format, &batch, &labels)?);
+        let page = Page::encode(format, &batch, &labels)?;
+        owned += page.heap_bytes();
+        pages.push(page);
     }
     if let Some(origin) = &plan.row_origin {
         rows.iter_mut().for_each(|r| *r = origin[*r as usize]);
     }
-    Ok(MiniBatch {
+    let mut batch = MiniBatch {
         pages,
         replay,
         rows: trace.then_some(rows),
-    })
+        owned_bytes: 0,
+    };
+    batch.owned_bytes = owned + batch.own_bytes();
+    Ok(batch)
 }

@@ -11,9 +11,9 @@
 //! other with one workspace: the two kernels cost about as much as the
 //! loss, and the loader already works in parallel.
 
-use ndarray::{ArrayView1, ArrayViewMut1};
+use ndarray::ArrayViewMut1;
 
-use super::{sigmoid, softplus, BatchStats, Gradient, Model, ModelKind};
+use super::{log_loss_and_sigmoid, BatchStats, Gradient, Model, ModelKind};
 use crate::kernels::Workspace;
 use crate::page::Page;
 
@@ -29,7 +29,6 @@ pub(super) fn run(
     let b = layer.bias[0];
     let mut own = Workspace::new();
     let mut z = Vec::new();
-    let mut tmp = vec![0.0; model.n_cols];
     let mut stats = BatchStats::default();
     for page in pages {
         let (batch, labels) = (page.batch(), page.labels());
@@ -52,15 +51,13 @@ pub(super) fn run(
         }
         stats.merge(&page_stats);
         if let Some(g) = grad.as_deref_mut() {
-            let ws = &mut g.work[0];
-            batch.vecmat_into(
-                ArrayView1::from(&z[..]),
-                ArrayViewMut1::from(&mut tmp[..]),
-                ws,
-            );
+            // v.A added straight into the gradient (no vector per page).
             let gl = &mut g.layers[0];
-            let mut gw = gl.weights.column_mut(0);
-            gw += &ArrayView1::from(&tmp[..]);
+            let gw = gl
+                .weights
+                .as_slice_mut()
+                .expect("a linear gradient is one column");
+            batch.vecmat_add(&z, gw, &mut g.work[0]);
             gl.bias[0] += d_sum;
         }
     }
@@ -89,7 +86,8 @@ fn loss_and_slope(kind: &ModelKind, margin: f64, label: f64, stats: &mut BatchSt
                     (0.0, 0.0)
                 }
             } else {
-                (softplus(-m), -y * sigmoid(-m))
+                let (loss, slope) = log_loss_and_sigmoid(m);
+                (loss, -y * slope)
             }
         }
     }

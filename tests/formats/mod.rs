@@ -71,6 +71,18 @@ fn check_kernels(
         enc.vecmat_into(uu, out.column_mut(0), ws);
         assert_close(out.column(0), &want, &scale, &format!("{kind} v.A strided"));
     }
+    // v.A added into an output already holding values (the linear
+    // models' gradient, page after page).
+    let base = Array1::from(numbers(seed + 5, m));
+    let mut out = base.to_vec();
+    enc.vecmat_add(u.as_slice().unwrap(), &mut out, ws);
+    let scale_add = &scale + &base.mapv(f64::abs);
+    assert_close(
+        &Array1::from(out),
+        &(&base + &want),
+        &scale_add,
+        &format!("{kind} v.A added"),
+    );
 
     for p in [0, 1, 3, 20] {
         // A.M: M and out in C and F order, out also a strided slice.

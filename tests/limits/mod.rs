@@ -155,12 +155,7 @@ fn dense_formats_refuse_columns_beyond_the_limit() {
 }
 
 /// A small file written by the library: 40 rows, pages of 4, blocks of
-/// about 64 bytes.
-fn small_file() -> Vec<u8> {
-    small_file_scaled(None)
-}
-
-/// [`small_file`], with a scaling section in its footer when `scale` is
+/// about 64 bytes, with a scaling section in its footer when `scale` is
 /// given.
 fn small_file_scaled(scale: Option<ScaleKind>) -> Vec<u8> {
     let path = temp_path("limits-small");

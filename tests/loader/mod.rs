@@ -276,10 +276,20 @@ fn bad_options_are_errors_and_risky_ones_warn() {
         buffer: Buffer::Fraction(f64::NAN),
         ..base.clone()
     }));
-    // One block: the buffer warning; 250-row pages for 250-row batches:
-    // the page mode warning.
+    // One block: the buffer holds all of it, a full shuffle, so no buffer
+    // warning; 250-row pages for 250-row batches: the page mode warning.
     let loader = Loader::open(&path, options(Strategy::CorgiPile, Mode::Page)).unwrap();
-    assert_eq!(loader.warnings().len(), 2, "{:?}", loader.warnings());
+    assert_eq!(loader.dataset().n_blocks(), 1);
+    assert_eq!(loader.warnings().len(), 1, "{:?}", loader.warnings());
+    assert!(loader.warnings()[0].contains("page mode"));
+    std::fs::remove_file(&path).unwrap();
+    // A few blocks, a buffer of one of them: the buffer warning.
+    let path = write_file(&rows, &labels, 50, 300);
+    let loader = Loader::open(&path, options(Strategy::CorgiPile, Mode::Page)).unwrap();
+    let n = loader.dataset().n_blocks();
+    assert!((2..40).contains(&n), "{n} blocks");
+    assert_eq!(loader.warnings().len(), 1, "{:?}", loader.warnings());
+    assert!(loader.warnings()[0].contains(&format!("holds 1 of this worker's {n} blocks")));
     std::fs::remove_file(&path).unwrap();
 }
 

@@ -81,6 +81,12 @@ pub struct TrainArgs {
     #[arg(long, value_name = "FRACTION", default_value_t = 0.1, allow_negative_numbers = true,
           value_parser = parse_fraction)]
     pub buffer: f64,
+    /// Memory in MiB for loaded pages kept across epochs: pages (with
+    /// their decode trees) that fit are validated once and stay resident;
+    /// the rest are read from the file every epoch. 0 streams every
+    /// block every epoch.
+    #[arg(long, value_name = "MIB", default_value_t = (tocpile::loader::DEFAULT_MEMORY >> 20) as u64)]
+    pub memory: u64,
     /// Seed of the shuffles and of the initial model.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,

@@ -1,0 +1,177 @@
+//! `tocpile bench train`: training from a dataset file against an SGD
+//! loop over CSR mini-batches already in memory, in one run
+//! ([`tocpile::train::bench::bench_train`] measures, this renders).
+
+use std::path::PathBuf;
+
+use clap::Args;
+use serde::Serialize;
+use tocpile::dataset::Dataset;
+use tocpile::loader::{Strategy, DEFAULT_MEMORY};
+use tocpile::train::bench::{bench_train, TrainBench, TrainBenchOptions};
+
+use crate::output::{emit, emit_json};
+use crate::{Failure, Outcome};
+
+/// Time training from a dataset file against the in-memory limit.
+///
+/// Trains the same model on FILE.toc in five settings, each for --epochs
+/// timed epochs after a first one: streaming the file every epoch
+/// (toc-stream), with validated pages kept in memory (toc-resident), the
+/// same rows as CSR pages read both ways (csr-stream, csr-resident; a
+/// temporary copy beside the file), and an SGD loop over CSR mini-batches
+/// built in memory beforehand (memory-csr, the practical limit). Reports
+/// each setting's median epoch, examples/s, its speed as a ratio to
+/// memory-csr (above 1 is faster), the share of the epoch spent waiting
+/// for the loader and the most heap bytes the data took. Wall-clock
+/// times: run on a quiet machine.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+    tocpile bench train train.toc\n  \
+    tocpile bench train digits.toc --model softmax --epochs 5 --json")]
+pub struct TrainBenchArgs {
+    /// The dataset file (see `tocpile encode`).
+    #[arg(value_name = "FILE.toc")]
+    file: PathBuf,
+    /// The model: lr, svm, linreg, softmax or mlp (as `tocpile train`).
+    #[arg(long, value_name = "MODEL", default_value = "lr")]
+    model: String,
+    /// Number of classes (softmax, mlp); default: the largest label + 1.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..=65_536))]
+    classes: Option<u64>,
+    /// Timed epochs per setting (after a first, untimed one).
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    epochs: u64,
+    /// Rows per mini-batch.
+    #[arg(long, value_name = "N", default_value_t = 250, value_parser = clap::value_parser!(u64).range(1..))]
+    batch_size: u64,
+    /// Learning rate.
+    #[arg(long, value_name = "X", default_value_t = 0.1)]
+    lr: f64,
+    /// The loader's strategy (as `tocpile train --shuffle`, one only).
+    #[arg(long, value_name = "NAME", default_value = "corgipile")]
+    shuffle: String,
+    /// The loader's mode (as `tocpile train --mode`).
+    #[arg(long, value_enum, default_value = "auto")]
+    mode: crate::train::ModeArg,
+    /// Resident budget of the resident settings, in MiB (as `tocpile
+    /// train --memory`).
+    #[arg(long, value_name = "MIB", default_value_t = (DEFAULT_MEMORY >> 20) as u64)]
+    memory: u64,
+    /// Seed of the model and the shuffles.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    seed: u64,
+    /// Print the figures as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct SettingJson {
+    name: &'static str,
+    mode: &'static str,
+    first_epoch_seconds: f64,
+    epoch_seconds: f64,
+    examples_per_second: f64,
+    speed_vs_memory_csr: f64,
+    wait_share: f64,
+    peak_bytes: usize,
+    file_bytes: u64,
+    final_loss: f64,
+}
+
+#[derive(Serialize)]
+struct BenchJson {
+    dataset: String,
+    model: String,
+    rows: u64,
+    blocks: usize,
+    page_rows: usize,
+    batch_rows: usize,
+    epochs: usize,
+    settings: Vec<SettingJson>,
+}
+
+pub fn run(args: &TrainBenchArgs) -> Outcome {
+    let strategy = Strategy::from_name(&args.shuffle)
+        .ok_or_else(|| Failure(format!("unknown shuffling strategy {:?}", args.shuffle)))?;
+    let dataset = Dataset::open(&args.file)?;
+    let kind = crate::train::model_kind(&args.model, args.classes, &dataset, &args.file)?;
+    drop(dataset);
+    let options = TrainBenchOptions {
+        model: kind.clone(),
+        epochs: usize::try_from(args.epochs).unwrap_or(usize::MAX),
+        batch_rows: usize::try_from(args.batch_size).unwrap_or(usize::MAX),
+        learning_rate: args.lr,
+        strategy,
+        mode: args.mode.mode(),
+        memory: usize::try_from(args.memory.saturating_mul(1 << 20)).unwrap_or(usize::MAX),
+        seed: args.seed,
+        scratch_dir: None,
+    };
+    let bench = bench_train(&args.file, &options).map_err(|e| Failure::about(&args.file, e))?;
+    if args.json {
+        return emit_json(&to_json(&bench, &kind.to_string(), &options));
+    }
+    emit(&render(&bench, &kind.to_string(), &options))
+}
+
+fn to_json(bench: &TrainBench, model: &str, options: &TrainBenchOptions) -> BenchJson {
+    BenchJson {
+        dataset: bench.path.display().to_string(),
+        model: model.to_string(),
+        rows: bench.rows,
+        blocks: bench.blocks,
+        page_rows: bench.page_rows,
+        batch_rows: options.batch_rows,
+        epochs: options.epochs,
+        settings: bench
+            .settings
+            .iter()
+            .map(|s| SettingJson {
+                name: s.name,
+                mode: s.mode,
+                first_epoch_seconds: s.first_epoch_seconds,
+                epoch_seconds: s.epoch_seconds,
+                examples_per_second: s.examples_per_second,
+                speed_vs_memory_csr: 1.0 / s.time_ratio_to_memory,
+                wait_share: s.wait_share,
+                peak_bytes: s.peak_bytes,
+                file_bytes: s.file_bytes,
+                final_loss: s.final_loss,
+            })
+            .collect(),
+    }
+}
+
+fn render(bench: &TrainBench, model: &str, options: &TrainBenchOptions) -> String {
+    let mib = |b: f64| b / (1u64 << 20) as f64;
+    let mut text = format!(
+        "{}: {} rows in {} blocks of {}-row pages; {model}, {}-row mini-batches, {} {} timed \
+         epochs after a first one\n\n\
+         | setting | mode | first epoch s | epoch s | examples/s | speed vs memory-csr | wait share | peak MiB | file MiB |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        bench.path.display(),
+        bench.rows,
+        bench.blocks,
+        bench.page_rows,
+        options.batch_rows,
+        options.strategy,
+        options.epochs,
+    );
+    for s in &bench.settings {
+        text.push_str(&format!(
+            "| {} | {} | {:.3} | {:.3} | {:.2}M | {:.2}x | {:.0}% | {:.1} | {:.1} |\n",
+            s.name,
+            s.mode,
+            s.first_epoch_seconds,
+            s.epoch_seconds,
+            s.examples_per_second / 1e6,
+            1.0 / s.time_ratio_to_memory,
+            100.0 * s.wait_share,
+            mib(s.peak_bytes as f64),
+            mib(s.file_bytes as f64),
+        ));
+    }
+    text
+}

@@ -1,0 +1,322 @@
+//! [`bench_train`]: what training from a dataset file costs against the
+//! practical limit, an SGD loop over mini-batches already built in memory,
+//! all measured in one run so the figures are ratios (issue 11's targets,
+//! the TOC paper's Table 6 question asked end to end).
+//!
+//! The settings, each training a fresh model with the same options:
+//!
+//! | [`Setting::name`] | what an epoch does |
+//! |---|---|
+//! | `toc-stream` | reads, checksums and validates every block of the file (TOC decode trees built) every epoch: [`LoaderOptions::memory`] 0 |
+//! | `toc-resident` | the same file with the resident cache: pages validated once, kept within the budget |
+//! | `csr-stream`, `csr-resident` | the same rows written as CSR pages (same page and block sizes), read the two ways |
+//! | `memory-csr` | no loader: the rows as CSR mini-batches of `batch_rows` built before timing, visited in a random order of batches each epoch, the model's CSR kernels |
+//!
+//! Each setting runs `epochs + 1` epochs; the first (which fills the
+//! resident cache and the page cache) is reported apart and the figure is
+//! the median of the others. Numbers only: the command line
+//! (`tocpile bench train`) renders them.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{train, TrainOptions};
+use crate::dataset::{Dataset, DatasetWriter, WriterOptions};
+use crate::error::{Error, Result};
+use crate::formats::FormatKind;
+use crate::loader::{Loader, LoaderOptions, Mode, Strategy, DEFAULT_MEMORY};
+use crate::model::{Gradient, Model, ModelKind};
+use crate::page::Page;
+use crate::rng::Rng;
+use crate::sparse::SparseBatch;
+
+/// What to measure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainBenchOptions {
+    /// The model trained in every setting.
+    pub model: ModelKind,
+    /// Timed epochs after the first (default 3).
+    pub epochs: usize,
+    /// Rows per mini-batch (default 250).
+    pub batch_rows: usize,
+    /// Learning rate (default 0.1; decay 0.95 per epoch as in training).
+    pub learning_rate: f64,
+    /// The loader's strategy (default CorgiPile).
+    pub strategy: Strategy,
+    /// The loader's mode (default [`Mode::Auto`]).
+    pub mode: Mode,
+    /// The resident settings' budget (default [`DEFAULT_MEMORY`]).
+    pub memory: usize,
+    /// Seed of the model and every shuffle.
+    pub seed: u64,
+    /// Where the CSR copy is written (default: beside the file); it is
+    /// removed afterwards.
+    pub scratch_dir: Option<PathBuf>,
+}
+
+impl Default for TrainBenchOptions {
+    fn default() -> Self {
+        TrainBenchOptions {
+            model: ModelKind::Logistic,
+            epochs: 3,
+            batch_rows: 250,
+            learning_rate: 0.1,
+            strategy: Strategy::CorgiPile,
+            mode: Mode::Auto,
+            memory: DEFAULT_MEMORY,
+            seed: 0,
+            scratch_dir: None,
+        }
+    }
+}
+
+/// One setting's figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Setting {
+    /// `toc-stream`, `toc-resident`, `csr-stream`, `csr-resident` or
+    /// `memory-csr` (see the module docs).
+    pub name: &'static str,
+    /// Seconds of the first epoch.
+    pub first_epoch_seconds: f64,
+    /// Median seconds of the later epochs.
+    pub epoch_seconds: f64,
+    /// Rows trained per second in those epochs.
+    pub examples_per_second: f64,
+    /// `epoch_seconds` over `memory-csr`'s (below 1 is faster than the
+    /// in-memory loop).
+    pub time_ratio_to_memory: f64,
+    /// Share of the later epochs spent waiting for the loader (0 for
+    /// `memory-csr`).
+    pub wait_share: f64,
+    /// Most heap bytes the data took: the loader's buffer peak plus its
+    /// resident pages, or the pre-built batches of `memory-csr`.
+    pub peak_bytes: usize,
+    /// Bytes of the file read (0 for `memory-csr`).
+    pub file_bytes: u64,
+    /// Training loss of the last epoch (the settings see the rows in
+    /// different orders, so these agree only roughly).
+    pub final_loss: f64,
+    /// The mode the loader used ("page" or "exact"; "memory").
+    pub mode: &'static str,
+}
+
+/// Every setting of one run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrainBench {
+    /// The file measured.
+    pub path: PathBuf,
+    /// Rows per epoch.
+    pub rows: u64,
+    /// Blocks of the file.
+    pub blocks: usize,
+    /// Rows per page of the file.
+    pub page_rows: usize,
+    /// The settings, in the order of the module docs.
+    pub settings: Vec<Setting>,
+}
+
+/// Measures training from the dataset file at `path` in every setting of
+/// the module docs.
+///
+/// # Errors
+/// Errors of reading the file or writing its CSR copy; training errors
+/// (a label the model cannot use, divergence); [`Error::BadArgument`] for
+/// zero epochs or batch rows, or a file with no rows.
+pub fn bench_train(path: &Path, options: &TrainBenchOptions) -> Result<TrainBench> {
+    if options.epochs == 0 || options.batch_rows == 0 {
+        return Err(Error::BadArgument {
+            what: "epochs and batch rows of a training benchmark",
+            expected: "at least 1 each",
+        });
+    }
+    let dataset = Arc::new(Dataset::open(path)?);
+    let info = dataset.info().clone();
+    if info.n_rows == 0 {
+        return Err(Error::BadArgument {
+            what: "dataset of a training benchmark",
+            expected: "at least one row",
+        });
+    }
+    let dir = options.scratch_dir.clone().unwrap_or_else(|| {
+        path.parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(std::env::temp_dir, Path::to_path_buf)
+    });
+    let csr_path = dir.join(format!(".tocpile-bench-csr-{}.toc", std::process::id()));
+    let result = (|| {
+        let (rows, labels) = read_all(&dataset)?;
+        write_copy(&csr_path, &rows, &labels, &info, FormatKind::Csr)?;
+        let csr = Arc::new(Dataset::open(&csr_path)?);
+        let mut settings = vec![
+            from_file("toc-stream", &dataset, 0, options)?,
+            from_file("toc-resident", &dataset, options.memory, options)?,
+            from_file("csr-stream", &csr, 0, options)?,
+            from_file("csr-resident", &csr, options.memory, options)?,
+            in_memory(&rows, &labels, options)?,
+        ];
+        let base = settings.last().map_or(1.0, |s| s.epoch_seconds);
+        for s in &mut settings {
+            s.time_ratio_to_memory = s.epoch_seconds / base;
+        }
+        Ok(settings)
+    })();
+    let _ = std::fs::remove_file(&csr_path);
+    Ok(TrainBench {
+        path: path.to_path_buf(),
+        rows: info.n_rows,
+        blocks: info.n_blocks,
+        page_rows: info.page_rows,
+        settings: result?,
+    })
+}
+
+/// Every row of the file, in file order, and its labels.
+fn read_all(dataset: &Arc<Dataset>) -> Result<(SparseBatch, Vec<f64>)> {
+    let mut rows = SparseBatch::with_cols(dataset.info().n_cols)?;
+    let mut labels = Vec::new();
+    for block in dataset.prefetch((0..dataset.n_blocks()).collect(), 2)? {
+        for page in block?.pages()? {
+            let decoded = page.batch().decode();
+            for (cols, values) in decoded.rows() {
+                rows.push_row(cols, values)?;
+            }
+            labels.extend_from_slice(page.labels());
+        }
+    }
+    Ok((rows, labels))
+}
+
+/// The rows written again with the file's layout in `format`.
+fn write_copy(
+    path: &Path,
+    rows: &SparseBatch,
+    labels: &[f64],
+    info: &crate::dataset::DatasetInfo,
+    format: FormatKind,
+) -> Result<()> {
+    let layout = WriterOptions {
+        page_rows: info.page_rows,
+        block_bytes: info.block_bytes,
+        format,
+        ..WriterOptions::default()
+    };
+    let mut writer = DatasetWriter::create(path, info.n_cols, layout)?;
+    writer.push(rows, labels)?;
+    writer.finish()?;
+    Ok(())
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    match xs.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => xs[n / 2],
+        n => 0.5 * (xs[n / 2 - 1] + xs[n / 2]),
+    }
+}
+
+fn train_options(options: &TrainBenchOptions) -> TrainOptions {
+    TrainOptions {
+        epochs: options.epochs + 1,
+        learning_rate: options.learning_rate,
+        ..TrainOptions::default()
+    }
+}
+
+/// Training through the loader from `dataset` with a resident budget.
+fn from_file(
+    name: &'static str,
+    dataset: &Arc<Dataset>,
+    memory: usize,
+    options: &TrainBenchOptions,
+) -> Result<Setting> {
+    let loader = Loader::new(
+        Arc::clone(dataset),
+        LoaderOptions {
+            strategy: options.strategy,
+            mode: options.mode,
+            batch_rows: options.batch_rows,
+            seed: options.seed,
+            memory,
+            ..LoaderOptions::default()
+        },
+    )?;
+    let mut model = Model::new(options.model.clone(), dataset.info().n_cols, options.seed)?;
+    let reports = train(&mut model, &loader, &train_options(options), None, |_| {})?;
+    let later = &reports[1..];
+    let epoch_seconds = median(later.iter().map(|r| r.seconds).collect());
+    let wait: f64 = later.iter().map(|r| r.wait_seconds).sum();
+    let total: f64 = later.iter().map(|r| r.seconds).sum();
+    let peak = reports
+        .iter()
+        .map(|r| r.buffer_peak_bytes)
+        .max()
+        .unwrap_or(0);
+    Ok(Setting {
+        name,
+        first_epoch_seconds: reports[0].seconds,
+        epoch_seconds,
+        examples_per_second: dataset.info().n_rows as f64 / epoch_seconds,
+        time_ratio_to_memory: f64::NAN,
+        wait_share: if total > 0.0 { wait / total } else { 0.0 },
+        peak_bytes: peak + loader.resident_bytes(),
+        file_bytes: dataset.info().file_bytes,
+        final_loss: reports.last().map_or(f64::NAN, |r| r.train.loss),
+        mode: loader.mode().name(),
+    })
+}
+
+/// The practical limit: CSR mini-batches built before timing, one SGD step
+/// each, in a random order of the batches each epoch (rows inside a batch
+/// stay together, as a shuffle-once loop over fixed batches does).
+fn in_memory(rows: &SparseBatch, labels: &[f64], options: &TrainBenchOptions) -> Result<Setting> {
+    let n = rows.n_rows();
+    let mut batches = Vec::new();
+    let mut bytes = 0;
+    for start in (0..n).step_by(options.batch_rows) {
+        let end = (start + options.batch_rows).min(n);
+        let page = Page::encode(
+            FormatKind::Csr,
+            &rows.slice_rows(start..end),
+            &labels[start..end],
+        )?;
+        bytes += page.heap_bytes();
+        batches.push([page]);
+    }
+    let mut model = Model::new(options.model.clone(), rows.n_cols(), options.seed)?;
+    let mut grad = Gradient::new(&model);
+    let train = train_options(options);
+    let mut times = Vec::new();
+    let mut loss = f64::NAN;
+    for epoch in 0..train.epochs {
+        let lr = train.learning_rate * train.decay.powi(epoch as i32);
+        let order =
+            Rng::stream(options.seed, &[STREAM_MEMORY, epoch as u64]).permutation(batches.len());
+        let start = Instant::now();
+        let (mut loss_sum, mut seen) = (0.0, 0usize);
+        for &b in &order {
+            let stats = model.gradient(&batches[b], 0.0, &mut grad)?;
+            model.step(&grad, lr);
+            loss_sum += stats.loss_sum;
+            seen += batches[b][0].n_rows();
+        }
+        times.push(start.elapsed().as_secs_f64());
+        loss = loss_sum / seen.max(1) as f64;
+    }
+    let epoch_seconds = median(times[1..].to_vec());
+    Ok(Setting {
+        name: "memory-csr",
+        first_epoch_seconds: times[0],
+        epoch_seconds,
+        examples_per_second: n as f64 / epoch_seconds,
+        time_ratio_to_memory: 1.0,
+        wait_share: 0.0,
+        peak_bytes: bytes + std::mem::size_of::<[Page; 1]>() * batches.capacity(),
+        file_bytes: 0,
+        final_loss: loss,
+        mode: "memory",
+    })
+}
+
+const STREAM_MEMORY: u64 = 0x4245_4e43_484d_454d; // "BENCHMEM"
