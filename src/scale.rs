@@ -90,14 +90,21 @@ pub struct ColumnStats {
 }
 
 impl ColumnStats {
-    /// Empty statistics over `n_cols` columns.
-    pub fn new(n_cols: usize) -> ColumnStats {
-        ColumnStats {
+    /// Empty statistics over `n_cols` columns (three `f64`s a column).
+    ///
+    /// # Errors
+    /// [`Error::LimitExceeded`] above the column limit of
+    /// [`crate::limits`] (an input's column count is the input's word),
+    /// [`Error::OutOfMemory`] if the system refuses the memory.
+    pub fn new(n_cols: usize) -> Result<ColumnStats> {
+        crate::limits::check_cols(n_cols, "columns of a scaling")?;
+        let what = "column statistics of a scaling";
+        Ok(ColumnStats {
             rows: 0,
-            max_abs: vec![0.0; n_cols],
-            sum: vec![0.0; n_cols],
-            sum_sq: vec![0.0; n_cols],
-        }
+            max_abs: crate::limits::try_filled(n_cols, 0.0, what)?,
+            sum: crate::limits::try_filled(n_cols, 0.0, what)?,
+            sum_sq: crate::limits::try_filled(n_cols, 0.0, what)?,
+        })
     }
 
     /// Rows seen.

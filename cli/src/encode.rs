@@ -204,7 +204,14 @@ pub fn run_encode(args: &EncodeArgs) -> Outcome {
         schema: input.schema_text(),
     };
     let mut writer = DatasetWriter::create(&args.output, input.n_cols(), options)?;
-    writer.set_scaling(args.scale.kind());
+    // The scaling is an extra beside the data: a file too wide for one
+    // (three f64s a column) is still encoded, with a warning.
+    if let Err(e) = writer.set_scaling(args.scale.kind()) {
+        eprintln!(
+            "tocpile: warning: {}: no scaling stored: {e}",
+            args.output.display()
+        );
+    }
     let bar = progress(&format!("encoding {}", args.input.display()));
     // Chunks sized by bytes, not rows: memory stays bounded whatever the
     // row width (images of 784 columns, one-hot rows of 10).

@@ -344,3 +344,22 @@ fn compressed_input_tocpile_does_not_read_is_named() {
     }
     assert!(!dir.join("x.toc").exists());
 }
+
+/// Regression (found when the default scaling met the column limit): a
+/// file too wide for a scaling (three `f64`s a column, 2^32 columns here)
+/// aborted `encode` while allocating the scaling's statistics; it is now
+/// encoded without one, with a warning naming the limit.
+#[test]
+fn encoding_a_file_too_wide_for_a_scaling_warns_and_stores_none() {
+    let (_guard, dir) = fixture();
+    std::fs::write(dir.join("h.libsvm"), "1 4294967296:1\n").unwrap();
+    let out = tocpile(&["encode", "h.libsvm", "-o", "h.toc"], &dir);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("no scaling stored") && err.contains("--max-cols"),
+        "{err}"
+    );
+    let inspect = ok(&["inspect", "h.toc"], &dir);
+    assert!(!inspect.contains("scaling"), "{inspect}");
+}

@@ -130,7 +130,7 @@ impl PyWriter {
         let mut writer = DatasetWriter::create(&path, n_cols, options).py_err()?;
         // Fitted in the same pass as the rows are written, stored in the
         // footer (the data is not changed), as `tocpile encode --scale`.
-        writer.set_scaling(scale);
+        writer.set_scaling(scale).py_err()?;
         Ok(PyWriter {
             writer: Mutex::new(Some(writer)),
             n_cols,

@@ -34,7 +34,7 @@ impl<S: Source + 'static> Dataset<S> {
     /// # Errors
     /// Read and decode errors.
     pub fn fit_scaling(self: &Arc<Self>, kind: ScaleKind) -> Result<Scaling> {
-        let mut stats = ColumnStats::new(self.info().n_cols);
+        let mut stats = ColumnStats::new(self.info().n_cols)?;
         for block in self.prefetch((0..self.n_blocks()).collect(), 2)? {
             for page in block?.pages()? {
                 stats.add(&page.batch().decode())?;
@@ -81,7 +81,7 @@ pub fn split_holdout<S: Source + 'static>(
         DatasetWriter::create(test, n_cols, options)?,
     ];
     for w in &mut writers {
-        w.set_scaling(scale);
+        w.set_scaling(scale)?;
     }
     let mut parts = [
         SparseBatch::with_cols(n_cols)?,

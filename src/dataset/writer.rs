@@ -150,8 +150,17 @@ impl DatasetWriter {
     /// section ([`crate::scale`]); `None` (the default) stores none. Call
     /// before the first [`push`](Self::push): rows pushed earlier are not
     /// counted.
-    pub fn set_scaling(&mut self, kind: Option<ScaleKind>) {
-        self.scale = kind.map(|k| (k, ColumnStats::new(self.pending.n_cols())));
+    ///
+    /// # Errors
+    /// As [`ColumnStats::new`]: a file wider than the column limit of
+    /// [`crate::limits`] gets no scaling unless the limit is raised (the
+    /// writer is unchanged then).
+    pub fn set_scaling(&mut self, kind: Option<ScaleKind>) -> Result<()> {
+        self.scale = match kind {
+            Some(k) => Some((k, ColumnStats::new(self.pending.n_cols())?)),
+            None => None,
+        };
+        Ok(())
     }
 
     /// Appends rows and their labels.

@@ -165,7 +165,7 @@ fn small_file_scaled(scale: Option<ScaleKind>) -> Vec<u8> {
         ..WriterOptions::default()
     };
     let mut w = DatasetWriter::create(&path, 10, options).unwrap();
-    w.set_scaling(scale);
+    w.set_scaling(scale).unwrap();
     let mut rows = SparseBatch::with_cols(10).unwrap();
     for k in 0..40u32 {
         rows.push_row(&[k % 10], &[1.0 + k as f64]).unwrap();

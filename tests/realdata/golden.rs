@@ -25,7 +25,7 @@ fn rows() -> tocpile::SparseBatch {
 }
 
 fn scaled_model(kind: ModelKind, scale: ScaleKind) -> Model {
-    let mut stats = ColumnStats::new(COLS);
+    let mut stats = ColumnStats::new(COLS).unwrap();
     stats.add(&rows()).unwrap();
     let mut model = Model::new(kind, COLS, 4).unwrap();
     let params: Vec<f64> = (0..model.n_params())
@@ -67,7 +67,7 @@ fn generate(dir: &Path) {
         };
         let path = dir.join(format!("{scale}.toc"));
         let mut w = DatasetWriter::create(&path, COLS, options).unwrap();
-        w.set_scaling(Some(scale));
+        w.set_scaling(Some(scale)).unwrap();
         let labels: Vec<f64> = (0..30).map(|i| f64::from(i % 2)).collect();
         w.push(&rows(), &labels).unwrap();
         w.finish().unwrap();
@@ -81,7 +81,7 @@ fn check(dir: &Path) {
     for scale in [ScaleKind::MaxAbs, ScaleKind::Standard] {
         let path = dir.join(format!("{scale}.toc"));
         let ds = Dataset::open(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let mut stats = ColumnStats::new(COLS);
+        let mut stats = ColumnStats::new(COLS).unwrap();
         stats.add(&rows()).unwrap();
         let stored = ds.info().scaling.clone().expect("a scaling section");
         let expected = stats.scaling(scale);

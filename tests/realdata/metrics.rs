@@ -178,7 +178,7 @@ fn predictions_on_real_datasets_are_dense_math() {
         ("mnist5k", ModelKind::Softmax { classes: 10 }),
     ] {
         let (rows, labels) = crate::support::load(name, 1500);
-        let mut stats = ColumnStats::new(rows.n_cols());
+        let mut stats = ColumnStats::new(rows.n_cols()).unwrap();
         stats.add(&rows).unwrap();
         let mut model = random_model(kind.clone(), rows.n_cols(), 5);
         model

@@ -68,7 +68,7 @@ fn difference(raw: &Model, scaled: &Model, factors: &[f64]) -> f64 {
 fn parameter_scaling_equals_training_on_scaled_rows() {
     let batch = wide_scales(11, ROWS, COLS);
     for scale in [ScaleKind::MaxAbs, ScaleKind::Standard] {
-        let mut stats = ColumnStats::new(COLS);
+        let mut stats = ColumnStats::new(COLS).unwrap();
         stats.add(&batch).unwrap();
         let scaling = stats.scaling(scale);
         assert_eq!(scaling.factors()[COLS - 1], 1.0, "an all-zero column");
@@ -133,7 +133,7 @@ fn parameter_scaling_equals_training_on_scaled_rows() {
 fn scalers_match_their_definitions() {
     let batch = wide_scales(5, 50, COLS);
     let dense = batch.to_dense();
-    let mut stats = ColumnStats::new(COLS);
+    let mut stats = ColumnStats::new(COLS).unwrap();
     // Statistics add up chunk by chunk.
     stats.add(&batch.slice_rows(0..17)).unwrap();
     stats.add(&batch.slice_rows(17..50)).unwrap();

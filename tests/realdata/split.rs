@@ -39,7 +39,7 @@ fn holdout_splits_rows_by_hash_and_refits_the_scaling() {
             ..WriterOptions::default()
         };
         let mut w = DatasetWriter::create(&src, 5, options).unwrap();
-        w.set_scaling(Some(ScaleKind::MaxAbs));
+        w.set_scaling(Some(ScaleKind::MaxAbs)).unwrap();
         w.push(&batch, &labels).unwrap();
         w.finish().unwrap();
         let ds = Arc::new(Dataset::open(&src).unwrap());
@@ -62,7 +62,7 @@ fn holdout_splits_rows_by_hash_and_refits_the_scaling() {
             }
         }
         // Each part's scaling is fitted on its own rows.
-        let mut stats = ColumnStats::new(5);
+        let mut stats = ColumnStats::new(5).unwrap();
         stats.add(&train_rows).unwrap();
         assert_eq!(ti.scaling, Some(stats.scaling(ScaleKind::Standard)));
         assert_eq!(Dataset::open(&train).unwrap().info().scaling, ti.scaling);
