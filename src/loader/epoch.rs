@@ -7,10 +7,11 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use super::ahead::Ahead;
 use super::resident::{BlockPages, Resident};
 use super::units::{block_units, make_batches, Unit};
 use super::{MiniBatch, Plan, Strategy};
-use crate::dataset::{Dataset, Prefetch, Source};
+use crate::dataset::{Dataset, Source};
 use crate::error::Result;
 use crate::rng::Rng;
 
@@ -35,9 +36,9 @@ pub(crate) trait Produce: Send {
 }
 
 /// Where the blocks that are not resident come from: a read-ahead
-/// thread, or reads on demand.
+/// thread (which also validates them), or reads on demand.
 enum Reader<S: Source + 'static> {
-    Ahead(Prefetch),
+    Ahead(Ahead),
     OnDemand(Arc<Dataset<S>>),
 }
 
@@ -65,7 +66,7 @@ impl<S: Source + 'static> Feed<S> {
             .map(|&(b, _)| b)
             .collect();
         let reader = if plan.double_buffer && !to_read.is_empty() {
-            Reader::Ahead(dataset.prefetch(to_read, plan.read_ahead)?)
+            Reader::Ahead(Ahead::start(dataset, to_read, plan.read_ahead)?)
         } else {
             Reader::OnDemand(dataset)
         };
@@ -83,16 +84,25 @@ impl<S: Source + 'static> Feed<S> {
         if let Some(pages) = cached {
             return Some(Ok((b, pages, true)));
         }
-        let block = match &mut self.reader {
-            Reader::Ahead(p) => p.next()?,
-            Reader::OnDemand(dataset) => dataset.read_block(b),
+        let pages = match &mut self.reader {
+            Reader::Ahead(ahead) => ahead.next()?,
+            Reader::OnDemand(dataset) => dataset
+                .read_block(b)
+                .and_then(|block| Ok(block.pages()?.into())),
         };
-        Some(block.and_then(|block| {
-            let pages: BlockPages = block.pages()?.into();
+        Some(pages.map(|pages| {
             self.resident.offer(b, &pages);
             let kept = self.resident.get(b).is_some();
-            Ok((b, pages, kept))
+            (b, pages, kept)
         }))
+    }
+
+    /// Heap bytes of pages validated ahead and not yet taken.
+    fn ahead_bytes(&self) -> usize {
+        match &self.reader {
+            Reader::Ahead(ahead) => ahead.in_flight_bytes(),
+            Reader::OnDemand(_) => 0,
+        }
     }
 }
 
@@ -332,7 +342,7 @@ impl<S: Source + 'static> EpochState<S> {
     }
 
     fn held_now(&self) -> usize {
-        self.pending_bytes + self.held_bytes + self.ready_bytes
+        self.pending_bytes + self.held_bytes + self.ready_bytes + self.feed.ahead_bytes()
     }
 
     fn step(&mut self) -> Result<Option<MiniBatch>> {

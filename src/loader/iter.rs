@@ -34,8 +34,9 @@ pub struct EpochStats {
     /// mini-batches made and not yet taken (in the channel, and the one
     /// the consumer holds). Pages of the resident cache are not counted
     /// here but in [`resident_bytes`](Self::resident_bytes): the loader
-    /// holds the two together. Blocks being read ahead (their raw bytes,
-    /// at most `read_ahead + 2` blocks) are not counted.
+    /// holds the two together. Pages validated by the read-ahead thread
+    /// and not yet taken are counted (as the producer last saw them); the
+    /// raw bytes of the block being read are not.
     pub buffer_peak_bytes: usize,
     /// Heap bytes of the pages the loader keeps resident across epochs,
     /// at the end of the epoch (see

@@ -25,7 +25,8 @@
 //! mode otherwise.
 //!
 //! **Engineering.** With double buffering (the default, paper 6.3) a
-//! read-ahead thread reads blocks and a producer thread fills and shuffles
+//! read-ahead thread reads and validates blocks (in groups of small
+//! blocks, one hand-over each) and a producer thread fills and shuffles
 //! the next buffer while the consumer drains the current one, through a
 //! bounded channel. One seed and the epoch number fix every permutation,
 //! whatever the thread count. Worker `i` of `w` takes the `i`-th of `w`
@@ -73,6 +74,7 @@
 //! order (the paper leaves the end unspecified); MRS's two threads are
 //! serialised into alternating batches so that runs are reproducible.
 
+mod ahead;
 mod epoch;
 mod iter;
 mod options;

@@ -151,8 +151,10 @@ pub struct LoaderOptions {
     /// true). A page-mode epoch whose blocks are all resident runs on the
     /// consumer's thread whatever this says: there is nothing to overlap.
     pub double_buffer: bool,
-    /// Blocks the read-ahead thread may hold beyond the one being read
-    /// (double buffering only; default 2).
+    /// Groups of validated blocks the read-ahead thread may hold beyond
+    /// the one it is making (double buffering only; default 2). A group
+    /// is consecutive blocks of the epoch's order holding at least 64 KiB
+    /// of the file (one block when blocks are that large).
     pub read_ahead: usize,
     /// Record each mini-batch's rows (see
     /// [`MiniBatch::rows`](super::MiniBatch::rows) and

@@ -313,3 +313,56 @@ fn auto_mode_takes_pages_only_when_batches_span_several() {
         std::fs::remove_file(&path).unwrap();
     }
 }
+
+/// Streamed blocks reach the producer in groups of at least 64 KiB from
+/// the read-ahead thread: a corrupt block in a later group yields, with or
+/// without double buffering, the same batches before it and then its
+/// error, and never a batch of a block after it.
+#[test]
+fn a_corrupt_block_in_a_later_read_ahead_group_errors_in_order() {
+    let (rows, labels) = numbered_rows(40_000, 9);
+    let path = write_file(&rows, &labels, 20, 400);
+    let ds = Dataset::open(&path).unwrap();
+    let total: u64 = (0..ds.n_blocks()).map(|b| ds.block_bytes(b)).sum();
+    assert!(total > 3 * 64 * 1024, "the file spans several groups");
+    let bad = ds.n_blocks() * 3 / 4;
+    let block = ds.read_block(bad).unwrap().into_bytes();
+    drop(ds);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes
+        .windows(block.len())
+        .position(|w| w == block.as_slice())
+        .unwrap();
+    bytes[at + block.len() / 2] ^= 0x10;
+    std::fs::write(&path, &bytes).unwrap();
+    let run = |double_buffer| {
+        let o = LoaderOptions {
+            double_buffer,
+            memory: 0,
+            ..options(Strategy::NoShuffle, Mode::Page)
+        };
+        let loader = Loader::open(&path, o).unwrap();
+        let mut seen = Vec::new();
+        for batch in loader.epoch(0).unwrap() {
+            match batch {
+                Ok(batch) => seen.extend(batch.rows.expect("traced")),
+                Err(e) => return (seen, e),
+            }
+        }
+        panic!("no error from a corrupt block");
+    };
+    let (single, e1) = run(false);
+    let (double, e2) = run(true);
+    assert_eq!(single, double);
+    for e in [e1, e2] {
+        match e {
+            Error::ChecksumMismatch { section, .. } => assert_eq!(section, format!("block {bad}")),
+            other => panic!("expected block {bad}'s checksum error, got {other:?}"),
+        }
+    }
+    // No Shuffle in page mode: only rows of blocks before the bad one.
+    let first_bad_row = single.len() as u64;
+    assert!(first_bad_row > 0);
+    assert_eq!(single, (0..first_bad_row).collect::<Vec<_>>());
+    std::fs::remove_file(&path).unwrap();
+}
