@@ -43,6 +43,8 @@ enum BenchCommand {
 ///
 /// The first --batches batches of --batch-rows rows of INPUT (in file
 /// order) are encoded in every format; A*c, A.v, v.A, A.M and M.A (p = 20)
+/// and a linear model's gradient (grad: as the models run it, one fused
+/// kernel on TOC; grad (A.v, v.A): two kernels and a loop between them)
 /// are timed on each, interleaved over rounds, and the median round is
 /// reported as each format's time over CSR's (below 1 is faster).
 /// Wall-clock times by default (run on a quiet machine); --clock cpu

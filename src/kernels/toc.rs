@@ -8,8 +8,8 @@
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
-use super::layout::{columns, fill, fill_columns, standard, Shape};
-use super::{flat, scalar, wide, Workspace};
+use super::layout::{check_dim, columns, fill, fill_columns, standard, Shape};
+use super::{flat, fused, scalar, wide, Workspace};
 use crate::codec::DecodeTree;
 
 impl DecodeTree {
@@ -125,6 +125,33 @@ impl DecodeTree {
             flat::vecmat(self, v, out)
         } else {
             scalar::left_stored(self, v, &mut ws.node, out)
+        }
+    }
+
+    /// The gradient of a linear model on this batch, added into `out`:
+    /// `out += s . A` where `s[r] = slope(r, (A.w)[r])`. `slope` is called
+    /// once per row, in row order, with the row's dot product with `w`
+    /// (the caller adds a bias, computes its loss and returns the loss
+    /// derivative). One kernel (see `fused.rs`): the margins, the slopes
+    /// and `v.A` share the tree and the workspace, with no per-row vector
+    /// between them; [`Batch::linear_gradient_add_separate`](crate::formats::Batch::linear_gradient_add_separate)
+    /// is the same result from `A.v` and `v.A` called one after the other.
+    ///
+    /// # Panics
+    /// If `w.len() != n_cols()` or `out.len() != n_cols()`.
+    pub fn linear_gradient_add(
+        &self,
+        w: &[f64],
+        mut slope: impl FnMut(usize, f64) -> f64,
+        out: &mut [f64],
+        ws: &mut Workspace,
+    ) {
+        self.shape().check_matvec(w.len(), self.n_rows());
+        check_dim("v.A", "out length", out.len(), self.n_cols);
+        if self.flat {
+            fused::flat(self, w, &mut slope, out)
+        } else {
+            fused::tree(self, w, &mut slope, &mut ws.node, &mut ws.pair, out)
         }
     }
 

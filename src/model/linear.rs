@@ -8,10 +8,13 @@
 //! log-loss `ln(1 + e^(-y z))` computed as a softplus (no overflow for any
 //! `z`); hinge `max(0, 1 - y z)` with the subgradient `-y` where
 //! `y z < 1`, else 0; squared `(z - label)^2 / 2`. Pages run one after the
-//! other with one workspace: the two kernels cost about as much as the
-//! loss, and the loader already works in parallel.
+//! other with one workspace: the kernels cost about as much as the loss,
+//! and the loader already works in parallel. With a gradient, a page is
+//! one call of [`Batch::linear_gradient_add`](crate::formats::Batch::linear_gradient_add)
+//! (on TOC pages one fused kernel: margins, loss derivative and `v.A` on
+//! one tree, see `kernels/fused.rs`).
 
-use ndarray::ArrayViewMut1;
+use ndarray::{ArrayView1, ArrayViewMut1};
 
 use super::{log_loss_and_sigmoid, BatchStats, Gradient, Model, ModelKind};
 use crate::kernels::Workspace;
@@ -25,41 +28,57 @@ pub(super) fn run(
     mut grad: Option<&mut Gradient>,
 ) -> crate::Result<BatchStats> {
     let layer = &model.layers[0];
-    let w = layer.weights.column(0);
+    // The weights as one slice (a copy only if not laid out so).
+    let w_col = layer.weights.column(0);
+    let w_copy: Vec<f64>;
+    let w = match w_col.as_slice() {
+        Some(s) => s,
+        None => {
+            w_copy = w_col.to_vec();
+            &w_copy
+        }
+    };
     let b = layer.bias[0];
     let mut own = Workspace::new();
     let mut z = Vec::new();
     let mut stats = BatchStats::default();
     for page in pages {
         let (batch, labels) = (page.batch(), page.labels());
-        let rows = batch.n_rows();
-        z.clear();
-        z.resize(rows, 0.0);
-        let ws = match grad.as_deref_mut() {
-            Some(g) => &mut g.work[0],
-            None => &mut own,
-        };
-        batch.matvec_into(w, ArrayViewMut1::from(&mut z[..]), ws);
         let mut page_stats = BatchStats::of_labels(labels);
-        let mut d_sum = 0.0;
-        for (zi, &label) in z.iter_mut().zip(labels) {
-            let margin = *zi + b;
-            let (loss, d) = loss_and_slope(&model.kind, margin, label, &mut page_stats);
-            page_stats.loss_sum += loss;
-            d_sum += d;
-            *zi = d; // z now holds the loss derivatives
+        match grad.as_deref_mut() {
+            Some(g) => {
+                // One fused kernel on TOC pages: margins, slopes and v.A
+                // added straight into the gradient (no vector per page).
+                let gl = &mut g.layers[0];
+                let gw = gl
+                    .weights
+                    .as_slice_mut()
+                    .expect("a linear gradient is one column");
+                let mut d_sum = 0.0;
+                let slope = |r: usize, z: f64| {
+                    let (loss, d) = loss_and_slope(&model.kind, z + b, labels[r], &mut page_stats);
+                    page_stats.loss_sum += loss;
+                    d_sum += d;
+                    d
+                };
+                batch.linear_gradient_add(w, slope, gw, &mut g.work[0]);
+                gl.bias[0] += d_sum;
+            }
+            None => {
+                z.clear();
+                z.resize(batch.n_rows(), 0.0);
+                batch.matvec_into(
+                    ArrayView1::from(w),
+                    ArrayViewMut1::from(&mut z[..]),
+                    &mut own,
+                );
+                for (&zi, &label) in z.iter().zip(labels) {
+                    let (loss, _) = loss_and_slope(&model.kind, zi + b, label, &mut page_stats);
+                    page_stats.loss_sum += loss;
+                }
+            }
         }
         stats.merge(&page_stats);
-        if let Some(g) = grad.as_deref_mut() {
-            // v.A added straight into the gradient (no vector per page).
-            let gl = &mut g.layers[0];
-            let gw = gl
-                .weights
-                .as_slice_mut()
-                .expect("a linear gradient is one column");
-            batch.vecmat_add(&z, gw, &mut g.work[0]);
-            gl.bias[0] += d_sum;
-        }
     }
     Ok(stats)
 }

@@ -217,18 +217,6 @@ impl Model {
         Ok(())
     }
 
-    /// Per-parameter factor of the scaled coordinates (in
-    /// [`params`](Self::params) order): `s_j` for row `j` of the first
-    /// layer's weights, 1 elsewhere.
-    fn param_factor(&self) -> impl Fn(usize) -> f64 + '_ {
-        let outputs = self.layers[0].weights.ncols().max(1);
-        let first = self.layers[0].weights.len();
-        move |k| match &self.scaling {
-            Some(s) if k < first => s.factors()[k / outputs],
-            _ => 1.0,
-        }
-    }
-
     /// The model's kind.
     pub fn kind(&self) -> &ModelKind {
         &self.kind
@@ -340,12 +328,24 @@ impl Model {
                 "gradient of another model"
             );
             match (&self.scaling, i) {
-                (Some(s), 0) => {
-                    let rows = l.weights.rows_mut().into_iter().zip(g.weights.rows());
-                    for ((mut w, g), &f) in rows.zip(s.factors()) {
-                        w.scaled_add(-lr * f * f, &g);
+                (Some(s), 0) => match (l.weights.as_slice_mut(), g.weights.as_slice()) {
+                    // Row-major, as the model makes them: plain slices
+                    // rather than a 1-element view per row (linear models).
+                    (Some(w), Some(gw)) => {
+                        let outputs = g.weights.ncols().max(1);
+                        let rows = w.chunks_mut(outputs).zip(gw.chunks(outputs));
+                        for ((w, g), &f) in rows.zip(s.factors()) {
+                            let a = -lr * f * f;
+                            w.iter_mut().zip(g).for_each(|(w, &g)| *w += a * g);
+                        }
                     }
-                }
+                    _ => {
+                        let rows = l.weights.rows_mut().into_iter().zip(g.weights.rows());
+                        for ((mut w, g), &f) in rows.zip(s.factors()) {
+                            w.scaled_add(-lr * f * f, &g);
+                        }
+                    }
+                },
                 _ => l.weights.scaled_add(-lr, &g.weights),
             }
             l.bias.scaled_add(-lr, &g.bias);

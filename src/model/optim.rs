@@ -19,6 +19,8 @@
 //! learning rate work without tuning on real data. AdaGrad's and Adam's
 //! state is one or two `f64` per parameter.
 
+use ndarray::{ArrayView, ArrayViewMut, Dimension};
+
 use super::{Gradient, Layer, Model};
 
 /// A step rule.
@@ -119,35 +121,105 @@ impl Model {
             state.first = vec![0.0; n];
             state.second = vec![0.0; n];
         }
-        let factors: Vec<f64> = if self.scaling.is_none() {
-            Vec::new()
-        } else {
-            let f = self.param_factor();
-            let first = self.layers[0].weights.len();
-            // Only the first layer's weights are scaled.
-            (0..first).map(f).collect()
-        };
         let t = state.steps as i32;
         let (c1, c2) = (1.0 - BETA1.powi(t), 1.0 - BETA2.powi(t));
-        let rule = state.rule;
-        let grads = grad.layers.iter().flat_map(Layer::values);
-        let params = self.layers.iter_mut().flat_map(Layer::values_mut);
-        let moments = state.first.iter_mut().zip(state.second.iter_mut());
-        for (k, ((w, &g), (m, v))) in params.zip(grads).zip(moments).enumerate() {
-            let f = factors.get(k).copied().unwrap_or(1.0);
-            let g = f * g;
-            let d = match rule {
-                Optimizer::AdaGrad => {
-                    *v += g * g;
-                    lr * g / (v.sqrt() + EPS)
-                }
-                _ => {
-                    *m = BETA1 * *m + (1.0 - BETA1) * g;
-                    *v = BETA2 * *v + (1.0 - BETA2) * g * g;
-                    lr * (*m / c1) / ((*v / c2).sqrt() + EPS)
-                }
+        let rule = Rule {
+            adagrad: state.rule == Optimizer::AdaGrad,
+            lr,
+            c1,
+            c2,
+        };
+        // Layer by layer over plain slices: no vector of factors per step,
+        // no chained iterators.
+        let (mut first, mut second) = (&mut state.first[..], &mut state.second[..]);
+        for (i, (layer, g)) in self.layers.iter_mut().zip(&grad.layers).enumerate() {
+            // Only the first layer's weights are scaled: one factor per row.
+            let factors = match (&self.scaling, i) {
+                (Some(s), 0) => Some((s.factors(), layer.weights.ncols().max(1))),
+                _ => None,
             };
-            *w -= f * d;
+            let n = layer.weights.len();
+            let (m, rest) = std::mem::take(&mut first).split_at_mut(n);
+            let (v, rest2) = std::mem::take(&mut second).split_at_mut(n);
+            rule.apply_view(layer.weights.view_mut(), g.weights.view(), m, v, factors);
+            let (m, rest) = rest.split_at_mut(layer.bias.len());
+            let (v, rest2) = rest2.split_at_mut(layer.bias.len());
+            rule.apply_view(layer.bias.view_mut(), g.bias.view(), m, v, None);
+            first = rest;
+            second = rest2;
+        }
+    }
+}
+
+/// One step's constants of AdaGrad or Adam.
+struct Rule {
+    adagrad: bool,
+    lr: f64,
+    c1: f64,
+    c2: f64,
+}
+
+impl Rule {
+    /// [`apply`](Self::apply) on arrays of any layout (logical order).
+    fn apply_view<D: Dimension>(
+        &self,
+        mut w: ArrayViewMut<'_, f64, D>,
+        g: ArrayView<'_, f64, D>,
+        m: &mut [f64],
+        v: &mut [f64],
+        factors: Option<(&[f64], usize)>,
+    ) {
+        match (w.as_slice_mut(), g.as_slice()) {
+            (Some(w), Some(g)) => self.apply(w, g, m, v, factors),
+            _ => {
+                let mut wc: Vec<f64> = w.iter().copied().collect();
+                let gc: Vec<f64> = g.iter().copied().collect();
+                self.apply(&mut wc, &gc, m, v, factors);
+                w.iter_mut().zip(wc).for_each(|(d, s)| *d = s);
+            }
+        }
+    }
+
+    /// Steps the parameters `w` with gradients `g` and moments `m`, `v`;
+    /// `factors`: the scaling factor of each row of `outputs` parameters.
+    fn apply(
+        &self,
+        w: &mut [f64],
+        g: &[f64],
+        m: &mut [f64],
+        v: &mut [f64],
+        factors: Option<(&[f64], usize)>,
+    ) {
+        match factors {
+            None => {
+                for (((w, &g), m), v) in w.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
+                    // `f = 1`: the same arithmetic as below, bit for bit.
+                    *w -= self.delta(g, m, v);
+                }
+            }
+            Some((factors, outputs)) => {
+                let rows = w.chunks_mut(outputs).zip(g.chunks(outputs));
+                let moments = m.chunks_mut(outputs).zip(v.chunks_mut(outputs));
+                for (((w, g), (m, v)), &f) in rows.zip(moments).zip(factors) {
+                    for (((w, &g), m), v) in w.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut())
+                    {
+                        *w -= f * self.delta(f * g, m, v);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The step `d'` of one parameter with scaled gradient `g`.
+    #[inline(always)]
+    fn delta(&self, g: f64, m: &mut f64, v: &mut f64) -> f64 {
+        if self.adagrad {
+            *v += g * g;
+            self.lr * g / (v.sqrt() + EPS)
+        } else {
+            *m = BETA1 * *m + (1.0 - BETA1) * g;
+            *v = BETA2 * *v + (1.0 - BETA2) * g * g;
+            self.lr * (*m / self.c1) / ((*v / self.c2).sqrt() + EPS)
         }
     }
 }

@@ -217,3 +217,5 @@ fn every_page_form_reaches_its_kernels() {
     // the wide kernels evaluate it lazily there.
     assert!(2 * paper.n_first_layer() > paper.n_codes());
 }
+
+mod gradient;

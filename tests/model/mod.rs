@@ -5,6 +5,7 @@ mod files;
 mod golden;
 mod gradients;
 mod labels;
+mod optimizers;
 mod training;
 
 use tocpile::formats::{Batch, FormatKind};

@@ -31,16 +31,26 @@ pub enum Op {
     MatMat,
     /// `M . A` with `M` of `p` rows.
     LeftMatMat,
+    /// A linear model's gradient added into a vector: `s . A` with
+    /// `s[r] = (A.v)[r] - y[r]` (squared loss), as the model runs it
+    /// (`Batch::linear_gradient_add`: one fused kernel on TOC).
+    Grad,
+    /// The same gradient from two kernel calls and a loop between them
+    /// (`Batch::linear_gradient_add_separate`): the scalar path the fused
+    /// kernel is measured against.
+    GradSeparate,
 }
 
 impl Op {
     /// Every op, in table order.
-    pub const ALL: [Op; 5] = [
+    pub const ALL: [Op; 7] = [
         Op::Scale,
         Op::MatVec,
         Op::VecMat,
         Op::MatMat,
         Op::LeftMatMat,
+        Op::Grad,
+        Op::GradSeparate,
     ];
 
     /// The op's name as the paper writes it ("A*c", "A.v", ...).
@@ -51,6 +61,8 @@ impl Op {
             Op::VecMat => "v.A",
             Op::MatMat => "A.M",
             Op::LeftMatMat => "M.A",
+            Op::Grad => "grad",
+            Op::GradSeparate => "grad (A.v, v.A)",
         }
     }
 }
@@ -357,6 +369,16 @@ fn time_op(
                     out_left.view_mut(),
                     ws,
                 ),
+                Op::Grad | Op::GradSeparate => {
+                    let (w, y) = (slice(&x.v_cols), slice(&x.v_rows));
+                    let out = out_cols.as_slice_mut().expect("a new vector");
+                    let slope = |r: usize, z: f64| z - y[r];
+                    if op == Op::Grad {
+                        page.linear_gradient_add(w, slope, out, ws)
+                    } else {
+                        page.linear_gradient_add_separate(w, slope, out, ws)
+                    }
+                }
             }
         }
         black_box((&out_rows, &out_cols, &out_right, &out_left));
@@ -367,6 +389,11 @@ fn time_op(
         }
         group = group.saturating_mul(2);
     }
+}
+
+/// A new vector's elements.
+fn slice(a: &Array1<f64>) -> &[f64] {
+    a.as_slice().expect("a new vector is contiguous")
 }
 
 #[cfg(test)]

@@ -1,0 +1,88 @@
+//! The gradient of a linear model on one TOC page in one kernel: `A.w`
+//! (Algorithm 4), a per-row slope (the loss derivative at the margin), and
+//! `v.A` (Algorithm 5) with `v` the slopes, added into the gradient. TOC
+//! paper section 4.2 (equation 3): the tree `C'` does not depend on the
+//! model, so both products run on one tree.
+//!
+//! What fusing saves over the two kernels called one after the other: the
+//! per-row vector of margins (then slopes) between them; a second pass
+//! over `D` (a row's codes are scattered into the weight table while they
+//! are in cache from its dot product); and rows whose slope is exactly 0
+//! (hinge loss beyond the margin) skip the scatter. The node-value table
+//! of `A.w` and the node-weight table of `v.A` live side by side in the
+//! workspace, both reused from page to page.
+
+use super::scalar::add_pairs;
+use super::sum4;
+use crate::codec::DecodeTree;
+
+/// Flat pages: per row a CSR dot product, the slope, and a CSR scatter of
+/// `value * slope` into `out`.
+pub(super) fn flat(
+    t: &DecodeTree,
+    w: &[f64],
+    slope: &mut impl FnMut(usize, f64) -> f64,
+    out: &mut [f64],
+) {
+    let (cols, vals, starts) = (&t.pair_cols[1..], &t.pair_vals[1..], &t.row_starts);
+    for (r, s) in starts.windows(2).enumerate() {
+        let (c, x) = (
+            &cols[s[0] as usize..s[1] as usize],
+            &vals[s[0] as usize..s[1] as usize],
+        );
+        let d = slope(r, sum4(c.len(), |i| x[i] * w[c[i] as usize]));
+        if d != 0.0 {
+            for (&c, &x) in c.iter().zip(x) {
+                out[c as usize] += x * d;
+            }
+        }
+    }
+}
+
+/// Tree pages: node values `h` (one forward pass), then per row its margin
+/// from `h` and its slope added to the weights `g` of the row's codes;
+/// one backward pass and the first-layer pairs then add `v.A` into `out`.
+pub(super) fn tree(
+    t: &DecodeTree,
+    w: &[f64],
+    slope: &mut impl FnMut(usize, f64) -> f64,
+    h: &mut Vec<f64>,
+    g: &mut Vec<f64>,
+    out: &mut [f64],
+) {
+    let first = t.pair_cols.len();
+    h.clear();
+    h.push(0.0); // the root, never read
+    h.extend((1..first).map(|k| t.pair_vals[k] * w[t.pair_cols[k] as usize]));
+    let links = t.parent[first..].iter().zip(&t.key[first..]);
+    for (&parent, &key) in links {
+        let x = h[parent as usize] + h[key as usize];
+        h.push(x);
+    }
+    // Even and odd rows add into two tables, as in `scalar::left_stored`
+    // (a node used by consecutive rows does not wait on its own store).
+    let n = t.n_nodes();
+    g.clear();
+    g.resize(2 * n, 0.0);
+    let (g0, g1) = g.split_at_mut(n);
+    for (r, s) in t.row_starts.windows(2).enumerate() {
+        let codes = &t.codes[s[0] as usize..s[1] as usize];
+        let d = slope(r, sum4(codes.len(), |i| h[codes[i] as usize]));
+        if d != 0.0 {
+            let table = if r % 2 == 0 { &mut *g0 } else { &mut *g1 };
+            for &code in codes {
+                table[code as usize] += d;
+            }
+        }
+    }
+    for (a, &b) in g0.iter_mut().zip(g1.iter()) {
+        *a += b;
+    }
+    g.truncate(n);
+    for node in (first..n).rev() {
+        let gn = g[node];
+        g[t.parent[node] as usize] += gn;
+        g[t.key[node] as usize] += gn;
+    }
+    add_pairs(t, g, out);
+}
