@@ -103,7 +103,7 @@ pub(crate) struct PyWriter {
 #[pymethods]
 impl PyWriter {
     #[new]
-    #[pyo3(signature = (path, n_cols, page_rows = 250, block_bytes = 4_194_304, page_format = "toc", schema = "", scale = "maxabs"))]
+    #[pyo3(signature = (path, n_cols, page_rows = 50, block_bytes = 2048, page_format = "toc", schema = "", scale = "maxabs"))]
     fn new(
         path: PathBuf,
         n_cols: usize,
