@@ -9,8 +9,6 @@ use std::sync::Arc;
 use clap::Args;
 use tocpile::dist::{train_distributed, Averaging, Communicator, DistributedReport, InProcess};
 use tocpile::loader::{Buffer, Loader, LoaderOptions, Mode};
-use tocpile::model::Model;
-use tocpile::train::TrainOptions;
 
 use crate::output::emit;
 use crate::train::{model_kind, prepare, warn, Table, TrainArgs};
@@ -114,19 +112,8 @@ fn on_rank<C: Communicator>(args: &TrainArgs, comm: &C) -> Outcome {
     };
     let kind = model_kind(&args.model, args.classes, &dataset, &args.file)?;
     let n_cols = dataset.info().n_cols;
-    let mut model = Model::new(kind.clone(), n_cols, args.seed)?;
-    // The same scaling and step rule as a single-process run.
-    let scaling = prepare::scaling(args.scale, &dataset)?;
-    let scaling_name = scaling.as_ref().map_or("none", |s| s.kind().name());
-    model.set_scaling(scaling)?;
-    model.set_schema(&dataset.info().schema);
-    let options = TrainOptions {
-        epochs: usize::try_from(args.epochs).unwrap_or(usize::MAX),
-        learning_rate: args.learning_rate(),
-        decay: args.decay,
-        l2: args.l2,
-        optimizer: args.optimizer.rule(),
-    };
+    // The same model, scaling and step rule as a single-process run.
+    let (mut model, options, scaling_name) = prepare::start(args, &kind, &dataset)?;
     let batch_rows = usize::try_from(args.batch_size).unwrap_or(usize::MAX);
     let loader = Loader::new(
         Arc::clone(&dataset),

@@ -9,8 +9,8 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 use tocpile::dataset::Dataset;
 use tocpile::loader::{labels_in_file_order, Buffer, Loader, LoaderOptions, Mode, Strategy};
-use tocpile::model::{Model, ModelKind};
-use tocpile::train::{train, EpochReport, TrainOptions};
+use tocpile::model::ModelKind;
+use tocpile::train::{train, EpochReport};
 
 use crate::output::emit;
 use crate::{Failure, Outcome};
@@ -131,19 +131,7 @@ pub fn run(args: &TrainArgs) -> Outcome {
         None => None,
     };
     let n_cols = dataset.info().n_cols;
-    let mut initial =
-        Model::new(kind.clone(), n_cols, args.seed).map_err(|e| Failure::about(&args.file, e))?;
-    let scaling = prepare::scaling(args.scale, &dataset)?;
-    let scaling_name = scaling.as_ref().map_or("none", |s| s.kind().name());
-    initial.set_scaling(scaling)?;
-    initial.set_schema(&dataset.info().schema);
-    let options = TrainOptions {
-        epochs: usize::try_from(args.epochs).unwrap_or(usize::MAX),
-        learning_rate: args.learning_rate(),
-        decay: args.decay,
-        l2: args.l2,
-        optimizer: args.optimizer.rule(),
-    };
+    let (initial, options, scaling_name) = prepare::start(args, &kind, &dataset)?;
     let table = Table {
         metric: if kind.is_regression() {
             "R^2"

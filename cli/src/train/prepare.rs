@@ -8,9 +8,11 @@ use std::sync::Arc;
 use clap::ValueEnum;
 use tocpile::cleanup::{self, ScratchFile};
 use tocpile::dataset::{split_holdout, Dataset, DatasetInfo};
-use tocpile::model::Optimizer;
+use tocpile::model::{Model, ModelKind, Optimizer};
 use tocpile::scale::{ScaleKind, Scaling};
+use tocpile::train::TrainOptions;
 
+use super::TrainArgs;
 use crate::Failure;
 
 /// `--scale`.
@@ -137,4 +139,28 @@ pub fn holdout(
         ));
     }
     Ok(split)
+}
+
+/// The starting model (its scaling, by `--scale`, and the file's schema),
+/// the training options and the scaling's name, from the arguments: one
+/// place for a single process and for each rank of a distributed run.
+pub fn start(
+    args: &TrainArgs,
+    kind: &ModelKind,
+    dataset: &Arc<Dataset>,
+) -> Result<(Model, TrainOptions, &'static str), Failure> {
+    let mut model = Model::new(kind.clone(), dataset.info().n_cols, args.seed)
+        .map_err(|e| Failure::about(&args.file, e))?;
+    let scaling = scaling(args.scale, dataset)?;
+    let name = scaling.as_ref().map_or("none", |s| s.kind().name());
+    model.set_scaling(scaling)?;
+    model.set_schema(&dataset.info().schema);
+    let options = TrainOptions {
+        epochs: usize::try_from(args.epochs).unwrap_or(usize::MAX),
+        learning_rate: args.learning_rate(),
+        decay: args.decay,
+        l2: args.l2,
+        optimizer: args.optimizer.rule(),
+    };
+    Ok((model, options, name))
 }
