@@ -16,6 +16,7 @@ use tocpile::dist::{
 };
 use tocpile::loader::{Loader, LoaderOptions, Mode, Strategy};
 use tocpile::model::{Model, ModelKind, Optimizer};
+use tocpile::scale::{ScaleKind, Scaling};
 use tocpile::train::{train, TrainOptions};
 use tocpile::{Error, SparseBatch};
 
@@ -409,4 +410,68 @@ fn received_blocks_are_checked_against_the_index() {
         Err(Error::BadArgument { .. })
     ));
     std::fs::remove_file(&path).unwrap();
+}
+
+/// Regression (found when the step rules and the scaling met the ranks):
+/// the ranks stepped plain SGD on the raw parameters, ignoring the step
+/// rule and the model's scaling. With Adam and a non-trivial scaling, two
+/// ranks still equal the lockstep run, and the rule matters.
+#[test]
+fn ranks_apply_the_step_rule_and_the_scaling() {
+    let path = mushrooms_file();
+    let kind = ModelKind::Logistic;
+    let k = 2;
+    let adam = TrainOptions {
+        optimizer: Optimizer::Adam,
+        learning_rate: 0.03,
+        ..OPTIONS
+    };
+    let factors: Vec<f64> = (0..98).map(|j| 0.5 + (j % 7) as f64 * 0.25).collect();
+    let scaled = |seed: u64| {
+        let mut m = Model::new(kind.clone(), 98, seed).unwrap();
+        let scaling = Scaling::new(ScaleKind::MaxAbs, factors.clone()).unwrap();
+        m.set_scaling(Some(scaling)).unwrap();
+        m
+    };
+    let ranks = InProcess::group_with_timeout(k, Duration::from_secs(60)).unwrap();
+    let outcomes: Vec<Vec<f64>> = std::thread::scope(|s| {
+        let handles: Vec<_> = ranks
+            .into_iter()
+            .map(|comm| {
+                let (path, adam, scaled) = (&path, &adam, &scaled);
+                s.spawn(move || {
+                    let l = loader(path, comm.rank(), k, Mode::Page);
+                    let mut model = scaled(comm.rank() as u64);
+                    let no_eval: Option<&Arc<Dataset>> = None;
+                    train_distributed(
+                        &comm,
+                        &mut model,
+                        &l,
+                        adam,
+                        Averaging::Gradients,
+                        no_eval,
+                        |_| {},
+                    )
+                    .unwrap();
+                    model.params()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let lockstep_with = |options: &TrainOptions| {
+        let loaders: Vec<Loader> = (0..k).map(|w| loader(&path, w, k, Mode::Page)).collect();
+        let mut model = scaled(0);
+        train_lockstep(&mut model, &loaders, options).unwrap();
+        model.params()
+    };
+    let reference = lockstep_with(&adam);
+    let diff = max_diff(&outcomes[0], &reference);
+    assert!(diff < 1e-9, "{diff}");
+    assert_eq!(outcomes[0], outcomes[1]);
+    let sgd = lockstep_with(&TrainOptions {
+        optimizer: Optimizer::Sgd,
+        ..adam
+    });
+    assert!(max_diff(&sgd, &reference) > 1e-3);
 }
