@@ -39,11 +39,13 @@ pub(super) fn lower_bound<S: Source>(source: &S, len: u64, trailer: &[u8]) -> Op
                 return None;
             }
             // Every page is there; the footer or trailer is cut.
-            return Some(footer_end(source, at, len) + TRAILER_LEN);
+            return footer_end(source, at, len).checked_add(TRAILER_LEN);
         }
         match page_end(source, at, len) {
             Step::Next(end) if end <= len => at = end,
-            Step::Next(end) => return Some(end + TRAILER_LEN),
+            // A length past any file is garbage, not a cut (and must not
+            // overflow).
+            Step::Next(end) => return end.checked_add(TRAILER_LEN),
             Step::CutInHeader => return Some(len + TRAILER_LEN),
             Step::Garbage => return None,
         }

@@ -228,3 +228,26 @@ fn a_truncated_file_says_where_it_was_cut_with(scale: Option<ScaleKind>) {
     assert!(!matches!(e, Error::TruncatedFile { .. }), "{e}");
     assert!(e.to_string().contains("trailer"), "{e}");
 }
+
+/// Regression (fuzz target `dataset_bytes`): a page whose varints claim a
+/// length near 2^64 made the truncation bound `end + trailer` overflow (a
+/// panic where overflow is checked, a wrapped bound below the file's
+/// length elsewhere). Such a length is garbage, not a cut.
+#[test]
+fn a_page_length_near_2_pow_64_gives_no_wrapped_truncation_bound() {
+    let hex = "544f4344010000000000000000000000000000000000d6ffffffffffffffff01000000\
+               0000000000000000000000000000000000000000000000000000000000000000000000\
+               000000000000000000000000000000000000000000f700000000000000000000000000\
+               0000000000000000000000000000000000000000000000000100000000000000000000\
+               0000000000000000000000000000000000000000000000000000000000000000000000\
+               00000000544f554f434400000000544f43000054";
+    let bytes: Vec<u8> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    assert_eq!(bytes.len(), 195);
+    let e = Dataset::from_memory(bytes, "fuzz.toc").unwrap_err();
+    if let Error::TruncatedFile { len, needed, .. } = e {
+        assert!(needed > len, "a bound of {needed} for a cut at {len}");
+    }
+}
