@@ -15,12 +15,14 @@ use crate::{Failure, Outcome};
 
 /// Time training from a dataset file against the in-memory limit.
 ///
-/// Trains the same model on FILE.toc in five settings, each for --epochs
+/// Trains the same model on FILE.toc in seven settings, each for --epochs
 /// timed epochs after a first one: streaming the file every epoch
 /// (toc-stream), with validated pages kept in memory (toc-resident), the
 /// same rows as CSR pages read both ways (csr-stream, csr-resident; a
-/// temporary copy beside the file), and an SGD loop over CSR mini-batches
-/// built in memory beforehand (memory-csr, the practical limit). Reports
+/// temporary copy beside the file), and SGD loops with no loader over
+/// mini-batches built in memory beforehand: cut into the file's pages in
+/// its format (memory-toc-pages) or as CSR (memory-csr-pages), and one
+/// CSR page per mini-batch (memory-csr, the practical limit). Reports
 /// each setting's median epoch, examples/s, its speed as a ratio to
 /// memory-csr (above 1 is faster), the share of the epoch spent waiting
 /// for the loader and the most heap bytes the data took. Wall-clock

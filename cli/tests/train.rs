@@ -389,6 +389,8 @@ fn bench_train_reports_every_setting_against_the_in_memory_loop() {
             "toc-resident",
             "csr-stream",
             "csr-resident",
+            "memory-toc-pages",
+            "memory-csr-pages",
             "memory-csr"
         ]
     );
@@ -403,7 +405,7 @@ fn bench_train_reports_every_setting_against_the_in_memory_loop() {
         }
         assert!(s["peak_bytes"].as_u64().unwrap() > 0, "{s}");
     }
-    let last = &v["settings"][4];
+    let last = &v["settings"][6];
     assert_eq!(last["speed_vs_memory_csr"], 1.0);
     // Streaming keeps nothing resident: less memory than resident pages.
     assert!(v["settings"][0]["peak_bytes"].as_u64() < v["settings"][1]["peak_bytes"].as_u64());

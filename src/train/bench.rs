@@ -10,7 +10,9 @@
 //! | `toc-stream` | reads, checksums and validates every block of the file (TOC decode trees built) every epoch: [`LoaderOptions::memory`] 0 |
 //! | `toc-resident` | the same file with the resident cache: pages validated once, kept within the budget |
 //! | `csr-stream`, `csr-resident` | the same rows written as CSR pages (same page and block sizes), read the two ways |
-//! | `memory-csr` | no loader: the rows as CSR mini-batches of `batch_rows` built before timing, visited in a random order of batches each epoch, the model's CSR kernels |
+//! | `memory-toc-pages` | no loader: mini-batches of `batch_rows` consecutive rows built before timing, each cut into the file's pages in the file's format, visited in a random order of batches each epoch |
+//! | `memory-csr-pages` | the same with CSR pages: with `memory-toc-pages`, what the page split and the format cost apart from the loader |
+//! | `memory-csr` | no loader: the rows as one CSR page per mini-batch, built before timing, visited in a random order of batches each epoch, the model's CSR kernels (the practical limit every ratio is against) |
 //!
 //! Each setting runs `epochs + 1` epochs; the first (which fills the
 //! resident cache and the page cache) is reported apart and the figure is
@@ -153,7 +155,15 @@ pub fn bench_train(path: &Path, options: &TrainBenchOptions) -> Result<TrainBenc
             from_file("toc-resident", &dataset, options.memory, options)?,
             from_file("csr-stream", &csr, 0, options)?,
             from_file("csr-resident", &csr, options.memory, options)?,
-            in_memory(&rows, &labels, options)?,
+            in_memory("memory-toc-pages", &rows, &labels, pages_of(&info), options)?,
+            in_memory(
+                "memory-csr-pages",
+                &rows,
+                &labels,
+                csr_pages_of(&info),
+                options,
+            )?,
+            in_memory("memory-csr", &rows, &labels, whole(options), options)?,
         ];
         let base = settings.last().map_or(1.0, |s| s.epoch_seconds);
         for s in &mut settings {
@@ -267,22 +277,66 @@ fn from_file(
     })
 }
 
-/// The practical limit: CSR mini-batches built before timing, one SGD step
+/// How the in-memory settings cut a mini-batch into pages.
+#[derive(Debug, Clone, Copy)]
+struct Cut {
+    format: FormatKind,
+    /// Rows per page (the whole mini-batch for `memory-csr`).
+    page_rows: usize,
+}
+
+/// `memory-csr`: one CSR page per mini-batch.
+fn whole(options: &TrainBenchOptions) -> Cut {
+    Cut {
+        format: FormatKind::Csr,
+        page_rows: options.batch_rows,
+    }
+}
+
+/// `memory-toc-pages`: the file's pages, in the file's format.
+fn pages_of(info: &crate::dataset::DatasetInfo) -> Cut {
+    Cut {
+        format: info.format,
+        page_rows: info.page_rows.max(1),
+    }
+}
+
+/// `memory-csr-pages`: the file's page size, as CSR.
+fn csr_pages_of(info: &crate::dataset::DatasetInfo) -> Cut {
+    Cut {
+        format: FormatKind::Csr,
+        page_rows: info.page_rows.max(1),
+    }
+}
+
+/// An SGD loop with no loader: mini-batches of `batch_rows` consecutive
+/// rows built before timing (each cut into pages as `cut` says), one step
 /// each, in a random order of the batches each epoch (rows inside a batch
 /// stay together, as a shuffle-once loop over fixed batches does).
-fn in_memory(rows: &SparseBatch, labels: &[f64], options: &TrainBenchOptions) -> Result<Setting> {
+/// `memory-csr` is the practical limit; the two paged settings tell how
+/// much of the loader's settings' gap is the page split and the format
+/// rather than the loader.
+fn in_memory(
+    name: &'static str,
+    rows: &SparseBatch,
+    labels: &[f64],
+    cut: Cut,
+    options: &TrainBenchOptions,
+) -> Result<Setting> {
     let n = rows.n_rows();
     let mut batches = Vec::new();
     let mut bytes = 0;
     for start in (0..n).step_by(options.batch_rows) {
         let end = (start + options.batch_rows).min(n);
-        let page = Page::encode(
-            FormatKind::Csr,
-            &rows.slice_rows(start..end),
-            &labels[start..end],
-        )?;
-        bytes += page.heap_bytes();
-        batches.push([page]);
+        let mut pages = Vec::new();
+        for from in (start..end).step_by(cut.page_rows) {
+            let to = (from + cut.page_rows).min(end);
+            let page = Page::encode(cut.format, &rows.slice_rows(from..to), &labels[from..to])?;
+            bytes += page.heap_bytes();
+            pages.push(page);
+        }
+        bytes += std::mem::size_of::<Page>() * pages.capacity();
+        batches.push(pages);
     }
     let mut model = Model::new(options.model.clone(), rows.n_cols(), options.seed)?;
     let mut grad = Gradient::new(&model);
@@ -299,20 +353,20 @@ fn in_memory(rows: &SparseBatch, labels: &[f64], options: &TrainBenchOptions) ->
             let stats = model.gradient(&batches[b], 0.0, &mut grad)?;
             model.step(&grad, lr);
             loss_sum += stats.loss_sum;
-            seen += batches[b][0].n_rows();
+            seen += batches[b].iter().map(Page::n_rows).sum::<usize>();
         }
         times.push(start.elapsed().as_secs_f64());
         loss = loss_sum / seen.max(1) as f64;
     }
     let epoch_seconds = median(times[1..].to_vec());
     Ok(Setting {
-        name: "memory-csr",
+        name,
         first_epoch_seconds: times[0],
         epoch_seconds,
         examples_per_second: n as f64 / epoch_seconds,
-        time_ratio_to_memory: 1.0,
+        time_ratio_to_memory: f64::NAN,
         wait_share: 0.0,
-        peak_bytes: bytes + std::mem::size_of::<[Page; 1]>() * batches.capacity(),
+        peak_bytes: bytes + std::mem::size_of::<Vec<Page>>() * batches.capacity(),
         file_bytes: 0,
         final_loss: loss,
         mode: "memory",
