@@ -48,6 +48,9 @@ struct Inner {
     /// (`None` unless all are integers in `0..2^32`).
     finite: bool,
     class_bound: Option<usize>,
+    /// [`Page::heap_bytes`], worked out once: the batch cannot change
+    /// once shared, and the loader asks for it several times per page.
+    heap_bytes: usize,
 }
 
 impl Page {
@@ -73,12 +76,17 @@ impl Page {
             }
             class_bound = class_bound.map(|b| b.max(y as usize + 1));
         }
+        let heap_bytes = std::mem::size_of::<Inner>()
+            + 2 * std::mem::size_of::<usize>()
+            + batch.heap_bytes()
+            + 8 * labels.len();
         Ok(Page {
             inner: Arc::new(Inner {
                 labels,
                 batch,
                 finite,
                 class_bound,
+                heap_bytes,
             }),
         })
     }
@@ -133,9 +141,6 @@ impl Page {
     /// ([`Batch::heap_bytes`]) and the labels'. Clones share them: count a
     /// page once however many clones exist.
     pub fn heap_bytes(&self) -> usize {
-        std::mem::size_of::<Inner>()
-            + 2 * std::mem::size_of::<usize>()
-            + self.inner.batch.heap_bytes()
-            + 8 * self.inner.labels.len()
+        self.inner.heap_bytes
     }
 }

@@ -52,6 +52,10 @@ fn live() -> isize {
 }
 
 /// Runs `make` and returns its value with the bytes it left allocated.
+/// The tests share the process's decode-tree pool (a page dropped by one
+/// would be reused by the other's load): they run one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn retained<T>(make: impl FnOnce() -> T) -> (T, usize) {
     let before = live();
     let value = make();
@@ -75,11 +79,15 @@ fn rows() -> SparseBatch {
 
 #[test]
 fn loaded_batches_hold_what_heap_bytes_reports() {
+    let _serial = SERIAL.lock().unwrap();
     let rows = rows();
     for kind in FormatKind::ALL {
         let bytes = kind.encode(&rows).unwrap().to_bytes();
         // Warm up whatever a first load sets up once (none is expected).
         drop(kind.load(&bytes).unwrap());
+        // A dropped TOC page leaves its decode tree in a pool for the next
+        // load; measure a load that builds a tree of its own.
+        tocpile::formats::release_pooled();
         let (batch, held) = retained(|| kind.load(&bytes).unwrap());
         assert_eq!(held, batch.heap_bytes(), "{kind}");
         if kind == FormatKind::TocFull {
@@ -97,6 +105,7 @@ fn loaded_batches_hold_what_heap_bytes_reports() {
 
 #[test]
 fn pages_of_a_block_hold_what_they_report() {
+    let _serial = SERIAL.lock().unwrap();
     let path = std::env::temp_dir().join(format!("tocpile-heap-{}.toc", std::process::id()));
     let options = WriterOptions {
         page_rows: 20,
@@ -107,7 +116,12 @@ fn pages_of_a_block_hold_what_they_report() {
     writer.push(&rows, &vec![0.0; rows.n_rows()]).unwrap();
     writer.finish().unwrap();
     let block = Dataset::open(&path).unwrap().read_block(0).unwrap();
+    // A first load sets up this thread's build scratch (kept by the
+    // thread, not by any page); then no pooled tree is reused.
+    drop(block.page(0).unwrap());
+    tocpile::formats::release_pooled();
     for j in 0..block.n_pages() {
+        tocpile::formats::release_pooled();
         let (page, held) = retained(|| block.page(j).unwrap());
         assert_eq!(held, page.heap_bytes(), "page {j}");
     }

@@ -114,6 +114,8 @@ fn resident_pages_hold_what_the_loader_reports() {
     let ds = dataset();
     // Warm up what a first epoch sets up once (rayon's threads).
     drain(&Loader::new(Arc::clone(&ds), options(0)).unwrap(), 0);
+    // Start with no decode trees pooled for reuse (the warm-up left some).
+    tocpile::formats::release_pooled();
     let loader = Loader::new(Arc::clone(&ds), options(usize::MAX)).unwrap();
     let before = live();
     let stats = drain(&loader, 0);
@@ -139,6 +141,7 @@ fn buffer_peak_accounts_for_what_an_epoch_holds() {
     let _serial = SERIAL.lock().unwrap();
     let ds = dataset();
     drain(&Loader::new(Arc::clone(&ds), options(0)).unwrap(), 0);
+    tocpile::formats::release_pooled();
     let loader = Loader::new(Arc::clone(&ds), options(0)).unwrap();
     let before = live();
     PEAK.store(before, Ordering::SeqCst);

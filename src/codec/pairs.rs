@@ -13,6 +13,11 @@ use crate::error::{Error, Result};
 use crate::sparse::is_zero;
 use crate::wire::{f64_at, unpack_into};
 
+thread_local! {
+    /// A value-indexed batch's dictionary, resolved to `f64`s.
+    static DICT: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// `10^e` for every exponent a scaled dictionary may use, each exact.
 pub(crate) const POW10: [f64; 23] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
@@ -112,20 +117,33 @@ impl DecodeTree {
                 }
             }
             Values::Indexed { ids, dict } => {
-                let dict_vals = resolve_dict(blob, &dict, &mut self.scratch, &mut self.gaps)?;
-                unpack_into(ids.payload(blob), ids.width, ids.count, &mut self.scratch);
-                for (i, &id) in self.scratch.iter().enumerate() {
-                    match dict_vals.get(id as usize) {
-                        Some(&v) => self.pair_vals.push(v),
-                        None => {
-                            return Err(Error::ValueIdOutOfRange {
-                                position: i,
-                                id: id as u64,
-                                dict_len: dict_vals.len() as u64,
-                            })
+                // The resolved dictionary lives in a per-thread scratch:
+                // one allocation per page less on the loader's threads.
+                DICT.with(|cell| {
+                    let mut dict_vals = cell.borrow_mut();
+                    resolve_dict(
+                        blob,
+                        &dict,
+                        &mut self.scratch,
+                        &mut self.gaps,
+                        &mut dict_vals,
+                    )?;
+                    unpack_into(ids.payload(blob), ids.width, ids.count, &mut self.scratch);
+                    self.pair_vals.reserve(self.scratch.len());
+                    for (i, &id) in self.scratch.iter().enumerate() {
+                        match dict_vals.get(id as usize) {
+                            Some(&v) => self.pair_vals.push(v),
+                            None => {
+                                return Err(Error::ValueIdOutOfRange {
+                                    position: i,
+                                    id: id as u64,
+                                    dict_len: dict_vals.len() as u64,
+                                })
+                            }
                         }
                     }
-                }
+                    Ok(())
+                })?;
             }
         }
         Ok(())
@@ -139,14 +157,16 @@ fn resolve_dict(
     dict: &Dict,
     scratch: &mut Vec<u32>,
     totals: &mut Vec<u64>,
-) -> Result<Vec<f64>> {
+    out: &mut Vec<f64>,
+) -> Result<()> {
+    out.clear();
     let zero = |index: usize| Error::ZeroValue {
         what: "dictionary value",
         index,
     };
     match *dict {
         Dict::Float { start, len } => {
-            let mut out = Vec::with_capacity(len);
+            out.reserve(len);
             for i in 0..len {
                 let v = f64_at(blob, start + 8 * i);
                 if is_zero(v) {
@@ -154,11 +174,11 @@ fn resolve_dict(
                 }
                 out.push(v);
             }
-            Ok(out)
+            Ok(())
         }
         Dict::Int { base, offsets } => {
             unpack_into(offsets.payload(blob), offsets.width, offsets.count, scratch);
-            let mut out = Vec::with_capacity(offsets.count);
+            out.reserve(offsets.count);
             for (i, &o) in scratch.iter().enumerate() {
                 match base.checked_add(o as i64) {
                     Some(0) => return Err(zero(i)),
@@ -173,7 +193,7 @@ fn resolve_dict(
                     }
                 }
             }
-            Ok(out)
+            Ok(())
         }
         Dict::Scaled {
             exponent,
@@ -185,7 +205,7 @@ fn resolve_dict(
             let len = count_elements(scratch, deltas.width);
             let what = "dictionary deltas (escape-coded)";
             running_totals(scratch, &deltas, len, what, totals)?;
-            let mut out = Vec::with_capacity(len);
+            out.reserve(len);
             for (i, &t) in totals.iter().enumerate() {
                 // Entry i is base + the running total of the deltas.
                 let int = i64::try_from(t)
@@ -202,7 +222,7 @@ fn resolve_dict(
                 }
                 out.push(scaled_value(int, exponent));
             }
-            Ok(out)
+            Ok(())
         }
     }
 }

@@ -116,21 +116,35 @@ impl DecodeTree {
             + 8 * (self.pair_vals.capacity() + self.gaps.capacity())
     }
 
-    /// Frees the build's scratch arrays and trims every array to its
-    /// length: for a tree that will be kept (a loaded page) rather than
-    /// rebuilt. On flights3m's 50-row pages the tree then takes about
-    /// half the bytes (measured with [`heap_bytes`](Self::heap_bytes)).
-    pub(crate) fn shrink(&mut self) {
-        self.scratch = Vec::new();
-        self.gaps = Vec::new();
-        self.pair_cols.shrink_to_fit();
-        self.pair_vals.shrink_to_fit();
-        self.parent.shrink_to_fit();
-        self.key.shrink_to_fit();
-        self.first.shrink_to_fit();
-        self.depth.shrink_to_fit();
-        self.codes.shrink_to_fit();
-        self.row_starts.shrink_to_fit();
+    /// Trims each array whose capacity is over twice its length (plus a
+    /// few entries): a tree reused from a pool keeps the capacity of its
+    /// predecessors, and trimming every array of every page cost a
+    /// reallocation each there and another when the next, larger page
+    /// grew it again (the streamed path's malloc share). The slack kept
+    /// is counted by [`heap_bytes`](Self::heap_bytes); a fresh tree
+    /// (resident pages) is built at about its final sizes.
+    pub(crate) fn trim(&mut self) {
+        fn fit<T>(v: &mut Vec<T>) {
+            if v.capacity() > 2 * v.len() + 64 {
+                v.shrink_to_fit();
+            }
+        }
+        fit(&mut self.pair_cols);
+        fit(&mut self.pair_vals);
+        fit(&mut self.parent);
+        fit(&mut self.key);
+        fit(&mut self.first);
+        fit(&mut self.depth);
+        fit(&mut self.codes);
+        fit(&mut self.row_starts);
+    }
+
+    /// Swaps the build's scratch arrays with `scratch`: a loader thread
+    /// lends one pair to every tree it builds rather than each tree
+    /// allocating (and then freeing) its own.
+    pub(crate) fn swap_scratch(&mut self, scratch: &mut (Vec<u32>, Vec<u64>)) {
+        std::mem::swap(&mut self.scratch, &mut scratch.0);
+        std::mem::swap(&mut self.gaps, &mut scratch.1);
     }
 
     /// Parent of every node (Table 4's "ParentIndex"; the root's is 0).

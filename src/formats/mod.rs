@@ -30,6 +30,7 @@ mod bytes;
 mod dense;
 mod general;
 mod ids;
+mod pool;
 mod sparse;
 mod toc;
 
@@ -38,6 +39,7 @@ pub use dense::den_len;
 pub use dense::{Den, Dvi};
 pub use general::Compressed;
 pub(crate) use ids::index_values;
+pub use pool::{pooled_bytes, release_pooled};
 pub use sparse::{Csr, Cvi};
 pub use toc::TocPage;
 

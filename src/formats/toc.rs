@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
-use super::FormatKind;
+use super::{pool, FormatKind};
 use crate::codec::{DecodeTree, EncodeOptions, Encoder, Level, TocBatch};
 use crate::error::{Error, Result};
 use crate::kernels::Workspace;
@@ -71,11 +71,22 @@ impl TocPage {
     /// As [`TocBatch::from_bytes`], or [`Error::WrongFormat`] for a batch
     /// of another level.
     pub(crate) fn load(bytes: &[u8], level: Level) -> Result<Self> {
-        let mut tree = DecodeTree::default();
-        let batch = TocBatch::from_bytes_with_tree(bytes.to_vec(), &mut tree)?;
+        // A tree from the pool (see `pool.rs`) and this thread's scratch:
+        // in steady state a streamed page allocates nothing for its tree.
+        let mut tree = pool::take();
+        let batch = pool::with_scratch(&mut tree, |tree| {
+            TocBatch::from_bytes_with_tree(bytes.to_vec(), tree)
+        });
+        let batch = match batch {
+            Ok(batch) => batch,
+            Err(e) => {
+                pool::give(tree);
+                return Err(e);
+            }
+        };
         // A loaded page is kept (by the loader's buffer, or resident for
-        // the whole run): keep only what the kernels use.
-        tree.shrink();
+        // the whole run): no large spare capacity.
+        tree.trim();
         if batch.level() != level {
             return Err(Error::WrongFormat {
                 expected: FormatKind::from(level).name(),
@@ -100,6 +111,12 @@ impl TocPage {
                 .encode(&self.decode())
                 .expect("a decoded TOC batch has fewer than 2^32 - 1 entries")
         })
+    }
+}
+
+impl Drop for TocPage {
+    fn drop(&mut self) {
+        pool::give(std::mem::take(&mut self.tree));
     }
 }
 

@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use super::ahead::Ahead;
+use super::ahead::{Ahead, GROUP_BYTES};
 use super::resident::{BlockPages, Resident};
 use super::units::{block_units, make_batches, Unit};
 use super::{MiniBatch, Plan, Strategy};
@@ -66,7 +66,8 @@ impl<S: Source + 'static> Feed<S> {
             .map(|&(b, _)| b)
             .collect();
         let reader = if plan.double_buffer && !to_read.is_empty() {
-            Reader::Ahead(Ahead::start(dataset, to_read, plan.read_ahead)?)
+            let depth = ahead_depth(&dataset, plan, &to_read);
+            Reader::Ahead(Ahead::start(dataset, to_read, depth)?)
         } else {
             Reader::OnDemand(dataset)
         };
@@ -104,6 +105,29 @@ impl<S: Source + 'static> Feed<S> {
             Reader::OnDemand(_) => 0,
         }
     }
+}
+
+/// Groups the read-ahead thread may validate in front of the consumer.
+///
+/// CorgiPile and the epoch shuffle take a whole buffer of blocks at once
+/// and then hand out its mini-batches for a long while: with only
+/// `read_ahead` groups (128 KiB) in front, the read-ahead thread sat idle
+/// through that drain and the next fill waited for nearly every block of
+/// the buffer to be validated, so a streamed epoch cost validating *plus*
+/// training (flights3m: 0.55 s, 43% of it waiting). Double buffering as in
+/// the CorgiPile paper (section 6.3) fills the next buffer while this one
+/// is consumed: the read-ahead may hold one buffer's worth of groups, so
+/// the two overlap. Memory: one more buffer of validated pages, counted in
+/// the loader's peak ([`Ahead::in_flight_bytes`]).
+fn ahead_depth<S: Source>(dataset: &Dataset<S>, plan: &Plan, to_read: &[usize]) -> usize {
+    if !matches!(plan.strategy, Strategy::CorgiPile | Strategy::EpochShuffle) {
+        return plan.read_ahead;
+    }
+    let bytes: u64 = to_read.iter().map(|&b| dataset.block_bytes(b)).sum();
+    let per_block = bytes / to_read.len().max(1) as u64;
+    let buffer_bytes = per_block.saturating_mul(plan.buffer_blocks as u64);
+    let groups = buffer_bytes.div_ceil(GROUP_BYTES) as usize;
+    plan.read_ahead.max(groups.saturating_add(1))
 }
 
 /// The state of one epoch for one worker.
@@ -341,8 +365,14 @@ impl<S: Source + 'static> EpochState<S> {
         Ok(())
     }
 
+    /// Bytes held now, trees pooled for reuse included (the pool is the
+    /// process's, shared by every loader: see `formats::pooled_bytes`).
     fn held_now(&self) -> usize {
-        self.pending_bytes + self.held_bytes + self.ready_bytes + self.feed.ahead_bytes()
+        self.pending_bytes
+            + self.held_bytes
+            + self.ready_bytes
+            + self.feed.ahead_bytes()
+            + crate::formats::pooled_bytes()
     }
 
     fn step(&mut self) -> Result<Option<MiniBatch>> {
