@@ -154,7 +154,10 @@ pub struct LoaderOptions {
     /// Groups of validated blocks the read-ahead thread may hold beyond
     /// the one it is making (double buffering only; default 2). A group
     /// is consecutive blocks of the epoch's order holding at least 64 KiB
-    /// of the file (one block when blocks are that large).
+    /// of the file (one block when blocks are that large). CorgiPile and
+    /// the epoch shuffle read at least one buffer of blocks ahead
+    /// whatever this says, so the next buffer is validated while this
+    /// one trains (CorgiPile paper 6.3).
     pub read_ahead: usize,
     /// Record each mini-batch's rows (see
     /// [`MiniBatch::rows`](super::MiniBatch::rows) and
