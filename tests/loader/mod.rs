@@ -366,3 +366,41 @@ fn a_corrupt_block_in_a_later_read_ahead_group_errors_in_order() {
     assert_eq!(single, (0..first_bad_row).collect::<Vec<_>>());
     std::fs::remove_file(&path).unwrap();
 }
+
+#[test]
+fn several_read_ahead_threads_deliver_blocks_in_the_epoch_order() {
+    // A file of many 64 KiB read-ahead groups, so every read-ahead thread
+    // gets several: the streamed epochs (validated on background threads,
+    // a whole CorgiPile buffer ahead) must yield what the single-threaded
+    // epochs yield, batch for batch, and each row once.
+    let (rows, labels) = numbered_rows(40_000, 9);
+    let path = write_file(&rows, &labels, 20, 400);
+    for (strategy, mode) in [
+        (Strategy::CorgiPile, Mode::Page),
+        (Strategy::CorgiPile, Mode::Exact),
+        (Strategy::NoShuffle, Mode::Page),
+    ] {
+        let run = |double_buffer, epoch| {
+            let o = LoaderOptions {
+                double_buffer,
+                memory: 0,
+                buffer: Buffer::Fraction(0.2),
+                ..options(strategy, mode)
+            };
+            let loader = Loader::open(&path, o).unwrap();
+            let mut seen = Vec::new();
+            for batch in loader.epoch(epoch).unwrap() {
+                seen.push(batch.unwrap().rows.expect("traced"));
+            }
+            seen
+        };
+        for epoch in 0..2 {
+            let (single, double) = (run(false, epoch), run(true, epoch));
+            assert_eq!(single, double, "{strategy:?} {mode:?} epoch {epoch}");
+            let mut all: Vec<u64> = double.concat();
+            all.sort_unstable();
+            assert_eq!(all, (0..40_000).collect::<Vec<_>>());
+        }
+    }
+    std::fs::remove_file(&path).unwrap();
+}
