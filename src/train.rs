@@ -25,7 +25,7 @@ use std::time::Instant;
 use crate::dataset::{Dataset, Source};
 use crate::error::{Error, Result};
 use crate::loader::Loader;
-use crate::model::{Gradient, Metrics, Model, Optimizer, OptimizerState};
+use crate::model::{Gradient, GradientHelper, Metrics, Model, Optimizer, OptimizerState};
 
 /// How to train.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,6 +43,12 @@ pub struct TrainOptions {
     /// defaults to [`Optimizer::Adam`]): see [`crate::model::Optimizer`].
     /// The learning rate and its decay apply to every rule.
     pub optimizer: Optimizer,
+    /// Share a linear model's gradient with a second thread in epochs
+    /// whose pages are all resident, when the machine has two cores or
+    /// more (default true; see [`GradientHelper`]): such an epoch runs on
+    /// the trainer's thread alone and the other core would stand idle.
+    /// The same steps up to rounding; false gives the one-thread sums.
+    pub split_gradient: bool,
 }
 
 impl Default for TrainOptions {
@@ -53,6 +59,7 @@ impl Default for TrainOptions {
             decay: 0.95,
             l2: 0.0,
             optimizer: Optimizer::Sgd,
+            split_gradient: true,
         }
     }
 }
@@ -132,15 +139,25 @@ pub fn train<S: Source + 'static>(
     let mut grad = Gradient::new(model);
     let mut state = OptimizerState::new(options.optimizer);
     let mut reports = Vec::with_capacity(options.epochs);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut helper: Option<GradientHelper> = None;
     for epoch in 0..options.epochs {
         let lr = options.learning_rate * options.decay.powi(epoch as i32);
         let start = Instant::now();
         let mut metrics = Metrics::new(model.kind());
         let mut batches = loader.epoch(epoch as u64)?;
+        let split = options.split_gradient && cores > 1 && batches.is_inline();
+        if split && helper.is_none() {
+            // No thread to spare: the one-thread gradient does the job.
+            helper = GradientHelper::start().ok();
+        }
         let mut steps = 0;
         for batch in batches.by_ref() {
             let batch = batch?;
-            let stats = model.gradient(&batch.pages, options.l2, &mut grad)?;
+            let stats = match helper.as_mut().filter(|_| split) {
+                Some(h) => model.gradient_split(&batch.pages, options.l2, &mut grad, h)?,
+                None => model.gradient(&batch.pages, options.l2, &mut grad)?,
+            };
             model.step_with(&grad, lr, &mut state);
             steps += 1;
             if !batch.replay {

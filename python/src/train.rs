@@ -275,6 +275,7 @@ pub(crate) fn train(
         decay,
         l2,
         optimizer: rule,
+        split_gradient: true,
     };
     py.detach(|| {
         let split = match holdout {

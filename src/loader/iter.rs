@@ -160,6 +160,13 @@ impl Epoch {
         })
     }
 
+    /// True when the epoch runs on the consumer's thread (every page
+    /// resident, or no double buffering): no loader thread is busy, so
+    /// the trainer may use another core.
+    pub(crate) fn is_inline(&self) -> bool {
+        matches!(self.source, EpochSource::Inline { .. })
+    }
+
     /// What the epoch has cost so far (complete once the iterator ends).
     pub fn stats(&self) -> EpochStats {
         let mut stats = self.stats.clone();

@@ -25,7 +25,7 @@ use crate::page::Page;
 pub(super) fn run(
     model: &Model,
     pages: &[Page],
-    mut grad: Option<&mut Gradient>,
+    grad: Option<&mut Gradient>,
 ) -> crate::Result<BatchStats> {
     let layer = &model.layers[0];
     // The weights as one slice (a copy only if not laid out so).
@@ -39,48 +39,69 @@ pub(super) fn run(
         }
     };
     let b = layer.bias[0];
+    if let Some(g) = grad {
+        let gl = &mut g.layers[0];
+        let gw = gl
+            .weights
+            .as_slice_mut()
+            .expect("a linear gradient is one column");
+        let (d_sum, stats) = gradient_add(&model.kind, w, b, pages, gw, &mut g.work[0]);
+        gl.bias[0] += d_sum;
+        return Ok(stats);
+    }
     let mut own = Workspace::new();
     let mut z = Vec::new();
     let mut stats = BatchStats::default();
     for page in pages {
         let (batch, labels) = (page.batch(), page.labels());
         let mut page_stats = BatchStats::of_labels(labels);
-        match grad.as_deref_mut() {
-            Some(g) => {
-                // One fused kernel on TOC pages: margins, slopes and v.A
-                // added straight into the gradient (no vector per page).
-                let gl = &mut g.layers[0];
-                let gw = gl
-                    .weights
-                    .as_slice_mut()
-                    .expect("a linear gradient is one column");
-                let mut d_sum = 0.0;
-                let slope = |r: usize, z: f64| {
-                    let (loss, d) = loss_and_slope(&model.kind, z + b, labels[r], &mut page_stats);
-                    page_stats.loss_sum += loss;
-                    d_sum += d;
-                    d
-                };
-                batch.linear_gradient_add(w, slope, gw, &mut g.work[0]);
-                gl.bias[0] += d_sum;
-            }
-            None => {
-                z.clear();
-                z.resize(batch.n_rows(), 0.0);
-                batch.matvec_into(
-                    ArrayView1::from(w),
-                    ArrayViewMut1::from(&mut z[..]),
-                    &mut own,
-                );
-                for (&zi, &label) in z.iter().zip(labels) {
-                    let (loss, _) = loss_and_slope(&model.kind, zi + b, label, &mut page_stats);
-                    page_stats.loss_sum += loss;
-                }
-            }
+        z.clear();
+        z.resize(batch.n_rows(), 0.0);
+        batch.matvec_into(
+            ArrayView1::from(w),
+            ArrayViewMut1::from(&mut z[..]),
+            &mut own,
+        );
+        for (&zi, &label) in z.iter().zip(labels) {
+            let (loss, _) = loss_and_slope(&model.kind, zi + b, label, &mut page_stats);
+            page_stats.loss_sum += loss;
         }
         stats.merge(&page_stats);
     }
     Ok(stats)
+}
+
+/// The summed gradient of the loss of a linear model (weights `w`, bias
+/// `b`) on `pages`, its weight part added into `gw`; returns the bias
+/// part and the pages' figures. One fused kernel per TOC page: margins,
+/// slopes and `v.A` added straight into the gradient (no vector per
+/// page). Shared by [`run`] and the trainer's second thread
+/// (`model::split`).
+pub(super) fn gradient_add(
+    kind: &ModelKind,
+    w: &[f64],
+    b: f64,
+    pages: &[Page],
+    gw: &mut [f64],
+    ws: &mut Workspace,
+) -> (f64, BatchStats) {
+    let mut stats = BatchStats::default();
+    let mut bias = 0.0;
+    for page in pages {
+        let (batch, labels) = (page.batch(), page.labels());
+        let mut page_stats = BatchStats::of_labels(labels);
+        let mut d_sum = 0.0;
+        let slope = |r: usize, z: f64| {
+            let (loss, d) = loss_and_slope(kind, z + b, labels[r], &mut page_stats);
+            page_stats.loss_sum += loss;
+            d_sum += d;
+            d
+        };
+        batch.linear_gradient_add(w, slope, gw, ws);
+        bias += d_sum;
+        stats.merge(&page_stats);
+    }
+    (bias, stats)
 }
 
 /// The loss at `margin` and its derivative in the margin; counts a correct

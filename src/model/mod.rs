@@ -76,6 +76,7 @@ mod network;
 mod optim;
 mod params;
 mod predict;
+mod split;
 mod stats;
 
 use crate::error::{Error, Result};
@@ -90,6 +91,7 @@ pub use optim::{Optimizer, OptimizerState};
 use params::param_count;
 pub use params::{Gradient, Layer};
 pub use predict::Predictions;
+pub use split::GradientHelper;
 pub use stats::{BatchStats, Metrics};
 
 /// A model: its kind, input width and parameters.
@@ -305,6 +307,66 @@ impl Model {
         } else {
             network::run(self, pages, Some(grad))?
         };
+        grad.finish(self, rows, l2);
+        Ok(stats)
+    }
+
+    /// [`gradient`](Self::gradient) with a linear model's pages shared
+    /// with `helper`'s thread (see [`GradientHelper`]): the trainer's
+    /// thread takes the first half of the pages, the helper the rest.
+    /// The same gradient up to rounding (sums are grouped by thread);
+    /// other models, and a single page, run as `gradient`.
+    ///
+    /// # Errors
+    /// As [`gradient`](Self::gradient).
+    pub fn gradient_split(
+        &self,
+        pages: &[Page],
+        l2: f64,
+        grad: &mut Gradient,
+        helper: &mut GradientHelper,
+    ) -> Result<BatchStats> {
+        if !self.is_linear() || pages.len() < 2 {
+            return self.gradient(pages, l2, grad);
+        }
+        let rows = self.check_pages(pages)?;
+        grad.reset(self, pages.len());
+        let layer = &self.layers[0];
+        let w_col = layer.weights.column(0);
+        let w_copy: Vec<f64>;
+        let w = match w_col.as_slice() {
+            Some(s) => s,
+            None => {
+                w_copy = w_col.to_vec();
+                &w_copy
+            }
+        };
+        let b = layer.bias[0];
+        let (mine, theirs) = pages.split_at(pages.len() / 2);
+        let gl = &mut grad.layers[0];
+        let gw = gl
+            .weights
+            .as_slice_mut()
+            .expect("a linear gradient is one column");
+        let ws = &mut grad.work[0];
+        let mut own = (0.0, BatchStats::default());
+        let kind = &self.kind;
+        let helped = helper.run(kind, w, b, theirs, gw, |gw| {
+            own = linear::gradient_add(kind, w, b, mine, gw, ws);
+        });
+        let (mut bias, mut stats) = own;
+        match helped {
+            Some((their_bias, their_stats)) => {
+                bias += their_bias;
+                stats.merge(&their_stats);
+            }
+            None => {
+                let (their_bias, their_stats) = linear::gradient_add(kind, w, b, theirs, gw, ws);
+                bias += their_bias;
+                stats.merge(&their_stats);
+            }
+        }
+        gl.bias[0] += bias;
         grad.finish(self, rows, l2);
         Ok(stats)
     }

@@ -198,3 +198,39 @@ fn no_rows_gives_the_penalty_gradient_alone() {
     assert_eq!(g.weights(), &(w.weights() * 0.5));
     assert!(g.bias().iter().all(|&b| b == 0.0));
 }
+
+#[test]
+fn the_split_gradient_is_the_one_thread_gradient() {
+    // Pages shared with a helper thread: the same gradient up to rounding
+    // and the same figures, for every model (non-linear ones run on one
+    // thread), every format, and one to three pages; then again with the
+    // helper reused across calls of different models.
+    let mut helper = tocpile::model::GradientHelper::start().unwrap();
+    for round in 0..2 {
+        for (seed, (kind, label)) in cases().into_iter().enumerate() {
+            let seed = seed as u64 + 11 + round;
+            let (batches, labels) = data(seed * 100, label);
+            let model = random_model(&kind, seed);
+            for format in [FormatKind::TocFull, FormatKind::Csr, FormatKind::Den] {
+                let all = pages_of(&encode_all(&batches, format), &labels);
+                for n in 1..=all.len() {
+                    let pages = &all[..n];
+                    let mut one = Gradient::new(&model);
+                    let want = model.gradient(pages, L2, &mut one).unwrap();
+                    let mut two = Gradient::new(&model);
+                    let got = model
+                        .gradient_split(pages, L2, &mut two, &mut helper)
+                        .unwrap();
+                    assert_eq!(got.rows, want.rows);
+                    assert_eq!(got.correct, want.correct);
+                    let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * a.abs().max(1.0);
+                    assert!(close(got.loss_sum, want.loss_sum), "{kind} {format}: loss");
+                    assert!(close(got.sse, want.sse), "{kind} {format}: sse");
+                    for (i, (a, b)) in one.to_vec().iter().zip(two.to_vec()).enumerate() {
+                        assert!(close(*a, b), "{kind} {format} {n} pages: parameter {i}");
+                    }
+                }
+            }
+        }
+    }
+}

@@ -146,3 +146,48 @@ fn divergence_names_the_epoch_and_rate() {
     ));
     std::fs::remove_file(&path).unwrap();
 }
+
+#[test]
+fn the_split_gradient_trains_the_one_thread_model() {
+    // Resident pages (the default budget holds mushrooms) and page mode:
+    // the epochs run inline, so with two cores the gradient is shared
+    // with a helper thread. The model must be the one-thread model up to
+    // rounding, for each linear model.
+    let path = mushrooms_file(FormatKind::TocFull, 50);
+    let loader = Loader::open(
+        &path,
+        LoaderOptions {
+            mode: Mode::Page,
+            seed: 5,
+            ..LoaderOptions::default()
+        },
+    )
+    .unwrap();
+    for kind in [
+        ModelKind::Logistic,
+        ModelKind::Svm,
+        ModelKind::LinearRegression,
+    ] {
+        let run = |split_gradient| {
+            let mut model = Model::new(kind.clone(), 98, 0).unwrap();
+            let options = TrainOptions {
+                epochs: 3,
+                learning_rate: 0.05,
+                split_gradient,
+                ..TrainOptions::default()
+            };
+            let reports = train(&mut model, &loader, &options, None, |_| {}).unwrap();
+            (model.params(), reports.last().unwrap().train)
+        };
+        let ((one, one_score), (two, two_score)) = (run(false), run(true));
+        assert_eq!(one_score.rows, two_score.rows);
+        assert!((one_score.loss - two_score.loss).abs() < 1e-9, "{kind}");
+        for (i, (a, b)) in one.iter().zip(&two).enumerate() {
+            assert!(
+                (a - b).abs() <= 1e-9 * a.abs().max(1.0),
+                "{kind}: parameter {i}: {a} {b}"
+            );
+        }
+    }
+    std::fs::remove_file(&path).unwrap();
+}

@@ -161,6 +161,7 @@ pub fn start(
         decay: args.decay,
         l2: args.l2,
         optimizer: args.optimizer.rule(),
+        split_gradient: args.gradient_threads > 1,
     };
     Ok((model, options, name))
 }
