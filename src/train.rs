@@ -104,6 +104,9 @@ pub struct EpochReport {
     pub steps: usize,
     /// Most bytes the loader's buffers held.
     pub buffer_peak_bytes: usize,
+    /// Threads that computed the gradients: 2 when they were shared with
+    /// a helper thread ([`TrainOptions::split_gradient`]), else 1.
+    pub gradient_threads: usize,
 }
 
 /// Trains `model` for `options.epochs` epochs over `loader`, evaluating on
@@ -151,6 +154,9 @@ pub fn train<S: Source + 'static>(
             // No thread to spare: the one-thread gradient does the job.
             helper = GradientHelper::start().ok();
         }
+        if let Some(h) = helper.as_mut() {
+            h.new_epoch();
+        }
         let mut steps = 0;
         for batch in batches.by_ref() {
             let batch = batch?;
@@ -186,6 +192,14 @@ pub fn train<S: Source + 'static>(
             wait_seconds: stats.wait_seconds,
             steps,
             buffer_peak_bytes: stats.buffer_peak_bytes,
+            gradient_threads: if split
+                && helper.as_ref().is_some_and(GradientHelper::sharing)
+                && model.is_linear()
+            {
+                2
+            } else {
+                1
+            },
         };
         on_epoch(&report);
         reports.push(report);

@@ -47,9 +47,12 @@ pub struct TrainBenchArgs {
     /// Rows per mini-batch.
     #[arg(long, value_name = "N", default_value_t = 250, value_parser = clap::value_parser!(u64).range(1..))]
     batch_size: u64,
-    /// Learning rate.
-    #[arg(long, value_name = "X", default_value_t = 0.1)]
-    lr: f64,
+    /// Learning rate [default: 0.03 for adam, 0.1 for adagrad and sgd].
+    #[arg(long, value_name = "X")]
+    lr: Option<f64>,
+    /// The step rule of every setting (as `tocpile train --optimizer`).
+    #[arg(long, value_enum, default_value = "adam")]
+    optimizer: crate::train::prepare::OptimizerArg,
     /// The loader's strategy (as `tocpile train --shuffle`, one only).
     #[arg(long, value_name = "NAME", default_value = "corgipile")]
     shuffle: String,
@@ -72,6 +75,7 @@ pub struct TrainBenchArgs {
 struct SettingJson {
     name: &'static str,
     mode: &'static str,
+    gradient_threads: usize,
     first_epoch_seconds: f64,
     epoch_seconds: f64,
     examples_per_second: f64,
@@ -91,6 +95,7 @@ struct BenchJson {
     page_rows: usize,
     batch_rows: usize,
     epochs: usize,
+    optimizer: &'static str,
     settings: Vec<SettingJson>,
 }
 
@@ -104,7 +109,8 @@ pub fn run(args: &TrainBenchArgs) -> Outcome {
         model: kind.clone(),
         epochs: usize::try_from(args.epochs).unwrap_or(usize::MAX),
         batch_rows: usize::try_from(args.batch_size).unwrap_or(usize::MAX),
-        learning_rate: args.lr,
+        learning_rate: args.lr.unwrap_or(args.optimizer.default_lr()),
+        optimizer: args.optimizer.rule(),
         strategy,
         mode: args.mode.mode(),
         memory: usize::try_from(args.memory.saturating_mul(1 << 20)).unwrap_or(usize::MAX),
@@ -127,12 +133,14 @@ fn to_json(bench: &TrainBench, model: &str, options: &TrainBenchOptions) -> Benc
         page_rows: bench.page_rows,
         batch_rows: options.batch_rows,
         epochs: options.epochs,
+        optimizer: options.optimizer.name(),
         settings: bench
             .settings
             .iter()
             .map(|s| SettingJson {
                 name: s.name,
                 mode: s.mode,
+                gradient_threads: s.gradient_threads,
                 first_epoch_seconds: s.first_epoch_seconds,
                 epoch_seconds: s.epoch_seconds,
                 examples_per_second: s.examples_per_second,
@@ -149,23 +157,26 @@ fn to_json(bench: &TrainBench, model: &str, options: &TrainBenchOptions) -> Benc
 fn render(bench: &TrainBench, model: &str, options: &TrainBenchOptions) -> String {
     let mib = |b: f64| b / (1u64 << 20) as f64;
     let mut text = format!(
-        "{}: {} rows in {} blocks of {}-row pages; {model}, {}-row mini-batches, {} {} timed \
-         epochs after a first one\n\n\
-         | setting | mode | first epoch s | epoch s | examples/s | speed vs memory-csr | wait share | peak MiB | file MiB |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        "{}: {} rows in {} blocks of {}-row pages; {model}, {} lr {}, {}-row mini-batches, {} {} \
+         timed epochs after a first one\n\n\
+         | setting | mode | gradient threads | first epoch s | epoch s | examples/s | speed vs memory-csr | wait share | peak MiB | file MiB |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         bench.path.display(),
         bench.rows,
         bench.blocks,
         bench.page_rows,
+        options.optimizer,
+        options.learning_rate,
         options.batch_rows,
         options.strategy,
         options.epochs,
     );
     for s in &bench.settings {
         text.push_str(&format!(
-            "| {} | {} | {:.3} | {:.3} | {:.2}M | {:.2}x | {:.0}% | {:.1} | {:.1} |\n",
+            "| {} | {} | {} | {:.3} | {:.3} | {:.2}M | {:.2}x | {:.0}% | {:.1} | {:.1} |\n",
             s.name,
             s.mode,
+            s.gradient_threads,
             s.first_epoch_seconds,
             s.epoch_seconds,
             s.examples_per_second / 1e6,

@@ -226,6 +226,7 @@ where
                 wait_seconds: stats.wait_seconds,
                 steps,
                 buffer_peak_bytes: stats.buffer_peak_bytes,
+                gradient_threads: 1,
             },
             batches_per_rank,
             communication_seconds: comm_seconds,

@@ -313,7 +313,8 @@ impl Model {
 
     /// [`gradient`](Self::gradient) with a linear model's pages shared
     /// with `helper`'s thread (see [`GradientHelper`]): the trainer's
-    /// thread takes the first half of the pages, the helper the rest.
+    /// thread takes the first half of the pages (the larger), the helper
+    /// the rest.
     /// The same gradient up to rounding (sums are grouped by thread);
     /// other models, and a single page, run as `gradient`.
     ///
@@ -342,7 +343,9 @@ impl Model {
             }
         };
         let b = layer.bias[0];
-        let (mine, theirs) = pages.split_at(pages.len() / 2);
+        // The trainer's thread takes the larger half: the helper then
+        // usually finishes first, and the trainer does not wait.
+        let (mine, theirs) = pages.split_at(pages.len() - pages.len() / 2);
         let gl = &mut grad.layers[0];
         let gw = gl
             .weights
@@ -351,21 +354,12 @@ impl Model {
         let ws = &mut grad.work[0];
         let mut own = (0.0, BatchStats::default());
         let kind = &self.kind;
-        let helped = helper.run(kind, w, b, theirs, gw, |gw| {
+        let (their_bias, their_stats) = helper.run(kind, w, b, theirs, gw, |gw| {
             own = linear::gradient_add(kind, w, b, mine, gw, ws);
         });
         let (mut bias, mut stats) = own;
-        match helped {
-            Some((their_bias, their_stats)) => {
-                bias += their_bias;
-                stats.merge(&their_stats);
-            }
-            None => {
-                let (their_bias, their_stats) = linear::gradient_add(kind, w, b, theirs, gw, ws);
-                bias += their_bias;
-                stats.merge(&their_stats);
-            }
-        }
+        bias += their_bias;
+        stats.merge(&their_stats);
         gl.bias[0] += bias;
         grad.finish(self, rows, l2);
         Ok(stats)
@@ -428,7 +422,7 @@ impl Model {
         }
     }
 
-    fn is_linear(&self) -> bool {
+    pub(crate) fn is_linear(&self) -> bool {
         matches!(
             self.kind,
             ModelKind::Logistic | ModelKind::Svm | ModelKind::LinearRegression

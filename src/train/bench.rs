@@ -28,7 +28,7 @@ use crate::dataset::{Dataset, DatasetWriter, WriterOptions};
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
 use crate::loader::{Loader, LoaderOptions, Mode, Strategy, DEFAULT_MEMORY};
-use crate::model::{Gradient, Model, ModelKind};
+use crate::model::{Gradient, Model, ModelKind, Optimizer, OptimizerState};
 use crate::page::Page;
 use crate::rng::Rng;
 use crate::sparse::SparseBatch;
@@ -44,6 +44,10 @@ pub struct TrainBenchOptions {
     pub batch_rows: usize,
     /// Learning rate (default 0.1; decay 0.95 per epoch as in training).
     pub learning_rate: f64,
+    /// The step rule of every setting, the in-memory loops included
+    /// (default [`Optimizer::Sgd`], as [`TrainOptions`]; the command line
+    /// uses `train`'s default, Adam).
+    pub optimizer: Optimizer,
     /// The loader's strategy (default CorgiPile).
     pub strategy: Strategy,
     /// The loader's mode (default [`Mode::Auto`]).
@@ -64,6 +68,7 @@ impl Default for TrainBenchOptions {
             epochs: 3,
             batch_rows: 250,
             learning_rate: 0.1,
+            optimizer: Optimizer::Sgd,
             strategy: Strategy::CorgiPile,
             mode: Mode::Auto,
             memory: DEFAULT_MEMORY,
@@ -101,6 +106,11 @@ pub struct Setting {
     pub final_loss: f64,
     /// The mode the loader used ("page" or "exact"; "memory").
     pub mode: &'static str,
+    /// Threads that computed the gradients in the later epochs (2 when
+    /// the trainer shared them with a helper thread: resident epochs of
+    /// a linear model, see [`TrainOptions::split_gradient`]; the
+    /// in-memory loops use one).
+    pub gradient_threads: usize,
 }
 
 /// Every setting of one run.
@@ -230,6 +240,7 @@ fn train_options(options: &TrainBenchOptions) -> TrainOptions {
     TrainOptions {
         epochs: options.epochs + 1,
         learning_rate: options.learning_rate,
+        optimizer: options.optimizer,
         ..TrainOptions::default()
     }
 }
@@ -274,6 +285,7 @@ fn from_file(
         file_bytes: dataset.info().file_bytes,
         final_loss: reports.last().map_or(f64::NAN, |r| r.train.loss),
         mode: loader.mode().name(),
+        gradient_threads: later.iter().map(|r| r.gradient_threads).max().unwrap_or(1),
     })
 }
 
@@ -340,6 +352,7 @@ fn in_memory(
     }
     let mut model = Model::new(options.model.clone(), rows.n_cols(), options.seed)?;
     let mut grad = Gradient::new(&model);
+    let mut state = OptimizerState::new(options.optimizer);
     let train = train_options(options);
     let mut times = Vec::new();
     let mut loss = f64::NAN;
@@ -351,7 +364,7 @@ fn in_memory(
         let (mut loss_sum, mut seen) = (0.0, 0usize);
         for &b in &order {
             let stats = model.gradient(&batches[b], 0.0, &mut grad)?;
-            model.step(&grad, lr);
+            model.step_with(&grad, lr, &mut state);
             loss_sum += stats.loss_sum;
             seen += batches[b].iter().map(Page::n_rows).sum::<usize>();
         }
@@ -370,6 +383,7 @@ fn in_memory(
         file_bytes: 0,
         final_loss: loss,
         mode: "memory",
+        gradient_threads: 1,
     })
 }
 

@@ -221,6 +221,15 @@ fn the_split_gradient_is_the_one_thread_gradient() {
                     let got = model
                         .gradient_split(pages, L2, &mut two, &mut helper)
                         .unwrap();
+                    // Not shared (a busy machine): the same sums, bit for bit.
+                    helper.pause();
+                    let mut here = Gradient::new(&model);
+                    let alone = model
+                        .gradient_split(pages, L2, &mut here, &mut helper)
+                        .unwrap();
+                    helper.new_epoch();
+                    assert_eq!(here.to_vec(), two.to_vec(), "{kind} {format}: paused");
+                    assert_eq!(alone, got, "{kind} {format}: paused figures");
                     assert_eq!(got.rows, want.rows);
                     assert_eq!(got.correct, want.correct);
                     let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * a.abs().max(1.0);
