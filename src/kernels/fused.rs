@@ -52,12 +52,26 @@ pub(super) fn tree(
 ) {
     let first = t.pair_cols.len();
     h.clear();
-    h.push(0.0); // the root, never read
-    h.extend((1..first).map(|k| t.pair_vals[k] * w[t.pair_cols[k] as usize]));
+    h.resize(t.n_nodes(), 0.0); // h[0], the root's, is never read
+                                // Over zipped slices: one bounds check per pair (on `w`) rather than
+                                // three, and no capacity check per push.
+    let (h_pairs, h_links) = h.split_at_mut(first);
+    let pairs = t.pair_vals[1..].iter().zip(&t.pair_cols[1..]);
+    for (hk, (&value, &col)) in h_pairs[1..].iter_mut().zip(pairs) {
+        *hk = value * w[col as usize];
+    }
     let links = t.parent[first..].iter().zip(&t.key[first..]);
-    for (&parent, &key) in links {
-        let x = h[parent as usize] + h[key as usize];
-        h.push(x);
+    for (i, (&parent, &key)) in links.enumerate() {
+        // Parents and keys precede their node: already computed.
+        let value = |id: u32| {
+            let id = id as usize;
+            if id < first {
+                h_pairs[id]
+            } else {
+                h_links[id - first]
+            }
+        };
+        h_links[i] = value(parent) + value(key);
     }
     // Even and odd rows add into two tables, as in `scalar::left_stored`
     // (a node used by consecutive rows does not wait on its own store).
