@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::ahead::Ahead;
 use super::resident::{BlockPages, Resident};
-use super::units::{block_units, make_batches, Unit};
+use super::units::{block_units, detach_partial_blocks, make_batches, Unit};
 use super::{MiniBatch, Plan, Strategy};
 use crate::dataset::{Dataset, Source};
 use crate::error::Result;
@@ -170,7 +170,7 @@ impl<S: Source + 'static> EpochState<S> {
             Err(e) => return Some(Err(e)),
         };
         let first_row = self.plan.block_first_row[b];
-        Some(block_units(&pages, first_row, self.plan.mode, resident))
+        Some(block_units(&pages, first_row, &self.plan, resident))
     }
 
     fn push_pending(&mut self, unit: Unit) {
@@ -337,6 +337,9 @@ impl<S: Source + 'static> EpochState<S> {
             .skip(before)
             .map(|b| b.owned_bytes)
             .sum::<usize>();
+        // Exact mode: rows left over whose block is otherwise used up are
+        // copied out, so the block is freed and the count stays true.
+        self.pending_bytes = detach_partial_blocks(&mut self.pending);
         self.peak = self.peak.max(self.held_now());
         Ok(())
     }
