@@ -128,18 +128,23 @@ impl Unit {
     /// Heap bytes the unit keeps alive, for the loader's memory report:
     /// its own shared allocation, and a page's heap bytes (for TOC the
     /// decode tree, not only the encoded bytes) unless the resident cache
-    /// holds the page; a shared row's share of its decoded block (see
-    /// [`detach_partial_blocks`] for why the shares stay true); or a
-    /// copied row's columns and values.
+    /// holds the page; a row's slot in the buffer and its share of its
+    /// decoded block (see [`detach_partial_blocks`] for why the shares
+    /// stay true) or its own copy.
     pub(crate) fn bytes(&self) -> usize {
         match self {
             Unit::Page(p) => {
                 let own = ARC_COUNTS + std::mem::size_of::<PageUnit>();
                 own + if p.resident { 0 } else { p.page.heap_bytes() }
             }
-            Unit::Shared(s) => s.bytes(),
+            // A row's slot in the buffer is a good share of its memory.
+            Unit::Shared(s) => std::mem::size_of::<Unit>() + s.bytes(),
             Unit::Row(r) => {
-                ARC_COUNTS + std::mem::size_of::<RowUnit>() + 4 * r.cols.len() + 8 * r.values.len()
+                std::mem::size_of::<Unit>()
+                    + ARC_COUNTS
+                    + std::mem::size_of::<RowUnit>()
+                    + 4 * r.cols.len()
+                    + 8 * r.values.len()
             }
         }
     }
@@ -241,26 +246,29 @@ pub(crate) fn block_units(
 }
 
 /// Copies out the rows in `pending` whose decoded block is not wholly
-/// there (its other rows are gathered into mini-batches already) and
-/// returns the bytes `pending` now holds. After this every decoded block
-/// still alive is held by `pending` with all its rows, so the rows' shares
-/// ([`Unit::bytes`]) add up to exactly what is held; the rows copied are
-/// fewer than a mini-batch.
-pub(crate) fn detach_partial_blocks(pending: &mut VecDeque<Unit>) -> usize {
+/// there (its other rows are being gathered into mini-batches) and
+/// returns the bytes `pending` then holds and the bytes of the copies.
+/// After this every decoded block that outlives the mini-batches being
+/// made is held by `pending` with all its rows, so the rows' shares
+/// ([`Unit::bytes`]) add up to exactly what is held. Called once the
+/// batches are cut, so the rows copied are fewer than a mini-batch.
+pub(crate) fn detach_partial_blocks(pending: &mut VecDeque<Unit>) -> (usize, usize) {
     let mut held: hashbrown::HashMap<*const DecodedRows, usize> = hashbrown::HashMap::new();
     for unit in pending.iter() {
         if let Unit::Shared(s) = unit {
             *held.entry(Arc::as_ptr(&s.rows)).or_default() += 1;
         }
     }
+    let mut copied = 0;
     for unit in pending.iter_mut() {
         if let Unit::Shared(s) = unit {
             if held[&Arc::as_ptr(&s.rows)] < s.rows.labels.len() {
                 *unit = unit.detached();
+                copied += unit.bytes();
             }
         }
     }
-    pending.iter().map(Unit::bytes).sum()
+    (pending.iter().map(Unit::bytes).sum(), copied)
 }
 
 /// Builds mini-batches from runs of units, exact-mode batches in parallel
