@@ -58,8 +58,11 @@ pub(crate) struct DecodedRows {
     labels: Vec<f64>,
     /// Global index of the block's first row.
     first_row: u64,
-    /// Heap bytes of the whole structure, its shared allocation included.
-    bytes: usize,
+    /// Heap bytes of the whole structure, its shared allocation included,
+    /// as each row's share: `share` bytes, and one more for the first
+    /// `extra` rows.
+    share: usize,
+    extra: usize,
 }
 
 /// Row `index` of a [`DecodedRows`], whose entries are `start..start +
@@ -84,9 +87,13 @@ impl SharedRow {
     /// block's rows add up to the block's bytes exactly, so a buffer
     /// holding whole blocks counts what it holds.
     fn bytes(&self) -> usize {
-        let n = self.rows.labels.len();
-        self.rows.bytes / n + usize::from((self.index as usize) < self.rows.bytes % n)
+        self.rows.share + usize::from((self.index as usize) < self.rows.extra)
     }
+}
+
+thread_local! {
+    /// A page's rows as decoded last on this thread, reused.
+    static SCRATCH: std::cell::RefCell<SparseBatch> = std::cell::RefCell::new(SparseBatch::default());
 }
 
 const ARC_COUNTS: usize = 2 * std::mem::size_of::<usize>();
@@ -100,6 +107,16 @@ pub(crate) enum Unit {
     Shared(SharedRow),
     /// A row with its own copy.
     Row(Arc<RowUnit>),
+}
+
+/// A row unit's stored entries and global row number (`None` for a
+/// page), without reading the row's data.
+fn row_info(unit: &Unit) -> Option<(usize, u64)> {
+    match unit {
+        Unit::Page(_) => None,
+        Unit::Shared(s) => Some((s.len as usize, s.rows.first_row + u64::from(s.index))),
+        Unit::Row(r) => Some((r.cols.len(), r.row)),
+    }
 }
 
 /// The parts of a row unit a mini-batch needs: columns, values, label and
@@ -196,19 +213,34 @@ pub(crate) fn block_units(
         return Ok(units);
     }
     let n_rows: usize = pages.iter().map(Page::n_rows).sum();
-    let decoded: Vec<SparseBatch> = pages.iter().map(|p| p.batch().decode()).collect();
-    let nnz: usize = decoded.iter().map(SparseBatch::nnz).sum();
+    // The block's arrays at their exact size (TOC knows its decoded
+    // count before decoding), each page decoded into a buffer kept by the
+    // thread (no allocation per page) and appended.
+    let nnz: Option<usize> = pages
+        .iter()
+        .map(|p| Some(p.batch().as_toc()?.tree().decoded_nnz() as usize))
+        .sum();
     let mut labels = Vec::with_capacity(n_rows);
-    let mut cols = Vec::with_capacity(nnz);
-    let mut values = Vec::with_capacity(nnz);
+    let mut cols = Vec::with_capacity(nnz.unwrap_or(0));
+    let mut values = Vec::with_capacity(nnz.unwrap_or(0));
     // Where each row's entries start, and one past the last row's.
     let mut starts = Vec::with_capacity(n_rows + 1);
-    for (page, rows) in pages.iter().zip(decoded) {
-        labels.extend_from_slice(page.labels());
-        let base = cols.len();
-        starts.extend(rows.offsets()[..rows.n_rows()].iter().map(|&o| base + o));
-        cols.extend_from_slice(rows.cols());
-        values.extend_from_slice(rows.values());
+    SCRATCH.with_borrow_mut(|rows| {
+        for page in pages {
+            match page.batch().as_toc() {
+                Some(toc) => toc.tree().decode_into(rows),
+                None => *rows = page.batch().decode(),
+            }
+            labels.extend_from_slice(page.labels());
+            let base = cols.len();
+            starts.extend(rows.offsets()[..rows.n_rows()].iter().map(|&o| base + o));
+            cols.extend_from_slice(rows.cols());
+            values.extend_from_slice(rows.values());
+        }
+    });
+    if nnz.is_none() {
+        cols.shrink_to_fit();
+        values.shrink_to_fit();
     }
     starts.push(cols.len());
     narrow(n_rows, "rows of a block (exact mode)")?;
@@ -221,9 +253,10 @@ pub(crate) fn block_units(
     let rows = Arc::new(DecodedRows {
         cols,
         values,
+        share: bytes / n_rows.max(1),
+        extra: bytes % n_rows.max(1),
         labels,
         first_row,
-        bytes,
     });
     let units: Vec<Unit> = starts
         .windows(2)
@@ -309,12 +342,12 @@ fn make_batch(run: Vec<Unit>, plan: &Plan, replay: bool) -> Result<MiniBatch> {
                 pages.push(p.page.clone());
             }
             row => {
-                let (cols, _, _, r) = row_parts(row).expect("a row unit");
+                let (len, r) = row_info(row).expect("a row unit");
                 if trace {
                     rows.push(r);
                 }
                 n_exact += 1;
-                nnz += cols.len();
+                nnz += len;
             }
         }
     }
