@@ -207,6 +207,9 @@ fn training_step(demo: &Demo) -> Outcome {
             batch_rows: BATCH_ROWS,
             buffer: Buffer::Fraction(0.1),
             seed: SEED,
+            // TOC mini-batches, as the text below says (exact mode
+            // gathers CSR batches unless asked for a format).
+            format: Some(FormatKind::TocFull),
             ..LoaderOptions::default()
         },
     )?;

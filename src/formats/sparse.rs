@@ -162,6 +162,40 @@ impl Csr {
         })
     }
 
+    /// A CSR batch of arrays already known to hold valid rows (the
+    /// loader's exact-mode mini-batches, gathered from decoded rows): the
+    /// arrays are moved in, not copied or encoded. `offsets` has one entry
+    /// per row plus one, starting at 0 and ending at `cols.len()`; each
+    /// row's columns ascend below `n_cols`.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] for more rows than a page holds.
+    pub(crate) fn from_valid_parts(
+        n_cols: usize,
+        offsets: Vec<u32>,
+        cols: Vec<u32>,
+        values: Vec<f64>,
+    ) -> Result<Self> {
+        let shape = Shape {
+            n_rows: offsets.len().saturating_sub(1),
+            n_cols,
+        };
+        check_rows(shape)?;
+        debug_assert!(SparseBatch::from_csr(
+            n_cols,
+            offsets.iter().map(|&o| o as usize).collect(),
+            cols.clone(),
+            values.clone()
+        )
+        .is_ok());
+        Ok(Csr {
+            shape,
+            offsets,
+            cols,
+            values,
+        })
+    }
+
     /// Validates a CSR page (`docs/FORMAT.md`). Stored zeros are allowed
     /// (a page written after [`Batch::scale`](super::Batch::scale) by 0 holds them):
     /// kernels multiply by them and `decode` drops them.

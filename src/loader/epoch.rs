@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use super::ahead::{Ahead, GROUP_BYTES};
 use super::resident::{BlockPages, Resident};
-use super::units::{block_units, make_batches, Unit};
-use super::{MiniBatch, Plan, Strategy};
+use super::units::{block_units, detach_partial_blocks, make_batches, Unit};
+use super::{MiniBatch, Mode, Plan, Strategy};
 use crate::dataset::{Dataset, Source};
 use crate::error::Result;
 use crate::rng::Rng;
@@ -194,7 +194,7 @@ impl<S: Source + 'static> EpochState<S> {
             Err(e) => return Some(Err(e)),
         };
         let first_row = self.plan.block_first_row[b];
-        Some(block_units(&pages, first_row, self.plan.mode, resident))
+        Some(block_units(&pages, first_row, &self.plan, resident))
     }
 
     fn push_pending(&mut self, unit: Unit) {
@@ -330,6 +330,7 @@ impl<S: Source + 'static> EpochState<S> {
     fn form_batches(&mut self) -> Result<()> {
         let mut runs = Vec::new();
         let mut replays = Vec::new();
+        let before_take = self.pending_bytes;
         while self.pending_rows >= self.plan.batch_rows
             || (self.input_done && !self.pending.is_empty())
         {
@@ -339,6 +340,11 @@ impl<S: Source + 'static> EpochState<S> {
                 replays.push(self.replay_run());
             }
         }
+        // Exact mode: rows left over whose block is otherwise used up are
+        // copied out now, so the block is freed with the rest and the
+        // count stays true ([`detach_partial_blocks`]).
+        let (left, copied) = detach_partial_blocks(&mut self.pending);
+        self.pending_bytes = left;
         let plan = &self.plan;
         let build = |runs, replay| make_batches(runs, plan, replay);
         let stream = build(runs, false)?;
@@ -361,6 +367,17 @@ impl<S: Source + 'static> EpochState<S> {
             .skip(before)
             .map(|b| b.owned_bytes)
             .sum::<usize>();
+        if plan.mode != Mode::Page {
+            // Exact-mode batches are copies of their rows, and a decoded
+            // block lives until its last row is gathered: every unit that
+            // was pending, the copies of the rows left over and the new
+            // batches are held together for a while. (A page-mode batch
+            // shares its units' pages: nothing more.)
+            let building = before_take + copied + self.ready_bytes;
+            self.peak = self
+                .peak
+                .max(building + self.held_bytes + self.feed.ahead_bytes());
+        }
         self.peak = self.peak.max(self.held_now());
         Ok(())
     }

@@ -14,9 +14,11 @@
 //! | `Mrs` | multiplexed reservoir sampling (paper 3.4): tuples dropped by reservoir sampling stream to SGD, and after each such mini-batch one mini-batch loops over the reservoir (marked [`MiniBatch::replay`]) |
 //!
 //! **Units.** TOC assumes batches encoded once; CorgiPile reshuffles tuples
-//! every epoch. [`Mode::Exact`] holds decoded rows in the buffer, shuffles
-//! rows as the paper does, and encodes each mini-batch in the producer
-//! (rayon, in the file's page format). [`Mode::Page`] shuffles whole
+//! every epoch. [`Mode::Exact`] decodes each block once into shared
+//! arrays, shuffles its rows (a handle and an index each, no allocation
+//! per row) as the paper does, and gathers each mini-batch's rows in the
+//! producer (rayon) straight into one CSR page, with no encode
+//! ([`LoaderOptions::format`] asks for another format). [`Mode::Page`] shuffles whole
 //! encoded pages and makes a mini-batch of the next pages holding
 //! `batch_rows` rows, with no re-encoding; the file's `page_rows` must then
 //! be a fraction of the batch (say 50 for 250-row batches) or batches
@@ -105,7 +107,8 @@ use crate::formats::FormatKind;
 use crate::page::Page;
 use crate::rng::Rng;
 
-/// One mini-batch: in exact mode one freshly encoded page, in page mode
+/// One mini-batch: in exact mode one page of its rows (CSR unless
+/// [`LoaderOptions::format`] says otherwise), in page mode
 /// the file's pages it is made of (shared with the loader's buffer, not
 /// copied). [`Model::gradient`](crate::model::Model::gradient) takes the
 /// pages as they are; gradients add up page by page.
@@ -411,7 +414,7 @@ fn make_plan<T: Source>(ds: &Dataset<T>, o: &LoaderOptions) -> (Plan, Vec<String
         double_buffer: o.double_buffer,
         read_ahead: o.read_ahead,
         trace: o.trace,
-        format: o.format.unwrap_or(ds.info().format),
+        format: o.format.unwrap_or(FormatKind::Csr),
         n_cols: ds.info().n_cols,
         n_rows: row,
         block_first_row,

@@ -51,8 +51,8 @@ pub struct TrainArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "corgipile",
           value_parser = parse_strategy)]
     pub shuffle: Vec<Strategy>,
-    /// What the buffer shuffles: rows (exact, re-encoded into each
-    /// mini-batch), whole encoded pages (page, no re-encoding), or auto:
+    /// What the buffer shuffles: rows (exact, gathered into a CSR page
+    /// per mini-batch), whole encoded pages (page, no re-encoding), or auto:
     /// page mode when a mini-batch spans at least four pages of the file,
     /// exact mode otherwise.
     #[arg(long, value_enum, default_value = "auto")]
@@ -161,7 +161,7 @@ fn parse_holdout(text: &str) -> Result<f64, String> {
 /// `--mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ModeArg {
-    /// Shuffle decoded rows; encode each mini-batch.
+    /// Shuffle decoded rows; gather each mini-batch into CSR.
     Exact,
     /// Shuffle whole encoded pages.
     Page,
