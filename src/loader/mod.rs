@@ -75,6 +75,7 @@
 //! serialised into alternating batches so that runs are reproducible.
 
 mod ahead;
+mod budget;
 mod epoch;
 mod iter;
 mod options;
@@ -83,6 +84,10 @@ mod shuffle;
 mod trace;
 mod units;
 
+pub use budget::{
+    default_memory, memory_budget, memory_budget_for, MemoryBudget, MemorySource,
+    AVAILABLE_SHARE_DIVISOR,
+};
 pub use iter::{Epoch, EpochStats};
 use options::check_options;
 pub use options::{Buffer, LoaderOptions, Mode, Strategy, AUTO_MIN_PAGES, DEFAULT_MEMORY};

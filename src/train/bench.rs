@@ -25,7 +25,7 @@ use super::{train, TrainOptions};
 use crate::dataset::{Dataset, DatasetWriter, WriterOptions};
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
-use crate::loader::{Loader, LoaderOptions, Mode, Strategy, DEFAULT_MEMORY};
+use crate::loader::{default_memory, Loader, LoaderOptions, Mode, Strategy};
 use crate::model::{Gradient, Model, ModelKind};
 use crate::page::Page;
 use crate::rng::Rng;
@@ -46,7 +46,8 @@ pub struct TrainBenchOptions {
     pub strategy: Strategy,
     /// The loader's mode (default [`Mode::Auto`]).
     pub mode: Mode,
-    /// The resident settings' budget (default [`DEFAULT_MEMORY`]).
+    /// The resident settings' budget (default [`default_memory`]: half the
+    /// memory available, at most [`DEFAULT_MEMORY`](crate::loader::DEFAULT_MEMORY)).
     pub memory: usize,
     /// Seed of the model and every shuffle.
     pub seed: u64,
@@ -64,7 +65,7 @@ impl Default for TrainBenchOptions {
             learning_rate: 0.1,
             strategy: Strategy::CorgiPile,
             mode: Mode::Auto,
-            memory: DEFAULT_MEMORY,
+            memory: default_memory(),
             seed: 0,
             scratch_dir: None,
         }
