@@ -66,9 +66,14 @@ pub struct MemoryBudget {
     pub available: Option<u64>,
     /// What gave `available` (the smaller bound when several were read).
     pub source: Option<MemorySource>,
-    /// Bytes set aside for the loader's own working set before halving
-    /// ([`memory_budget_for`]; 0 for [`memory_budget`]).
+    /// Bytes set aside for the loader's own working set and the rest of
+    /// the process before halving ([`memory_budget_for`]; 0 for
+    /// [`memory_budget`]).
     pub working_set: u64,
+    /// Bytes kept for the page cache of the file's streamed part: when
+    /// the file fits what is left, the budget leaves room for it
+    /// ([`memory_budget_for`]); 0 otherwise.
+    pub file_cache: u64,
 }
 
 impl MemoryBudget {
@@ -91,6 +96,7 @@ impl MemoryBudget {
                 available: None,
                 source: None,
                 working_set,
+                file_cache: 0,
             },
             Some((bytes, source)) => {
                 let share = bytes.saturating_sub(working_set) / AVAILABLE_SHARE_DIVISOR;
@@ -101,6 +107,7 @@ impl MemoryBudget {
                     available: Some(bytes),
                     source: Some(source),
                     working_set,
+                    file_cache: 0,
                 }
             }
         }
@@ -114,7 +121,8 @@ impl MemoryBudget {
 
     /// A short account of a lowered budget for a user ("half of the 107
     /// MiB available to the process, per memory cgroup
-    /// /sys/fs/cgroup/memory/x, less the loader's own 99 MiB"); `None`
+    /// /sys/fs/cgroup/memory/x, less 115 MiB for the loader's buffers and
+    /// the rest of the process"); `None`
     /// when the budget is [`DEFAULT_MEMORY`].
     pub fn reason(&self) -> Option<String> {
         if !self.lowered() {
@@ -127,19 +135,46 @@ impl MemoryBudget {
         };
         let less = match self.working_set >> 20 {
             0 => String::new(),
-            w => format!(", less the loader's own {w} MiB"),
+            w => format!(", less {w} MiB for the loader's buffers and the rest of the process"),
+        };
+        let cache = match self.file_cache >> 20 {
+            0 => String::new(),
+            c => format!(", leaving {c} MiB for the file's page cache"),
+        };
+        let share = if cache.is_empty() {
+            "half"
+        } else {
+            "at most half"
         };
         Some(format!(
-            "half of the {available} MiB available to the process, per {whence}{less}"
+            "{share} of the {available} MiB available to the process, per {whence}{less}{cache}"
         ))
     }
 }
 
+/// Memory the process will take besides the loader's buffers (the
+/// model, thread stacks, allocator slack) that [`memory_budget_for`] sets
+/// aside; what it holds already (the binary, the open file's index) is
+/// in the usage read. A streaming No Shuffle run on flights3m peaks at 9
+/// MiB all told.
+pub const PROCESS_BYTES: u64 = 8 << 20;
+
 /// The default budget for a loader over `dataset` with `options` (whose
-/// `memory` is not read): half of what the memory available leaves once
-/// the loader's own working set is set aside, at most [`DEFAULT_MEMORY`].
-/// What `tocpile train` and `tocpile bench train` use when `--memory` is
-/// not given.
+/// `memory` is not read). What `tocpile train` and `tocpile bench train`
+/// use when `--memory` is not given. Of the memory available:
+///
+/// 1. the loader's own working set and [`PROCESS_BYTES`] are set aside;
+/// 2. of what is left, half at most (see the module docs), and at most
+///    [`DEFAULT_MEMORY`];
+/// 3. when the whole file fits what is left, less again so that the
+///    streamed part of the file stays in the page cache beside the
+///    resident pages: resident pages take `e` heap bytes per byte of file
+///    they replace in the cache (`e` measured on sampled blocks: 10 to 13
+///    for TOC), so `R + (file - R / e) <= left`. Measured on flights3m in
+///    a cgroup of twice the TOC file (`docs/RESULTS.md`, "Out of memory,
+///    every format"): 52 MiB of trees pushed the file out of the cache
+///    (42% of it re-read every epoch, 0.75 s an epoch) where 40 MiB kept
+///    it (nothing re-read, 0.48 s).
 ///
 /// The working set is what the loader holds while streaming, resident
 /// pages or not: the CorgiPile (Block-Only, Sliding-Window, MRS) buffer,
@@ -152,19 +187,64 @@ impl MemoryBudget {
 /// about 100 MiB, all of a 110 MiB cgroup: the budget is then 0 and every
 /// block is streamed, where a fixed budget had the process killed.
 pub fn memory_budget_for<S: Source>(dataset: &Dataset<S>, options: &LoaderOptions) -> MemoryBudget {
-    MemoryBudget::after_working_set(
-        available_under(Path::new("/")),
-        working_set_bytes(dataset, options),
+    let e = estimate(dataset, options);
+    fit_file(
+        MemoryBudget::after_working_set(
+            available_under(Path::new("/")),
+            e.working_set + PROCESS_BYTES,
+        ),
+        e.file_bytes,
+        e.expansion,
     )
 }
 
-/// The loader's own working set in heap bytes (see [`memory_budget_for`]).
-pub(crate) fn working_set_bytes<S: Source>(dataset: &Dataset<S>, o: &LoaderOptions) -> u64 {
-    let n_blocks = dataset.n_blocks();
-    if n_blocks == 0 {
-        return 0;
+/// Step 3 of [`memory_budget_for`]: the budget lowered so that a file of
+/// `file_bytes` whose pages take `expansion` heap bytes per byte keeps
+/// its streamed part in the page cache, when it fits at all.
+pub(crate) fn fit_file(mut budget: MemoryBudget, file_bytes: u64, expansion: f64) -> MemoryBudget {
+    let Some(available) = budget.available else {
+        return budget;
+    };
+    let left = available.saturating_sub(budget.working_set);
+    // Pages no larger than their bytes cost the cache nothing to keep.
+    if file_bytes > left || expansion <= 1.0 {
+        return budget;
     }
+    let most = (left - file_bytes) as f64 / (1.0 - 1.0 / expansion);
+    let most = usize::try_from(most as u64).unwrap_or(usize::MAX);
+    if most < budget.bytes {
+        budget.bytes = most;
+        budget.file_cache = left - most as u64;
+    }
+    budget
+}
+
+/// What [`memory_budget_for`] measures of a loader over a file.
+struct Estimate {
+    /// The loader's own working set in heap bytes.
+    working_set: u64,
+    /// The file's blocks in bytes.
+    file_bytes: u64,
+    /// Heap bytes of loaded pages per encoded byte.
+    expansion: f64,
+}
+
+/// The loader's own working set in heap bytes (see [`memory_budget_for`]).
+#[cfg(test)]
+pub(crate) fn working_set_bytes<S: Source>(dataset: &Dataset<S>, o: &LoaderOptions) -> u64 {
+    estimate(dataset, o).working_set
+}
+
+fn estimate<S: Source>(dataset: &Dataset<S>, o: &LoaderOptions) -> Estimate {
+    let n_blocks = dataset.n_blocks();
     let file_bytes: u64 = (0..n_blocks).map(|b| dataset.block_bytes(b)).sum();
+    if n_blocks == 0 {
+        return Estimate {
+            working_set: 0,
+            file_bytes,
+            expansion: 1.0,
+        };
+    }
     let mean_block = file_bytes as f64 / n_blocks as f64;
     let worker_blocks = n_blocks.div_ceil(o.workers.max(1));
     let buffer = match (o.strategy, o.buffer) {
@@ -179,7 +259,12 @@ pub(crate) fn working_set_bytes<S: Source>(dataset: &Dataset<S>, o: &LoaderOptio
     // more is being made.
     let group = (65536.0 / mean_block).ceil().max(1.0);
     let blocks = (buffers * buffer) as f64 + (o.read_ahead as f64 + 1.0) * group;
-    (blocks.min(n_blocks as f64) * mean_block * expansion(dataset)) as u64
+    let expansion = expansion(dataset);
+    Estimate {
+        working_set: (blocks.min(n_blocks as f64) * mean_block * expansion) as u64,
+        file_bytes,
+        expansion,
+    }
 }
 
 /// Heap bytes of loaded pages per encoded byte, from blocks spread over
@@ -342,263 +427,5 @@ pub(crate) fn cgroup_headroom(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const MIB: u64 = 1 << 20;
-
-    #[test]
-    fn meminfo_available_is_read_in_bytes() {
-        let text = "MemTotal:       24576000 kB\nMemFree:         1000000 kB\n\
-                    MemAvailable:   20480000 kB\nBuffers:          1234 kB\n";
-        assert_eq!(meminfo_available(text), Some(20_480_000 * 1024));
-        assert_eq!(meminfo_available("MemTotal: 5 kB\n"), None);
-        assert_eq!(meminfo_available("MemAvailable: lots kB\n"), None);
-        assert_eq!(meminfo_available("MemAvailable: 5 MB\n"), None);
-        assert_eq!(meminfo_available(""), None);
-    }
-
-    #[test]
-    fn cgroup_paths_of_v1_v2_and_hybrid() {
-        let hybrid = "9:name=systemd:/\n7:blkio:/\n4:memory:/process_api/dd02\n1:cpu:/\n0::/\n";
-        assert_eq!(
-            memory_cgroup_paths(hybrid),
-            (Some("/process_api/dd02".into()), Some("/".into()))
-        );
-        assert_eq!(
-            memory_cgroup_paths("0::/user.slice/app.scope\n"),
-            (None, Some("/user.slice/app.scope".into()))
-        );
-        assert_eq!(
-            memory_cgroup_paths("5:cpuacct,memory:/a:b\n"),
-            (Some("/a:b".into()), None)
-        );
-        assert_eq!(memory_cgroup_paths("garbage\n3:cpu:/x\n"), (None, None));
-    }
-
-    #[test]
-    fn headroom_is_limit_minus_unreclaimable_usage() {
-        let stat = "cache 40000\nrss 30000\ntotal_inactive_file 25000\ninactive_file 1\n";
-        assert_eq!(
-            cgroup_headroom("100000\n", "70000\n", Some(stat), "total_inactive_file"),
-            Some(55_000)
-        );
-        assert_eq!(
-            cgroup_headroom("100000", "70000", Some(stat), "inactive_file"),
-            Some(30_001)
-        );
-        assert_eq!(
-            cgroup_headroom("100000", "70000", None, "inactive_file"),
-            Some(30_000)
-        );
-        // Over the limit (usage counts some kernel memory late): none left.
-        assert_eq!(
-            cgroup_headroom("100000", "120000", None, "inactive_file"),
-            Some(0)
-        );
-        assert_eq!(
-            cgroup_headroom("9223372036854771712\n", "5", None, "x"),
-            None
-        );
-        assert_eq!(cgroup_headroom("max\n", "5", None, "x"), None);
-        assert_eq!(cgroup_headroom("100", "", None, "x"), None);
-    }
-
-    #[test]
-    fn budget_is_half_the_available_capped() {
-        let b = MemoryBudget::from_available(Some((108 * MIB, MemorySource::MemAvailable)));
-        assert_eq!(b.bytes, 54 << 20);
-        assert!(b.lowered());
-        assert_eq!(
-            b.reason().unwrap(),
-            "half of the 108 MiB available to the process, per MemAvailable in /proc/meminfo"
-        );
-        let big = MemoryBudget::from_available(Some((20 << 30, MemorySource::MemAvailable)));
-        assert_eq!(big.bytes, DEFAULT_MEMORY);
-        assert!(!big.lowered());
-        assert_eq!(big.reason(), None);
-        let none = MemoryBudget::from_available(None);
-        assert_eq!(
-            (none.bytes, none.available, none.reason()),
-            (DEFAULT_MEMORY, None, None)
-        );
-    }
-
-    /// A fake `/`: `files` are (path, text) under a fresh directory.
-    fn tree(name: &str, files: &[(&str, &str)]) -> PathBuf {
-        let root =
-            std::env::temp_dir().join(format!("tocpile-budget-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        for (path, text) in files {
-            let p = root.join(path);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        }
-        root
-    }
-
-    #[test]
-    fn the_smallest_bound_of_the_tree_wins() {
-        let g = "sys/fs/cgroup/memory";
-        let root = tree(
-            "v1",
-            &[
-                ("proc/meminfo", "MemAvailable: 1048576 kB\n"), // 1 GiB
-                ("proc/self/cgroup", "4:memory:/outer/inner\n0::/\n"),
-                (
-                    &format!("{g}/memory.limit_in_bytes"),
-                    "9223372036854771712\n",
-                ),
-                (&format!("{g}/memory.usage_in_bytes"), "5000000000\n"),
-                (&format!("{g}/outer/memory.limit_in_bytes"), "524288000\n"), // 500 MiB
-                (&format!("{g}/outer/memory.usage_in_bytes"), "104857600\n"),
-                (
-                    &format!("{g}/outer/inner/memory.limit_in_bytes"),
-                    "115343360\n",
-                ), // 110 MiB
-                (
-                    &format!("{g}/outer/inner/memory.usage_in_bytes"),
-                    "10485760\n",
-                ),
-                (
-                    &format!("{g}/outer/inner/memory.stat"),
-                    "total_inactive_file 4194304\n",
-                ),
-            ],
-        );
-        let (bytes, source) = available_under(&root).unwrap();
-        assert_eq!(bytes, 104 * MIB); // 110 - (10 - 4)
-        assert_eq!(
-            source,
-            MemorySource::Cgroup(PathBuf::from("/sys/fs/cgroup/memory/outer/inner"))
-        );
-        // The parent binds when it has less room than the child.
-        std::fs::write(
-            root.join(g).join("outer/memory.usage_in_bytes"),
-            "471859200\n",
-        )
-        .unwrap(); // 450 MiB
-        assert_eq!(
-            available_under(&root).unwrap(),
-            (
-                50 * MIB,
-                MemorySource::Cgroup(PathBuf::from("/sys/fs/cgroup/memory/outer"))
-            )
-        );
-        std::fs::remove_dir_all(&root).unwrap();
-
-        // cgroup v2, and a container whose mount is its own cgroup.
-        let root = tree(
-            "v2",
-            &[
-                ("proc/meminfo", "MemAvailable: 1048576 kB\n"),
-                ("proc/self/cgroup", "0::/kubepods/pod1/abc\n"),
-                ("sys/fs/cgroup/memory.max", "209715200\n"),
-                ("sys/fs/cgroup/memory.current", "0\n"),
-            ],
-        );
-        assert_eq!(
-            available_under(&root).unwrap(),
-            (
-                200 * MIB,
-                MemorySource::Cgroup(PathBuf::from("/sys/fs/cgroup"))
-            )
-        );
-        std::fs::remove_dir_all(&root).unwrap();
-
-        // Nothing to read: no bound.
-        let root = tree("none", &[("proc/version", "x")]);
-        assert_eq!(available_under(&root), None);
-        assert_eq!(
-            MemoryBudget::from_available(available_under(&root)).bytes,
-            DEFAULT_MEMORY
-        );
-        std::fs::remove_dir_all(&root).unwrap();
-    }
-
-    #[test]
-    fn working_set_follows_the_buffer_and_the_measured_expansion() {
-        use crate::dataset::{DatasetWriter, WriterOptions};
-        use crate::SparseBatch;
-        let path =
-            std::env::temp_dir().join(format!("tocpile-budget-ws-{}.toc", std::process::id()));
-        let rows: Vec<[f64; 4]> = (0..40_000u64)
-            .map(|i| {
-                [
-                    1.0,
-                    (i * 7919 % 1009) as f64,
-                    0.0,
-                    (i * 104_729 % 97) as f64,
-                ]
-            })
-            .collect();
-        let labels: Vec<f64> = (0..40_000).map(|i| (i % 2) as f64).collect();
-        let layout = WriterOptions {
-            page_rows: 50,
-            block_bytes: 512,
-            ..WriterOptions::default()
-        };
-        let mut writer = DatasetWriter::create(&path, 4, layout).unwrap();
-        writer
-            .push(&SparseBatch::from_dense_rows(4, &rows).unwrap(), &labels)
-            .unwrap();
-        writer.finish().unwrap();
-        let ds = Dataset::open(&path).unwrap();
-        assert!(ds.n_blocks() > 20, "{} blocks", ds.n_blocks());
-        let all: usize = (0..ds.n_blocks())
-            .map(|b| {
-                ds.read_block(b)
-                    .unwrap()
-                    .pages()
-                    .unwrap()
-                    .iter()
-                    .map(|p| p.heap_bytes())
-                    .sum::<usize>()
-            })
-            .sum();
-        let with = |strategy, double_buffer| {
-            let o = LoaderOptions {
-                strategy,
-                double_buffer,
-                ..LoaderOptions::default()
-            };
-            working_set_bytes(&ds, &o)
-        };
-        // Every block, once: the pages' real heap bytes, within sampling.
-        let epoch = with(Strategy::EpochShuffle, false) as f64;
-        assert!(
-            (epoch / all as f64 - 1.0).abs() < 0.25,
-            "{epoch} against {all}"
-        );
-        let (none, corgi, corgi2) = (
-            with(Strategy::NoShuffle, true),
-            with(Strategy::CorgiPile, false),
-            with(Strategy::CorgiPile, true),
-        );
-        assert!(
-            none > 0 && none < corgi && corgi < corgi2,
-            "{none} {corgi} {corgi2}"
-        );
-        let budget = MemoryBudget::after_working_set(
-            Some((100 * MIB, MemorySource::MemAvailable)),
-            60 * MIB,
-        );
-        assert_eq!(budget.bytes, 20 << 20);
-        assert!(budget
-            .reason()
-            .unwrap()
-            .ends_with(", less the loader's own 60 MiB"));
-        let over =
-            MemoryBudget::after_working_set(Some((50 * MIB, MemorySource::MemAvailable)), 60 * MIB);
-        assert_eq!(over.bytes, 0);
-        drop(ds);
-        std::fs::remove_file(&path).unwrap();
-    }
-
-    #[test]
-    fn this_process_gets_a_budget_within_the_cap() {
-        let b = memory_budget();
-        assert!(b.bytes > 0 && b.bytes <= DEFAULT_MEMORY);
-        assert!(default_memory() <= DEFAULT_MEMORY);
-    }
-}
+#[path = "budget_tests.rs"]
+mod tests;

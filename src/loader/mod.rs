@@ -86,7 +86,7 @@ mod units;
 
 pub use budget::{
     default_memory, memory_budget, memory_budget_for, MemoryBudget, MemorySource,
-    AVAILABLE_SHARE_DIVISOR,
+    AVAILABLE_SHARE_DIVISOR, PROCESS_BYTES,
 };
 pub use iter::{Epoch, EpochStats};
 use options::check_options;
