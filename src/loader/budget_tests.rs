@@ -2,6 +2,9 @@
 //! parsed as strings, a fake `/` tree, the working-set estimate.
 
 use super::*;
+use crate::dataset::Dataset;
+use crate::loader::working_set::working_set_bytes;
+use crate::loader::{LoaderOptions, Strategy};
 
 const MIB: u64 = 1 << 20;
 
