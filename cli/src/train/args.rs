@@ -86,7 +86,8 @@ pub struct TrainArgs {
     /// the rest are read from the file every epoch. 0 streams every
     /// block every epoch. Default: half the memory available to the
     /// process (MemAvailable, and the limit of its memory cgroups less
-    /// their usage), at most 1024.
+    /// their usage), at most 1024; ranks (--ranks, mpirun) share it, and
+    /// take --memory each.
     #[arg(long, value_name = "MIB")]
     pub memory: Option<u64>,
     /// Seed of the shuffles and of the initial model.
