@@ -84,10 +84,12 @@ pub struct TrainArgs {
     /// Memory in MiB for loaded pages kept across epochs: pages (with
     /// their decode trees) that fit are validated once and stay resident;
     /// the rest are read from the file every epoch. 0 streams every
-    /// block every epoch. Default: half the memory available to the
-    /// process (MemAvailable, and the limit of its memory cgroups less
-    /// their usage), at most 1024; ranks (--ranks, mpirun) share it, and
-    /// take --memory each.
+    /// block every epoch. Default: half of what the memory available to
+    /// the process (MemAvailable, and the limit of its memory cgroups
+    /// less their usage) leaves once the loader's buffers are set aside,
+    /// less when the file fits the page cache (to keep it there), at most
+    /// 1024; the header says when it was lowered. Ranks (--ranks,
+    /// mpirun) share the default and take --memory each.
     #[arg(long, value_name = "MIB")]
     pub memory: Option<u64>,
     /// Seed of the shuffles and of the initial model.
