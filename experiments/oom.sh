@@ -5,6 +5,12 @@
 # TOC file (the page cache counts against it) and whose reads from the disk
 # holding the files are throttled (blkio, 200 MB/s by default).
 #
+# The table of docs/RESULTS.md "Out of memory, every format"
+# (experiments/oom-final.md and .json), every format with encode's and
+# train's defaults, as root (about 15 minutes on a 2-core machine):
+#
+#   cargo build --release -p tocpile-cli && bash experiments/oom.sh --name oom-final
+#
 #   sudo bash experiments/oom.sh [--tocpile BIN] [--data FILE.libsvm.gz] [--cols N]
 #        [--rows N] [--epochs N] [--formats toc,csr,...] [--read-mbps X]
 #        [--limit-factor X] [--allowance auto|BYTES] [--rounds N]
@@ -30,7 +36,7 @@ DEVICE=""
 KEEP=0
 PASS=()
 
-usage() { sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'; }
 
 while [[ $# -gt 0 ]]; do
     case "$1" in

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 use serde::Serialize;
 use tocpile::dataset::Dataset;
-use tocpile::loader::{Strategy, DEFAULT_MEMORY};
+use tocpile::loader::Strategy;
 use tocpile::train::bench::{bench_train, TrainBench, TrainBenchOptions};
 
 use crate::output::{emit, emit_json};
@@ -60,9 +60,10 @@ pub struct TrainBenchArgs {
     #[arg(long, value_enum, default_value = "auto")]
     mode: crate::train::ModeArg,
     /// Resident budget of the resident settings, in MiB (as `tocpile
-    /// train --memory`).
-    #[arg(long, value_name = "MIB", default_value_t = (DEFAULT_MEMORY >> 20) as u64)]
-    memory: u64,
+    /// train --memory`; default: half the memory available to the
+    /// process, at most 1024).
+    #[arg(long, value_name = "MIB")]
+    memory: Option<u64>,
     /// Seed of the model and the shuffles.
     #[arg(long, value_name = "N", default_value_t = 0)]
     seed: u64,
@@ -104,6 +105,13 @@ pub fn run(args: &TrainBenchArgs) -> Outcome {
         .ok_or_else(|| Failure(format!("unknown shuffling strategy {:?}", args.shuffle)))?;
     let dataset = Dataset::open(&args.file)?;
     let kind = crate::train::model_kind(&args.model, args.classes, &dataset, &args.file)?;
+    let loader_options = tocpile::loader::LoaderOptions {
+        strategy,
+        mode: args.mode.mode(),
+        batch_rows: usize::try_from(args.batch_size).unwrap_or(usize::MAX),
+        ..tocpile::loader::LoaderOptions::default()
+    };
+    let memory = crate::train::memory_budget(args.memory, &dataset, &loader_options).0;
     drop(dataset);
     let options = TrainBenchOptions {
         model: kind.clone(),
@@ -113,7 +121,7 @@ pub fn run(args: &TrainBenchArgs) -> Outcome {
         optimizer: args.optimizer.rule(),
         strategy,
         mode: args.mode.mode(),
-        memory: usize::try_from(args.memory.saturating_mul(1 << 20)).unwrap_or(usize::MAX),
+        memory,
         seed: args.seed,
         scratch_dir: None,
     };

@@ -22,7 +22,7 @@ mod plot;
 pub(crate) mod prepare;
 mod table;
 
-pub use args::{ModeArg, TrainArgs};
+pub use args::{memory_budget, ModeArg, TrainArgs};
 pub use table::Table;
 
 /// One strategy's training run.
@@ -143,23 +143,28 @@ pub fn run(args: &TrainArgs) -> Outcome {
     };
     // Every loader first, so that their warnings come before the table.
     let mut loaders = Vec::new();
+    // The header's budget: the smallest of the loaders' (one per strategy).
+    let mut shown: Option<(usize, Option<String>)> = None;
     for &strategy in &args.shuffle {
-        let loader = Loader::new(
-            Arc::clone(&dataset),
-            LoaderOptions {
-                strategy,
-                mode: args.mode.mode(),
-                batch_rows: usize::try_from(args.batch_size).unwrap_or(usize::MAX),
-                buffer: Buffer::Fraction(args.buffer),
-                seed: args.seed,
-                memory: usize::try_from(args.memory.saturating_mul(1 << 20)).unwrap_or(usize::MAX),
-                scratch_dir: args.scratch_dir.clone(),
-                ..LoaderOptions::default()
-            },
-        )?;
+        let mut options = LoaderOptions {
+            strategy,
+            mode: args.mode.mode(),
+            batch_rows: usize::try_from(args.batch_size).unwrap_or(usize::MAX),
+            buffer: Buffer::Fraction(args.buffer),
+            seed: args.seed,
+            scratch_dir: args.scratch_dir.clone(),
+            ..LoaderOptions::default()
+        };
+        let budget = args.memory_budget(&dataset, &options);
+        options.memory = budget.0;
+        if !matches!(&shown, Some(s) if s.0 <= budget.0) {
+            shown = Some(budget);
+        }
+        let loader = Loader::new(Arc::clone(&dataset), options)?;
         warn(&loader);
         loaders.push((strategy, loader));
     }
+    let (memory, memory_why) = shown.unwrap_or((0, None));
     if !args.json {
         let info = dataset.info();
         // The library decides what auto means; the header only reports it.
@@ -182,7 +187,7 @@ pub fn run(args: &TrainArgs) -> Outcome {
         emit(&format!(
             "training {kind} on {}: {} rows x {n_cols} columns in {} blocks{held}; {} mode, \
              {}-row mini-batches, buffer {}, {} lr {} (decay {}), l2 {}, scaling {scaling_name}, \
-             seed {}, memory {} MiB\n\n{}",
+             seed {}, memory {} MiB{}\n\n{}",
             args.file.display(),
             info.n_rows,
             info.n_blocks,
@@ -194,7 +199,10 @@ pub fn run(args: &TrainArgs) -> Outcome {
             args.decay,
             args.l2,
             args.seed,
-            args.memory,
+            memory >> 20,
+            memory_why
+                .map(|why| format!(" ({why})"))
+                .unwrap_or_default(),
             table.header(),
         ))?;
     }

@@ -77,6 +77,7 @@
 //! serialised into alternating batches so that runs are reproducible.
 
 mod ahead;
+mod budget;
 mod epoch;
 mod iter;
 mod options;
@@ -84,13 +85,19 @@ mod resident;
 mod shuffle;
 mod trace;
 mod units;
+mod working_set;
 
+pub use budget::{
+    default_memory, memory_budget, MemoryBudget, MemorySource, AVAILABLE_SHARE_DIVISOR,
+    DEFAULT_MEMORY, PROCESS_BYTES,
+};
 pub use iter::{Epoch, EpochStats};
 use options::check_options;
-pub use options::{Buffer, LoaderOptions, Mode, Strategy, AUTO_MIN_PAGES, DEFAULT_MEMORY};
+pub use options::{Buffer, LoaderOptions, Mode, Strategy, AUTO_MIN_PAGES};
 pub use shuffle::shuffle_file;
 use shuffle::shuffle_file_mapped;
 pub use trace::{labels_in_file_order, ShuffleQuality, Trace};
+pub use working_set::memory_budget_for;
 
 use std::fs::File;
 use std::path::Path;

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use super::budget::default_memory;
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
 
@@ -182,18 +183,15 @@ pub struct LoaderOptions {
     /// removed by the next Shuffle Once loader in the same directory.
     pub scratch_dir: Option<PathBuf>,
     /// Bytes of loaded pages the loader may keep in memory across epochs
-    /// (default [`DEFAULT_MEMORY`]): blocks whose pages fit stay resident
+    /// (default [`default_memory`](super::default_memory): half the memory
+    /// available to the process, from `/proc/meminfo` and its memory
+    /// cgroups, at most [`DEFAULT_MEMORY`](super::DEFAULT_MEMORY)): blocks whose pages fit stay resident
     /// after their first visit, validated once per process; the rest are
     /// read from the file every epoch. 0 streams every block every epoch.
     /// Counts what the pages hold ([`Page::heap_bytes`](crate::Page::heap_bytes):
     /// for TOC the decode trees, several times the file's bytes).
     pub memory: usize,
 }
-
-/// The default resident budget of [`LoaderOptions::memory`]: 1 GiB, about
-/// 30 MiB of TOC file on flights3m-like data (decode trees take 10 to 12
-/// times the encoded bytes) and a fraction of any machine that trains.
-pub const DEFAULT_MEMORY: usize = 1 << 30;
 
 impl Default for LoaderOptions {
     fn default() -> Self {
@@ -210,7 +208,7 @@ impl Default for LoaderOptions {
             trace: false,
             format: None,
             scratch_dir: None,
-            memory: DEFAULT_MEMORY,
+            memory: default_memory(),
         }
     }
 }

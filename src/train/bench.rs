@@ -27,7 +27,7 @@ use super::{train, TrainOptions};
 use crate::dataset::{Dataset, DatasetWriter, WriterOptions};
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
-use crate::loader::{Loader, LoaderOptions, Mode, Strategy, DEFAULT_MEMORY};
+use crate::loader::{default_memory, Loader, LoaderOptions, Mode, Strategy};
 use crate::model::{Gradient, Model, ModelKind, Optimizer, OptimizerState};
 use crate::page::Page;
 use crate::rng::Rng;
@@ -52,7 +52,8 @@ pub struct TrainBenchOptions {
     pub strategy: Strategy,
     /// The loader's mode (default [`Mode::Auto`]).
     pub mode: Mode,
-    /// The resident settings' budget (default [`DEFAULT_MEMORY`]).
+    /// The resident settings' budget (default [`default_memory`]: half the
+    /// memory available, at most [`DEFAULT_MEMORY`](crate::loader::DEFAULT_MEMORY)).
     pub memory: usize,
     /// Seed of the model and every shuffle.
     pub seed: u64,
@@ -71,7 +72,7 @@ impl Default for TrainBenchOptions {
             optimizer: Optimizer::Sgd,
             strategy: Strategy::CorgiPile,
             mode: Mode::Auto,
-            memory: DEFAULT_MEMORY,
+            memory: default_memory(),
             seed: 0,
             scratch_dir: None,
         }

@@ -84,9 +84,14 @@ pub struct TrainArgs {
     /// Memory in MiB for loaded pages kept across epochs: pages (with
     /// their decode trees) that fit are validated once and stay resident;
     /// the rest are read from the file every epoch. 0 streams every
-    /// block every epoch.
-    #[arg(long, value_name = "MIB", default_value_t = (tocpile::loader::DEFAULT_MEMORY >> 20) as u64)]
-    pub memory: u64,
+    /// block every epoch. Default: half of what the memory available to
+    /// the process (MemAvailable, and the limit of its memory cgroups
+    /// less their usage) leaves once the loader's buffers are set aside,
+    /// less when the file fits the page cache (to keep it there), at most
+    /// 1024; the header says when it was lowered. Ranks (--ranks,
+    /// mpirun) share the default and take --memory each.
+    #[arg(long, value_name = "MIB")]
+    pub memory: Option<u64>,
     /// Seed of the shuffles and of the initial model.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub seed: u64,
@@ -148,6 +153,38 @@ impl TrainArgs {
     /// The learning rate: --lr, or the step rule's default.
     pub fn learning_rate(&self) -> f64 {
         self.lr.unwrap_or(self.optimizer.default_lr())
+    }
+
+    /// The resident budget in bytes for a loader over `dataset` with
+    /// `options` (--memory, or the default for the memory available) and,
+    /// when the default was lowered below 1 GiB, why.
+    pub fn memory_budget<S: tocpile::dataset::Source>(
+        &self,
+        dataset: &tocpile::dataset::Dataset<S>,
+        options: &tocpile::loader::LoaderOptions,
+    ) -> (usize, Option<String>) {
+        memory_budget(self.memory, dataset, options)
+    }
+}
+
+/// `--memory MIB` in bytes, or the default budget of a loader over
+/// `dataset` with `options` for the memory available
+/// (`tocpile::loader::memory_budget_for`) with the reason it is below
+/// 1 GiB.
+pub fn memory_budget<S: tocpile::dataset::Source>(
+    mib: Option<u64>,
+    dataset: &tocpile::dataset::Dataset<S>,
+    options: &tocpile::loader::LoaderOptions,
+) -> (usize, Option<String>) {
+    match mib {
+        Some(m) => (
+            usize::try_from(m.saturating_mul(1 << 20)).unwrap_or(usize::MAX),
+            None,
+        ),
+        None => {
+            let budget = tocpile::loader::memory_budget_for(dataset, options);
+            (budget.bytes, budget.reason())
+        }
     }
 }
 

@@ -1,0 +1,124 @@
+//! The default resident budget of a loader over a given file
+//! ([`memory_budget_for`]): what [`budget`](super::budget) reads of the
+//! memory available, less the loader's own working set, estimated from its
+//! options and a few sampled blocks.
+
+use std::path::Path;
+
+use super::budget::{available_under, fit_file, MemoryBudget, PROCESS_BYTES};
+use super::options::{Buffer, LoaderOptions, Strategy};
+use crate::dataset::{Dataset, Source};
+
+/// Heap bytes per encoded byte assumed when no block can be sampled
+/// (above the 10 to 13 of TOC decode trees, the largest measured).
+const FALLBACK_EXPANSION: f64 = 16.0;
+
+/// The default budget for a loader over `dataset` with `options` (whose
+/// `memory` is not read). What `tocpile train` and `tocpile bench train`
+/// use when `--memory` is not given. Of the memory available:
+///
+/// 1. the loader's own working set and [`PROCESS_BYTES`] are set aside;
+/// 2. of what is left, half at most (see the module docs), and at most
+///    [`DEFAULT_MEMORY`](super::DEFAULT_MEMORY);
+/// 3. when the whole file fits what is left, less again so that the
+///    streamed part of the file stays in the page cache beside the
+///    resident pages: resident pages take `e` heap bytes per byte of file
+///    they replace in the cache (`e` measured on sampled blocks: 10 to 13
+///    for TOC), so `R + (file - R / e) <= left`. Measured on flights3m in
+///    a cgroup of twice the TOC file (`docs/RESULTS.md`, "Out of memory,
+///    every format"): 52 MiB of trees pushed the file out of the cache
+///    (42% of it re-read every epoch, 0.75 s an epoch) where 40 MiB kept
+///    it (nothing re-read, 0.48 s).
+///
+/// The working set is what the loader holds while streaming, resident
+/// pages or not: the CorgiPile (Block-Only, Sliding-Window, MRS) buffer,
+/// twice with double buffering (the producer fills the next buffer while
+/// the current one drains), the worker's whole share for Epoch Shuffle,
+/// plus the read-ahead groups; in loaded pages, from the heap bytes per
+/// encoded byte of a few sampled blocks (exact mode's decoded rows take
+/// less than TOC's decode trees, so it errs on the safe side). On
+/// flights3m with the defaults (2 KiB blocks, a 10% buffer) that is
+/// about 100 MiB, all of a 110 MiB cgroup: the budget is then 0 and every
+/// block is streamed, where a fixed budget had the process killed.
+pub fn memory_budget_for<S: Source>(dataset: &Dataset<S>, options: &LoaderOptions) -> MemoryBudget {
+    let e = estimate(dataset, options);
+    fit_file(
+        MemoryBudget::after_working_set(
+            available_under(Path::new("/")),
+            e.working_set + PROCESS_BYTES,
+        ),
+        e.file_bytes,
+        e.expansion,
+    )
+}
+
+/// What [`memory_budget_for`] measures of a loader over a file.
+struct Estimate {
+    /// The loader's own working set in heap bytes.
+    working_set: u64,
+    /// The file's blocks in bytes.
+    file_bytes: u64,
+    /// Heap bytes of loaded pages per encoded byte.
+    expansion: f64,
+}
+
+/// The loader's own working set in heap bytes (see [`memory_budget_for`]).
+#[cfg(test)]
+pub(crate) fn working_set_bytes<S: Source>(dataset: &Dataset<S>, o: &LoaderOptions) -> u64 {
+    estimate(dataset, o).working_set
+}
+
+fn estimate<S: Source>(dataset: &Dataset<S>, o: &LoaderOptions) -> Estimate {
+    let n_blocks = dataset.n_blocks();
+    let file_bytes: u64 = (0..n_blocks).map(|b| dataset.block_bytes(b)).sum();
+    if n_blocks == 0 {
+        return Estimate {
+            working_set: 0,
+            file_bytes,
+            expansion: 1.0,
+        };
+    }
+    let mean_block = file_bytes as f64 / n_blocks as f64;
+    let worker_blocks = n_blocks.div_ceil(o.workers.max(1));
+    let buffer = match (o.strategy, o.buffer) {
+        (Strategy::NoShuffle | Strategy::ShuffleOnce, _) => 0,
+        (Strategy::EpochShuffle, _) => worker_blocks,
+        (_, Buffer::Blocks(b)) => b,
+        (_, Buffer::Fraction(f)) => ((f * n_blocks as f64).ceil() as usize).max(1),
+    }
+    .min(worker_blocks);
+    let buffers = if o.double_buffer { 2 } else { 1 };
+    // Read-ahead groups hold at least 64 KiB of the file each, and one
+    // more is being made.
+    let group = (65536.0 / mean_block).ceil().max(1.0);
+    let blocks = (buffers * buffer) as f64 + (o.read_ahead as f64 + 1.0) * group;
+    let expansion = expansion(dataset);
+    Estimate {
+        working_set: (blocks.min(n_blocks as f64) * mean_block * expansion) as u64,
+        file_bytes,
+        expansion,
+    }
+}
+
+/// Heap bytes of loaded pages per encoded byte, from blocks spread over
+/// the file (up to 8, or 1 MiB of the file).
+fn expansion<S: Source>(dataset: &Dataset<S>) -> f64 {
+    let n = dataset.n_blocks();
+    let samples = n.min(8);
+    let (mut heap, mut bytes) = (0usize, 0u64);
+    for k in 0..samples {
+        let b = k * n / samples;
+        let Ok(pages) = dataset.read_block(b).and_then(|block| block.pages()) else {
+            return FALLBACK_EXPANSION;
+        };
+        heap += pages.iter().map(|p| p.heap_bytes()).sum::<usize>();
+        bytes += dataset.block_bytes(b);
+        if bytes >= 1 << 20 {
+            break;
+        }
+    }
+    if bytes == 0 {
+        return FALLBACK_EXPANSION;
+    }
+    heap as f64 / bytes as f64
+}
