@@ -34,11 +34,12 @@ const FALLBACK_EXPANSION: f64 = 16.0;
 /// pages or not: the CorgiPile (Block-Only, Sliding-Window, MRS) buffer,
 /// twice with double buffering (the producer fills the next buffer while
 /// the current one drains), the worker's whole share for Epoch Shuffle,
-/// plus the read-ahead groups; in loaded pages, from the heap bytes per
+/// plus the read-ahead groups (a buffer's worth for CorgiPile and Epoch
+/// Shuffle, validated while the current buffer trains); in loaded pages, from the heap bytes per
 /// encoded byte of a few sampled blocks (exact mode's decoded rows take
 /// less than TOC's decode trees, so it errs on the safe side). On
 /// flights3m with the defaults (2 KiB blocks, a 10% buffer) that is
-/// about 100 MiB, all of a 110 MiB cgroup: the budget is then 0 and every
+/// about 150 MiB, more than a 110 MiB cgroup: the budget is then 0 and every
 /// block is streamed, where a fixed budget had the process killed.
 pub fn memory_budget_for<S: Source>(dataset: &Dataset<S>, options: &LoaderOptions) -> MemoryBudget {
     let e = estimate(dataset, options);
@@ -88,10 +89,20 @@ fn estimate<S: Source>(dataset: &Dataset<S>, o: &LoaderOptions) -> Estimate {
     }
     .min(worker_blocks);
     let buffers = if o.double_buffer { 2 } else { 1 };
-    // Read-ahead groups hold at least 64 KiB of the file each, and one
-    // more is being made.
+    // Read-ahead groups hold at least 64 KiB of the file each; CorgiPile
+    // and Epoch Shuffle read a whole buffer ahead (`epoch::ahead_depth`),
+    // and each read-ahead thread has one more group in the making.
     let group = (65536.0 / mean_block).ceil().max(1.0);
-    let blocks = (buffers * buffer) as f64 + (o.read_ahead as f64 + 1.0) * group;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4)) as f64;
+    let ahead_groups = match o.strategy {
+        // No read-ahead thread without double buffering.
+        _ if !o.double_buffer => 0.0,
+        Strategy::CorgiPile | Strategy::EpochShuffle => {
+            (o.read_ahead as f64).max((buffer as f64 / group).ceil() + 1.0) + threads
+        }
+        _ => o.read_ahead as f64 + threads,
+    };
+    let blocks = (buffers * buffer) as f64 + ahead_groups * group;
     let expansion = expansion(dataset);
     Estimate {
         working_set: (blocks.min(n_blocks as f64) * mean_block * expansion) as u64,
