@@ -111,7 +111,7 @@ impl<S: Source + 'static> Feed<S> {
 ///
 /// CorgiPile and the epoch shuffle take a whole buffer of blocks at once
 /// and then hand out its mini-batches for a long while: with only
-/// `read_ahead` groups (128 KiB) in front, the read-ahead thread sat idle
+/// two read-ahead groups (128 KiB) in front, the read-ahead thread sat idle
 /// through that drain and the next fill waited for nearly every block of
 /// the buffer to be validated, so a streamed epoch cost validating *plus*
 /// training (flights3m: 0.55 s, 43% of it waiting). Double buffering as in
