@@ -20,15 +20,18 @@ const FALLBACK_EXPANSION: f64 = 16.0;
 /// 1. the loader's own working set and [`PROCESS_BYTES`] are set aside;
 /// 2. of what is left, half at most (see the module docs), and at most
 ///    [`DEFAULT_MEMORY`](super::DEFAULT_MEMORY);
-/// 3. when the whole file fits what is left, less again so that the
-///    streamed part of the file stays in the page cache beside the
-///    resident pages: resident pages take `e` heap bytes per byte of file
+/// 3. when the whole file fits what is left but not beside that budget
+///    of resident pages, 0: the file is kept in the page cache and every
+///    page streams. Resident pages take `e` heap bytes per byte of file
 ///    they replace in the cache (`e` measured on sampled blocks: 10 to 13
-///    for TOC), so `R + (file - R / e) <= left`. Measured on flights3m in
-///    a cgroup of twice the TOC file (`docs/RESULTS.md`, "Out of memory,
-///    every format"): 52 MiB of trees pushed the file out of the cache
-///    (42% of it re-read every epoch, 0.75 s an epoch) where 40 MiB kept
-///    it (nothing re-read, 0.48 s).
+///    for TOC), so they could share the room only as `R + (file - R / e)
+///    <= left`, which holds under half the file's pages: little saved,
+///    and a small misestimate evicts part of the file, re-read from the
+///    disk every epoch. Measured on flights3m in a cgroup of twice the
+///    TOC file (`docs/RESULTS.md`, "Out of memory, every format"): 52 MiB
+///    of trees pushed the file out of the cache (42% of it re-read every
+///    epoch, 0.75 s an epoch), 40 MiB kept it (0.48 s), but 39 MiB with
+///    the deeper read-ahead of later changes re-read 87% (0.52 s).
 ///
 /// The working set is what the loader holds while streaming, resident
 /// pages or not: the CorgiPile (Block-Only, Sliding-Window, MRS) buffer,
