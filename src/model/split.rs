@@ -135,7 +135,7 @@ impl GradientHelper {
         })
     }
 
-    /// Offers work again (after [`run`](Self::run) found that sharing
+    /// Offers work again (after the sharing check found that sharing
     /// did not pay in the previous epoch).
     pub fn new_epoch(&mut self) {
         self.off = false;
