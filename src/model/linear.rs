@@ -28,16 +28,8 @@ pub(super) fn run(
     grad: Option<&mut Gradient>,
 ) -> crate::Result<BatchStats> {
     let layer = &model.layers[0];
-    // The weights as one slice (a copy only if not laid out so).
-    let w_col = layer.weights.column(0);
-    let w_copy: Vec<f64>;
-    let w = match w_col.as_slice() {
-        Some(s) => s,
-        None => {
-            w_copy = w_col.to_vec();
-            &w_copy
-        }
-    };
+    let w = weights(layer);
+    let w = &w[..];
     let b = layer.bias[0];
     if let Some(g) = grad {
         let gl = &mut g.layers[0];
@@ -69,6 +61,16 @@ pub(super) fn run(
         stats.merge(&page_stats);
     }
     Ok(stats)
+}
+
+/// A linear layer's weights as one slice (a copy only if not laid out
+/// so).
+pub(super) fn weights(layer: &super::Layer) -> std::borrow::Cow<'_, [f64]> {
+    let column = layer.weights.column(0);
+    match column.to_slice() {
+        Some(s) => std::borrow::Cow::Borrowed(s),
+        None => std::borrow::Cow::Owned(column.to_vec()),
+    }
 }
 
 /// The summed gradient of the loss of a linear model (weights `w`, bias

@@ -333,15 +333,8 @@ impl Model {
         let rows = self.check_pages(pages)?;
         grad.reset(self, pages.len());
         let layer = &self.layers[0];
-        let w_col = layer.weights.column(0);
-        let w_copy: Vec<f64>;
-        let w = match w_col.as_slice() {
-            Some(s) => s,
-            None => {
-                w_copy = w_col.to_vec();
-                &w_copy
-            }
-        };
+        let w = linear::weights(layer);
+        let w = &w[..];
         let b = layer.bias[0];
         // The trainer's thread takes the larger half: the helper then
         // usually finishes first, and the trainer does not wait.
