@@ -107,7 +107,7 @@ impl<S: Source + 'static> Feed<S> {
     }
 }
 
-/// Groups the read-ahead thread may validate in front of the consumer.
+/// Groups the read-ahead threads may validate in front of the consumer.
 ///
 /// CorgiPile and the epoch shuffle take a whole buffer of blocks at once
 /// and then hand out its mini-batches for a long while: with only
