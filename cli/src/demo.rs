@@ -203,13 +203,13 @@ fn training_step(demo: &Demo) -> Outcome {
         &file.0,
         LoaderOptions {
             strategy: Strategy::CorgiPile,
-            mode: Mode::Exact,
+            // The default path `tocpile train` takes on such a file: whole
+            // pages shuffled, the kernels on the file's TOC pages as they
+            // are (exact mode would decode rows and gather CSR batches).
+            mode: Mode::Page,
             batch_rows: BATCH_ROWS,
             buffer: Buffer::Fraction(0.1),
             seed: SEED,
-            // TOC mini-batches, as the text below says (exact mode
-            // gathers CSR batches unless asked for a format).
-            format: Some(FormatKind::TocFull),
             ..LoaderOptions::default()
         },
     )?;
@@ -226,14 +226,15 @@ fn training_step(demo: &Demo) -> Outcome {
     };
     emit(&format!(
         "\nTraining: logistic regression by mini-batch SGD, the gradient computed on the encoded \
-         batches.\nThe rows were written to a dataset file ({} pages of {TRAIN_PAGE_ROWS} rows in \
+         pages.\nThe rows were written to a dataset file ({} pages of {TRAIN_PAGE_ROWS} rows in \
          {} blocks, TOC_FULL) and are read with CorgiPile:\na random block order, a buffer of {} \
-         blocks (10%), rows shuffled in the buffer, {BATCH_ROWS}-row mini-batches.\nLearning \
+         blocks (10%), its pages shuffled, {BATCH_ROWS}-row mini-batches of {} pages each.\nLearning \
          rate {TRAIN_LR}, decaying by {} per epoch. Loss and accuracy are the running figures \
          of each epoch;\nwait share = share of the epoch spent waiting for the loader.\n\n{}",
         info.n_pages,
         info.n_blocks,
         loader.buffer_blocks(),
+        BATCH_ROWS / TRAIN_PAGE_ROWS,
         options.decay,
         table.header()
     ))?;
