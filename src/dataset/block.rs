@@ -18,6 +18,8 @@ use crate::wire::Reader;
 pub struct Block {
     path: String,
     format: FormatKind,
+    /// The file's column count: every page must have it.
+    n_cols: usize,
     number: usize,
     offset: u64,
     bytes: Vec<u8>,
@@ -56,7 +58,7 @@ impl Block {
     /// [`Error::InFile`] naming the block, for a malformed page list.
     pub(super) fn parse(
         path: String,
-        format: FormatKind,
+        (format, n_cols): (FormatKind, usize),
         number: usize,
         entry: &BlockEntry,
         bytes: Vec<u8>,
@@ -64,6 +66,7 @@ impl Block {
         let mut block = Block {
             path,
             format,
+            n_cols,
             number,
             offset: entry.offset,
             bytes,
@@ -188,6 +191,7 @@ impl Block {
             .load(&self.bytes[span.payload.clone()])
             .and_then(|batch| {
                 check_rows(span.rows, batch.n_rows())?;
+                check_cols(self.n_cols, batch.n_cols())?;
                 Page::new(batch, &self.labels[span.labels.clone()])
             });
         checked.map_err(|error| self.page_error(j, error))
@@ -225,6 +229,7 @@ impl Block {
         }
         .and_then(|batch| {
             check_rows(span.rows, batch.n_rows())?;
+            check_cols(self.n_cols, batch.n_cols())?;
             Ok(batch)
         });
         match checked {
@@ -235,6 +240,21 @@ impl Block {
             Err(error) => Err(self.page_error(j, error)),
         }
     }
+}
+
+/// A page must have the file's columns: the loader gathers exact-mode
+/// rows into mini-batches of the file's width, and a wider page's columns
+/// would index past the model's weights. Found by the `train_forged` fuzz
+/// target (a page of 10 columns in a file of 4, exact mode).
+fn check_cols(file: usize, page: usize) -> Result<()> {
+    if file != page {
+        return Err(Error::LengthMismatch {
+            what: "columns of a page (the file's column count)",
+            expected: file as u64,
+            found: page as u64,
+        });
+    }
+    Ok(())
 }
 
 /// A page's payload must hold as many rows as it has labels.

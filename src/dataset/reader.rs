@@ -214,7 +214,7 @@ impl<S: Source> Dataset<S> {
         }
         Block::parse(
             self.path.display().to_string(),
-            self.info.format,
+            (self.info.format, self.info.n_cols),
             i,
             &entry,
             bytes,
@@ -250,7 +250,7 @@ impl<S: Source> Dataset<S> {
         }
         Block::parse(
             self.path.display().to_string(),
-            self.info.format,
+            (self.info.format, self.info.n_cols),
             i,
             &entry,
             bytes,

@@ -5,7 +5,7 @@
 //! them through `--max-page-nnz` and `--max-cols`.
 
 use crate::support::forge::{
-    bomb_batch, bomb_file, bomb_nnz, dataset, lying_footer, Claims, TOC_FULL,
+    bomb_batch, bomb_file, bomb_nnz, dataset, lying_footer, small_batch, Claims, TOC_FULL,
 };
 use crate::support::temp_path;
 use tocpile::dataset::{Dataset, DatasetWriter, WriterOptions};
@@ -249,5 +249,41 @@ fn a_page_length_near_2_pow_64_gives_no_wrapped_truncation_bound() {
     let e = Dataset::from_memory(bytes, "fuzz.toc").unwrap_err();
     if let Error::TruncatedFile { len, needed, .. } = e {
         assert!(needed > len, "a bound of {needed} for a cut at {len}");
+    }
+}
+
+/// Found by the `train_forged` fuzz target: a page 10 columns wide in a
+/// file whose footer says 4. Exact mode gathered its rows into 4-column
+/// CSR mini-batches (an invalid batch: the kernels would index past the
+/// model's weights). Every page must now have the file's columns.
+#[test]
+fn a_page_wider_than_its_file_is_an_error_in_every_mode() {
+    use tocpile::loader::{Loader, LoaderOptions, Mode, Strategy};
+    let claims = Claims {
+        n_cols: 4,
+        n_rows: 20,
+        nnz: 20,
+    };
+    let file = dataset(TOC_FULL, 20, &small_batch(20, 10), claims);
+    let ds = std::sync::Arc::new(Dataset::from_memory(file, "wide.toc").unwrap());
+    let named = |e: &Error| {
+        let text = e.to_string();
+        assert!(text.contains("block 0, page 0"), "{text}");
+        assert!(text.contains("columns of a page"), "{text}");
+    };
+    named(&ds.read_block(0).unwrap().page(0).unwrap_err());
+    named(&ds.verify(|_| {}).unwrap_err());
+    for mode in [Mode::Exact, Mode::Page] {
+        for strategy in [Strategy::CorgiPile, Strategy::NoShuffle, Strategy::Mrs] {
+            let options = LoaderOptions {
+                mode,
+                strategy,
+                batch_rows: 16,
+                ..LoaderOptions::default()
+            };
+            let loader = Loader::new(std::sync::Arc::clone(&ds), options).unwrap();
+            let first = loader.epoch(0).and_then(|mut e| e.next().unwrap());
+            named(&first.unwrap_err());
+        }
     }
 }
