@@ -242,28 +242,25 @@ impl Block {
     }
 }
 
+/// A page's payload must hold as many rows as it has labels.
+fn check_rows(labels: usize, rows: usize) -> Result<()> {
+    check_page("page rows (labels against the encoded batch)", labels, rows)
+}
+
 /// A page must have the file's columns: the loader gathers exact-mode
 /// rows into mini-batches of the file's width, and a wider page's columns
 /// would index past the model's weights. Found by the `train_forged` fuzz
 /// target (a page of 10 columns in a file of 4, exact mode).
 fn check_cols(file: usize, page: usize) -> Result<()> {
-    if file != page {
-        return Err(Error::LengthMismatch {
-            what: "columns of a page (the file's column count)",
-            expected: file as u64,
-            found: page as u64,
-        });
-    }
-    Ok(())
+    check_page("columns of a page (the file's column count)", file, page)
 }
 
-/// A page's payload must hold as many rows as it has labels.
-fn check_rows(labels: usize, rows: usize) -> Result<()> {
-    if labels != rows {
+fn check_page(what: &'static str, expected: usize, found: usize) -> Result<()> {
+    if expected != found {
         return Err(Error::LengthMismatch {
-            what: "page rows (labels against the encoded batch)",
-            expected: labels as u64,
-            found: rows as u64,
+            what,
+            expected: expected as u64,
+            found: found as u64,
         });
     }
     Ok(())
