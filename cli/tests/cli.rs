@@ -3,8 +3,11 @@
 //! fields, error messages. No wall-clock thresholds.
 
 mod common;
+#[path = "../../tests/support/forge.rs"]
+mod forge;
 
 use common::*;
+use forge::crc32;
 
 #[test]
 fn demo_runs_and_every_batch_decodes() {
@@ -265,21 +268,6 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     out.extend_from_slice(&crc32(bytes).to_le_bytes());
     out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
     out
-}
-
-fn crc32(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in bytes {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0xedb8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
 }
 
 #[test]

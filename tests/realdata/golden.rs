@@ -142,7 +142,7 @@ fn damaged_scaling_sections_are_errors() {
     let at = bytes.len() - 4 - 8 * COLS;
     bad[at..at + 8].copy_from_slice(&0f64.to_le_bytes());
     let n = bad.len() - 4;
-    let crc = crc32fast_hash(&bad[..n]);
+    let crc = crate::support::forge::crc32(&bad[..n]);
     bad[n..].copy_from_slice(&crc.to_le_bytes());
     let e = Model::from_bytes(&bad).unwrap_err();
     assert!(e.to_string().contains("scaling factor"), "{e}");
@@ -152,7 +152,7 @@ fn damaged_scaling_sections_are_errors() {
     let mut v2 = plain[..plain.len() - 4].to_vec();
     v2[4] = 2;
     v2.extend_from_slice(&[0, 0, 0, 0, 0]);
-    let crc = crc32fast_hash(&v2);
+    let crc = crate::support::forge::crc32(&v2);
     v2.extend_from_slice(&crc.to_le_bytes());
     let e = Model::from_bytes(&v2).unwrap_err();
     assert!(e.to_string().contains("version 2 without"), "{e}");
@@ -160,20 +160,4 @@ fn damaged_scaling_sections_are_errors() {
     for cut in [bytes.len() - 5, bytes.len() - 30] {
         assert!(Model::from_bytes(&bytes[..cut]).is_err());
     }
-}
-
-/// CRC-32 (IEEE), bit by bit: the tests do not depend on crc32fast.
-fn crc32fast_hash(bytes: &[u8]) -> u32 {
-    let mut crc = !0u32;
-    for &b in bytes {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0xedb8_8320
-            } else {
-                crc >> 1
-            };
-        }
-    }
-    !crc
 }
