@@ -54,10 +54,9 @@ struct Job {
 }
 
 impl Job {
-    /// Zeroes the gradient and adds the pages' gradient into it.
+    /// Adds the pages' gradient into the gradient (zeroed when posted).
     fn run(&mut self, ws: &mut Workspace) {
         let kind = self.kind.as_ref().expect("a job names its model");
-        self.grad.iter_mut().for_each(|g| *g = 0.0);
         (self.bias, self.stats) =
             linear::gradient_add(kind, &self.w, self.b, &self.pages, &mut self.grad, ws);
         // Let go of the pages now, not when the buffers come back.
@@ -170,8 +169,7 @@ impl GradientHelper {
         let mut job = self.spare.take().unwrap_or_default();
         if self.off {
             mine(gw);
-            job.pages.extend(pages.iter().cloned());
-            return self.finish_here(job, kind, w, b, gw);
+            return self.finish_here(job, kind, w, b, pages, gw);
         }
         if job.kind.as_ref() != Some(kind) {
             job.kind = Some(kind.clone());
@@ -235,26 +233,23 @@ impl GradientHelper {
         out
     }
 
-    /// The other half done on this thread, sharing being off.
+    /// The other half done on this thread, sharing being off: straight
+    /// from the caller's weights and pages (nothing copied into the job),
+    /// into the job's zeroed vector and then added, so the sums are
+    /// grouped as when shared.
     fn finish_here(
         &mut self,
         mut job: Job,
         kind: &ModelKind,
         w: &[f64],
         b: f64,
+        pages: &[Page],
         gw: &mut [f64],
     ) -> (f64, BatchStats) {
-        if job.kind.as_ref() != Some(kind) {
-            job.kind = Some(kind.clone());
-        }
-        job.w.clear();
-        job.w.extend_from_slice(w);
-        job.b = b;
         job.grad.clear();
         job.grad.resize(gw.len(), 0.0);
-        job.run(&mut self.ws);
+        let out = linear::gradient_add(kind, w, b, pages, &mut job.grad, &mut self.ws);
         Self::add(gw, &job);
-        let out = (job.bias, job.stats);
         self.spare = Some(job);
         out
     }
