@@ -51,11 +51,11 @@ fn live() -> isize {
     LIVE.with(Cell::get)
 }
 
-/// Runs `make` and returns its value with the bytes it left allocated.
 /// The tests share the process's decode-tree pool (a page dropped by one
 /// would be reused by the other's load): they run one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// Runs `make` and returns its value with the bytes it left allocated.
 fn retained<T>(make: impl FnOnce() -> T) -> (T, usize) {
     let before = live();
     let value = make();
