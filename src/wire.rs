@@ -437,8 +437,8 @@ fn unpack8<const W: usize>(chunk: &[u8]) -> [u32; 8] {
         // Four values (at most 124 bits) from byte 0, four from bit 4W.
         let lo = u128::from_le_bytes(bytes[..16].try_into().expect("16 bytes"));
         let at = 4 * W / 8;
-        let hi = u128::from_le_bytes(bytes[at..at + 16].try_into().expect("16 bytes"))
-            >> ((4 * W) % 8);
+        let hi =
+            u128::from_le_bytes(bytes[at..at + 16].try_into().expect("16 bytes")) >> ((4 * W) % 8);
         for k in 0..4 {
             out[k] = ((lo >> (k * W)) & mask) as u32;
             out[4 + k] = ((hi >> (k * W)) & mask) as u32;

@@ -19,11 +19,13 @@ mod layout;
 mod pairs;
 mod physical;
 mod tree;
+mod trusted;
 mod values;
 
 pub use encoder::{Adaptive, EncodeOptions, Encoder, Level, Packing};
 pub use layout::{MAGIC, VERSION};
 pub use tree::DecodeTree;
+pub(crate) use trusted::{PageRows, PAD};
 
 use layout::{Layout, FLAG_INDEXED, FLAG_TREE};
 

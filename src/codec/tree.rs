@@ -274,7 +274,7 @@ impl DecodeTree {
 
     /// Unpacks the row lengths into `row_starts` and the codes (or, for a
     /// flat batch, the identity codes `1..=nnz`).
-    fn load_rows(&mut self, blob: &[u8], layout: &Layout) -> Result<()> {
+    pub(super) fn load_rows(&mut self, blob: &[u8], layout: &Layout) -> Result<()> {
         let lens = &layout.row_lengths;
         unpack_into(
             lens.payload(blob),
