@@ -161,6 +161,20 @@ pub fn try_filled<T: Clone>(len: usize, value: T, what: &'static str) -> Result<
     Ok(out)
 }
 
+/// Reserves room for `additional` more elements in `v`, or
+/// [`Error::OutOfMemory`] naming `what` if the system refuses (instead of
+/// an abort).
+///
+/// # Errors
+/// [`Error::OutOfMemory`].
+pub(crate) fn try_reserve<T>(v: &mut Vec<T>, additional: usize, what: &'static str) -> Result<()> {
+    v.try_reserve(additional).map_err(|_| Error::OutOfMemory {
+        what,
+        bytes: (v.len().saturating_add(additional) as u64)
+            .saturating_mul(std::mem::size_of::<T>() as u64),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

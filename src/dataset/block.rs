@@ -6,6 +6,7 @@
 use std::ops::Range;
 
 use super::labels::read_labels;
+use super::packed::{check_cols, check_rows, packed_page, validate_payload, PackedBlock};
 use super::BlockEntry;
 use crate::codec::{DecodeTree, TocBatch};
 use crate::error::{Error, Result};
@@ -30,7 +31,10 @@ pub struct Block {
 #[derive(Debug, Clone)]
 struct PageSpan {
     rows: usize,
+    /// The page's labels in [`Block::labels`].
     labels: Range<usize>,
+    /// Byte offset of the page's labels section in the block.
+    labels_at: usize,
     payload: Range<usize>,
 }
 
@@ -91,6 +95,7 @@ impl Block {
         let mut rows_seen = 0u64;
         for _ in 0..entry.pages {
             let rows = r.varint_max("page rows", entry.rows - rows_seen)? as usize;
+            let labels_at = r.offset();
             read_labels(&mut r, rows, &mut labels, &mut scratch)?;
             let start = self.labels.len();
             self.labels.extend_from_slice(&labels);
@@ -100,6 +105,7 @@ impl Block {
             self.pages.push(PageSpan {
                 rows,
                 labels: start..self.labels.len(),
+                labels_at,
                 payload: at..at + len as usize,
             });
             rows_seen += rows as u64;
@@ -197,6 +203,38 @@ impl Block {
         checked.map_err(|error| self.page_error(j, error))
     }
 
+    /// Validates every page (as [`Block::page`] does, into one pooled
+    /// decode tree for TOC) and keeps the block's bytes as they are, with
+    /// a page index: the form the loader keeps in memory, a little more
+    /// than the block's size in the file, whose rows it decodes again
+    /// without the checks ([`PackedBlock`]).
+    ///
+    /// # Errors
+    /// As [`Block::page`], naming the block and page.
+    pub fn pack(self) -> Result<PackedBlock> {
+        let mut packed = Vec::with_capacity(self.pages.len());
+        let mut tree = crate::formats::take_tree();
+        let checked = crate::formats::with_build_scratch(&mut tree, |tree| {
+            for (j, span) in self.pages.iter().enumerate() {
+                let payload = &self.bytes[span.payload.clone()];
+                let page = validate_payload(self.format, payload, (span.rows, self.n_cols), tree)
+                    .and_then(|nnz| {
+                        packed_page(span.rows, span.labels_at, span.payload.clone(), nnz)
+                    });
+                packed.push(page.map_err(|error| self.page_error(j, error))?);
+            }
+            Ok(())
+        });
+        crate::formats::give_tree(tree);
+        checked?;
+        Ok(PackedBlock::new(
+            self.number,
+            (self.format, self.n_cols),
+            self.bytes,
+            packed,
+        ))
+    }
+
     fn page_error(&self, j: usize, error: Error) -> Error {
         Error::InFile {
             path: self.path.clone(),
@@ -240,28 +278,4 @@ impl Block {
             Err(error) => Err(self.page_error(j, error)),
         }
     }
-}
-
-/// A page's payload must hold as many rows as it has labels.
-fn check_rows(labels: usize, rows: usize) -> Result<()> {
-    check_page("page rows (labels against the encoded batch)", labels, rows)
-}
-
-/// A page must have the file's columns: the loader gathers exact-mode
-/// rows into mini-batches of the file's width, and a wider page's columns
-/// would index past the model's weights. Found by the `train_forged` fuzz
-/// target (a page of 10 columns in a file of 4, exact mode).
-fn check_cols(file: usize, page: usize) -> Result<()> {
-    check_page("columns of a page (the file's column count)", file, page)
-}
-
-fn check_page(what: &'static str, expected: usize, found: usize) -> Result<()> {
-    if expected != found {
-        return Err(Error::LengthMismatch {
-            what,
-            expected: expected as u64,
-            found: found as u64,
-        });
-    }
-    Ok(())
 }

@@ -8,10 +8,11 @@
 //! footer  = "TOCF" n_cols n_rows nnz format page_rows block_bytes n_pages
 //!           payload_bytes schema_len schema n_blocks entry* section*
 //! section = scaling (crate::scale: "SCAL" version kind n_cols factor*)
+//!         | label mix (mix.rs: "LMIX" version pages ratio)
 //! trailer = footer_offset:u64le footer_crc32:u32le "TOCD"
 //! ```
 
-use super::{BlockEntry, DatasetInfo, FILE_MAGIC, FILE_VERSION};
+use super::{BlockEntry, DatasetInfo, LabelMix, FILE_MAGIC, FILE_VERSION};
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
 use crate::scale::Scaling;
@@ -99,6 +100,9 @@ fn footer(info: &DatasetInfo, index: &[BlockEntry]) -> Vec<u8> {
     if let Some(scaling) = &info.scaling {
         scaling.write(&mut out);
     }
+    if let Some(mix) = &info.label_mix {
+        mix.write(&mut out);
+    }
     out
 }
 
@@ -185,8 +189,14 @@ pub(super) fn parse_footer(
     // A section is known by its magic: bytes after the index that do not
     // start one are trailing bytes (e.g. a trailer, when a file cut short
     // is read for where it ends).
-    let scaling = if r.blob()[r.offset()..].starts_with(Scaling::SECTION_MAGIC) {
+    let at = |r: &Reader<'_>, magic: &[u8]| r.blob()[r.offset()..].starts_with(magic);
+    let scaling = if at(&r, Scaling::SECTION_MAGIC) {
         Some(Scaling::read(&mut r, n_cols)?)
+    } else {
+        None
+    };
+    let label_mix = if at(&r, LabelMix::SECTION_MAGIC) {
+        Some(LabelMix::read(&mut r)?)
     } else {
         None
     };
@@ -223,6 +233,7 @@ pub(super) fn parse_footer(
         payload_bytes,
         schema,
         scaling,
+        label_mix,
     };
     Ok((info, index))
 }

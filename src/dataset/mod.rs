@@ -21,6 +21,8 @@
 mod block;
 mod footer;
 mod labels;
+mod mix;
+mod packed;
 mod prefetch;
 mod reader;
 mod source;
@@ -30,6 +32,8 @@ mod verify;
 mod writer;
 
 pub use block::{Block, TocView};
+pub use mix::{LabelMix, MAX_CLASSES};
+pub use packed::{PackedBlock, PageDecoder};
 pub use prefetch::Prefetch;
 pub use reader::Dataset;
 pub use source::Source;
@@ -71,6 +75,12 @@ pub struct DatasetInfo {
     /// The column scaling fitted while the file was written (the footer's
     /// optional scaling section; `None` in files written without one).
     pub scaling: Option<crate::scale::Scaling>,
+    /// How mixed the labels of the pages are (the footer's optional label
+    /// mix section, measured as the file was written; `None` in files
+    /// written before it existed, or whose labels say nothing: a single
+    /// page, or one label value). What [`Mode::Auto`](crate::loader::Mode::Auto)
+    /// decides from.
+    pub label_mix: Option<LabelMix>,
 }
 
 impl DatasetInfo {

@@ -7,6 +7,7 @@ use rayon::prelude::*;
 
 use super::footer::{footer_and_trailer, header, HEADER_LEN};
 use super::labels::write_labels;
+use super::mix::MixStats;
 use super::{BlockEntry, DatasetInfo};
 use crate::atomic::AtomicFile;
 use crate::codec::{EncodeOptions, Encoder};
@@ -82,6 +83,8 @@ pub struct DatasetWriter {
     options: WriterOptions,
     pending: SparseBatch,
     pending_labels: Vec<f64>,
+    /// How mixed the pages' labels are (the footer's label mix section).
+    mix: MixStats,
     block: Vec<u8>,
     block_rows: u64,
     block_pages: u64,
@@ -129,6 +132,7 @@ impl DatasetWriter {
             pending,
             options,
             pending_labels: Vec::new(),
+            mix: MixStats::new(),
             block: Vec::new(),
             block_rows: 0,
             block_pages: 0,
@@ -239,6 +243,7 @@ impl DatasetWriter {
             let (page, payload) = page?;
             let n = (s + page_rows).min(full) - s;
             self.block.extend_from_slice(&page);
+            self.mix.add_page(&self.pending_labels[s..s + n]);
             self.payload_bytes += payload as u64;
             self.block_rows += n as u64;
             self.block_pages += 1;
@@ -302,6 +307,7 @@ impl DatasetWriter {
             payload_bytes: self.payload_bytes,
             schema: self.options.schema.clone(),
             scaling: self.scale.as_ref().map(|(k, stats)| stats.scaling(*k)),
+            label_mix: self.mix.finish(),
         };
         let tail = footer_and_trailer(&info, &self.index, self.offset);
         self.write_raw(&tail)?;

@@ -39,6 +39,7 @@ pub use dense::den_len;
 pub use dense::{Den, Dvi};
 pub use general::Compressed;
 pub(crate) use ids::index_values;
+pub(crate) use pool::{give as give_tree, take as take_tree, with_scratch as with_build_scratch};
 pub use pool::{pooled_bytes, release_pooled};
 pub use sparse::{Csr, Cvi};
 pub use toc::TocPage;

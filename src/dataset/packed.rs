@@ -1,0 +1,321 @@
+//! [`PackedBlock`]: a block's bytes as the file stores them, checked
+//! once (checksum, page list, labels, every page's payload validated),
+//! and kept as they are: the compressed form the loader holds in memory
+//! across epochs. Rows are decoded from it again each time they are
+//! needed, without the checks ([`PackedBlock::decode_page`]), into a
+//! [`PageDecoder`] reused from page to page.
+//!
+//! ```text
+//! read_block --> Block --pack (validate every page once)--> PackedBlock
+//!   PackedBlock::decode_page(j) --> PageDecoder: row lengths, rows appended where they go
+//!   PackedBlock::page(j)        --> Page (a batch for the kernels)
+//! ```
+//!
+//! This is what makes the TOC paper's memory argument (section 1, Figure
+//! 1; Table 6: the compressed data fits where the others do not) hold for
+//! training: a decode tree is 5 to 27 times its page's bytes, so keeping
+//! trees resident held no more rows than CSR did.
+
+use super::labels::read_labels;
+use crate::codec::{DecodeTree, PageRows};
+use crate::error::{Error, Result};
+use crate::formats::FormatKind;
+use crate::page::Page;
+use crate::wire::Reader;
+
+/// One page of a [`PackedBlock`]: where its labels and payload sit in the
+/// block's bytes, its rows and what it decodes to.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PackedPage {
+    pub(crate) rows: u32,
+    /// Byte offset of the page's labels section.
+    labels_at: u32,
+    payload_at: u32,
+    payload_len: u32,
+    /// Non-zeros the page decodes to (found when it was validated).
+    pub(crate) nnz: u64,
+}
+
+/// A block's stored bytes, every page validated once: the loader's
+/// resident form (see the module docs). Cheap to share (`Arc`).
+#[derive(Debug)]
+pub struct PackedBlock {
+    number: usize,
+    format: FormatKind,
+    n_cols: usize,
+    bytes: Box<[u8]>,
+    pages: Box<[PackedPage]>,
+    rows: usize,
+    nnz: u64,
+}
+
+impl PackedBlock {
+    /// Packs a block whose pages were validated: `pages` gives, per page,
+    /// its rows, the byte offsets of its labels section and payload and
+    /// its decoded non-zeros.
+    pub(super) fn new(
+        number: usize,
+        (format, n_cols): (FormatKind, usize),
+        bytes: Vec<u8>,
+        pages: Vec<PackedPage>,
+    ) -> PackedBlock {
+        let rows = pages.iter().map(|p| p.rows as usize).sum();
+        let nnz = pages.iter().map(|p| p.nnz).sum();
+        PackedBlock {
+            number,
+            format,
+            n_cols,
+            bytes: bytes.into_boxed_slice(),
+            pages: pages.into_boxed_slice(),
+            rows,
+            nnz,
+        }
+    }
+
+    /// The block's number in its file.
+    pub fn number(&self) -> usize {
+        self.number
+    }
+
+    /// Number of pages.
+    pub fn n_pages(&self) -> usize {
+        self.pages.len()
+    }
+
+    /// Rows of every page.
+    pub fn n_rows(&self) -> usize {
+        self.rows
+    }
+
+    /// Rows of page `j`.
+    ///
+    /// # Panics
+    /// If `j >= n_pages()`.
+    pub fn page_rows(&self, j: usize) -> usize {
+        self.pages[j].rows as usize
+    }
+
+    /// Non-zeros every page decodes to.
+    pub fn nnz(&self) -> u64 {
+        self.nnz
+    }
+
+    /// Heap bytes held: the stored bytes and the page index. About the
+    /// block's size in the file: this, not a decode tree, is what stays in
+    /// memory.
+    pub fn heap_bytes(&self) -> usize {
+        std::mem::size_of::<PackedBlock>() + self.bytes.len() + std::mem::size_of_val(&*self.pages)
+    }
+
+    fn payload(&self, j: usize) -> &[u8] {
+        let p = &self.pages[j];
+        let at = p.payload_at as usize;
+        &self.bytes[at..at + p.payload_len as usize]
+    }
+
+    /// Decodes page `j`'s rows and labels into `out`, without the checks
+    /// its first validation made.
+    ///
+    /// # Errors
+    /// Only if the block was packed from bytes that were not validated
+    /// (never through [`Block::pack`](super::Block::pack)): the cheap
+    /// structure checks still run, as an [`Error::InFile`]-free error of
+    /// the codec.
+    ///
+    /// # Panics
+    /// If `j >= n_pages()`.
+    pub fn decode_page(&self, j: usize, out: &mut PageDecoder) -> Result<()> {
+        let page = self.pages[j];
+        let mut r = Reader::new(&self.bytes[page.labels_at as usize..]);
+        read_labels(&mut r, page.rows as usize, &mut out.labels, &mut out.ids)?;
+        let payload = self.payload(j);
+        match self.format.level() {
+            Some(_) => out
+                .tree
+                .decode_trusted(payload, page.nnz as usize, &mut out.rows),
+            None => {
+                let rows = self.format.load(payload)?.decode();
+                out.rows.load_sparse(&rows);
+                Ok(())
+            }
+        }
+    }
+
+    /// Page `j` as a [`Page`] for the kernels (a TOC page with its decode
+    /// tree built, into a pooled tree).
+    ///
+    /// # Errors
+    /// As [`PackedBlock::decode_page`].
+    ///
+    /// # Panics
+    /// If `j >= n_pages()`.
+    pub fn page(&self, j: usize) -> Result<Page> {
+        let page = self.pages[j];
+        let mut r = Reader::new(&self.bytes[page.labels_at as usize..]);
+        let (mut labels, mut scratch) = (Vec::new(), Vec::new());
+        read_labels(&mut r, page.rows as usize, &mut labels, &mut scratch)?;
+        Page::new(self.format.load(self.payload(j))?, labels)
+    }
+
+    /// Every page, as by [`PackedBlock::page`].
+    ///
+    /// # Errors
+    /// As [`PackedBlock::page`].
+    pub fn pages(&self) -> Result<Vec<Page>> {
+        (0..self.n_pages()).map(|j| self.page(j)).collect()
+    }
+
+    /// The file's column count, which every page has.
+    pub fn n_cols(&self) -> usize {
+        self.n_cols
+    }
+}
+
+/// The rows of one page decoded by [`PackedBlock::decode_page`]: their
+/// labels, their lengths, and each row appended wherever its mini-batch
+/// is being built. Keep one per thread and reuse it: its arrays keep
+/// their capacity, so decoding allocates nothing in steady state.
+#[derive(Debug, Default)]
+pub struct PageDecoder {
+    tree: DecodeTree,
+    rows: PageRows,
+    labels: Vec<f64>,
+    ids: Vec<u32>,
+}
+
+impl PageDecoder {
+    /// A decoder with empty scratch.
+    pub fn new() -> PageDecoder {
+        PageDecoder::default()
+    }
+
+    /// Rows of the page decoded last.
+    pub fn n_rows(&self) -> usize {
+        self.rows.n_rows()
+    }
+
+    /// Non-zeros of the page decoded last.
+    pub fn nnz(&self) -> usize {
+        self.rows.nnz()
+    }
+
+    /// Label of row `i`.
+    ///
+    /// # Panics
+    /// If `i >= n_rows()`.
+    #[inline]
+    pub fn label(&self, i: usize) -> f64 {
+        self.labels[i]
+    }
+
+    /// Where row `i`'s entries are in [`cols`](Self::cols) and
+    /// [`vals`](Self::vals).
+    ///
+    /// # Panics
+    /// If `i >= n_rows()`.
+    #[inline]
+    pub fn row_range(&self, i: usize) -> (usize, usize) {
+        self.rows.range(i)
+    }
+
+    /// Every row's columns, one row after the other, followed by
+    /// [`PAD`](Self::PAD) zeros (so that rows may be copied in chunks).
+    pub fn cols(&self) -> &[u32] {
+        self.rows.cols()
+    }
+
+    /// Every row's values, one row after the other, followed by
+    /// [`PAD`](Self::PAD) zeros.
+    pub fn vals(&self) -> &[f64] {
+        self.rows.vals()
+    }
+
+    /// Zeros after the last row's entries in [`cols`](Self::cols) and
+    /// [`vals`](Self::vals).
+    pub const PAD: usize = crate::codec::PAD;
+
+    /// Heap bytes of the scratch.
+    pub fn heap_bytes(&self) -> usize {
+        self.tree.heap_bytes()
+            + self.rows.heap_bytes()
+            + 8 * self.labels.capacity()
+            + 4 * self.ids.capacity()
+    }
+}
+
+/// Validates page `payload` of `format` (`rows` labels, `n_cols`
+/// columns), as [`FormatKind::load`] does, into the pooled `tree` for
+/// TOC, and returns the non-zeros it decodes to.
+pub(super) fn validate_payload(
+    format: FormatKind,
+    payload: &[u8],
+    (rows, n_cols): (usize, usize),
+    tree: &mut DecodeTree,
+) -> Result<u64> {
+    let (found_rows, found_cols, nnz) = match format.level() {
+        Some(level) => {
+            let batch = crate::codec::TocBatch::from_bytes_with_tree(payload, tree)?;
+            if batch.level() != level {
+                return Err(Error::WrongFormat {
+                    expected: format.name(),
+                    found: FormatKind::from(batch.level()).name(),
+                });
+            }
+            (batch.n_rows(), batch.n_cols(), batch.decoded_nnz())
+        }
+        None => {
+            let batch = format.load(payload)?;
+            let nnz = batch.decode().nnz() as u64;
+            (batch.n_rows(), batch.n_cols(), nnz)
+        }
+    };
+    check_rows(rows, found_rows)?;
+    check_cols(n_cols, found_cols)?;
+    Ok(nnz)
+}
+
+pub(super) fn packed_page(
+    rows: usize,
+    labels_at: usize,
+    payload: std::ops::Range<usize>,
+    nnz: u64,
+) -> Result<PackedPage> {
+    let narrow = |v: usize, what: &'static str| {
+        u32::try_from(v).map_err(|_| Error::TooLarge {
+            what,
+            value: v as u64,
+            max: u32::MAX as u64,
+        })
+    };
+    Ok(PackedPage {
+        rows: narrow(rows, "rows of a page")?,
+        labels_at: narrow(labels_at, "offset of a page in its block")?,
+        payload_at: narrow(payload.start, "offset of a page in its block")?,
+        payload_len: narrow(payload.len(), "bytes of a page")?,
+        nnz,
+    })
+}
+
+/// A page's payload must hold as many rows as it has labels.
+pub(super) fn check_rows(labels: usize, rows: usize) -> Result<()> {
+    check_page("page rows (labels against the encoded batch)", labels, rows)
+}
+
+/// A page must have the file's columns: the loader gathers exact-mode
+/// rows into mini-batches of the file's width, and a wider page's columns
+/// would index past the model's weights. Found by the `train_forged` fuzz
+/// target (a page of 10 columns in a file of 4, exact mode).
+pub(super) fn check_cols(file: usize, page: usize) -> Result<()> {
+    check_page("columns of a page (the file's column count)", file, page)
+}
+
+fn check_page(what: &'static str, expected: usize, found: usize) -> Result<()> {
+    if expected != found {
+        return Err(Error::LengthMismatch {
+            what,
+            expected: expected as u64,
+            found: found as u64,
+        });
+    }
+    Ok(())
+}
