@@ -168,12 +168,10 @@ pub fn run(args: &TrainArgs) -> Outcome {
     if !args.json {
         let info = dataset.info();
         // The library decides what auto means; the header only reports it.
-        let chosen = args.mode.mode();
-        let batch_rows = usize::try_from(args.batch_size).unwrap_or(usize::MAX);
-        let resolved = chosen.resolve(info.page_rows, batch_rows);
-        let mode = match chosen {
-            Mode::Auto => format!("{} (auto)", resolved.name()),
-            _ => resolved.name().to_string(),
+        let choice = loaders[0].1.mode_choice();
+        let mode = match args.mode.mode() {
+            Mode::Auto => format!("{} (auto: {})", choice.mode.name(), choice.reason),
+            _ => choice.mode.name().to_string(),
         };
         let held = match &split {
             Some(s) => format!(

@@ -1,6 +1,6 @@
 //! The loader's read-ahead for streamed blocks (those not resident):
 //! background threads read, checksum *and validate* the blocks of an
-//! epoch's order (TOC decode trees built), in groups of consecutive blocks
+//! epoch's order (every page checked, [`Block::pack`](crate::dataset::Block::pack)), in groups of consecutive blocks
 //! of at least [`GROUP_BYTES`] encoded bytes, and hand each group over in
 //! one message. With small blocks (2 KiB, the default) one message and one
 //! thread wake-up per block, and a rayon split of a block's five pages on
@@ -14,16 +14,16 @@
 //!
 //! Memory: at most `ahead` groups (rounded up to a multiple of the
 //! threads) wait in the channels, plus one being made per thread; their
-//! pages' heap bytes are counted in [`Ahead::in_flight_bytes`] from when a
-//! block's pages are made until the producer takes them, so the loader's
-//! peak includes them.
+//! bytes are counted in [`Ahead::in_flight_bytes`] from when a block is
+//! packed until the producer takes it, so the loader's peak includes
+//! them.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::resident::{block_heap_bytes, BlockPages};
+use super::resident::{packed_bytes, Packed};
 use crate::dataset::{Dataset, Source};
 use crate::error::{Error, Result};
 
@@ -34,17 +34,17 @@ pub(crate) const GROUP_BYTES: u64 = 64 << 10;
 /// Most read-ahead threads of one epoch.
 const MAX_THREADS: usize = 4;
 
-/// Validated pages of blocks in a given order, from background threads.
+/// Validated blocks in a given order, from background threads.
 /// Yields each block's result in order; after an error nothing more.
 /// Dropping it stops the threads.
 pub(crate) struct Ahead {
     /// One channel per thread; group `g` comes from `rxs[g % threads]`.
-    rxs: Vec<Receiver<Vec<Result<BlockPages>>>>,
+    rxs: Vec<Receiver<Vec<Result<Packed>>>>,
     handles: Vec<JoinHandle<()>>,
     /// The next group's number.
     next_group: usize,
     groups: usize,
-    group: std::vec::IntoIter<Result<BlockPages>>,
+    group: std::vec::IntoIter<Result<Packed>>,
     in_flight: Arc<AtomicUsize>,
     done: bool,
 }
@@ -102,12 +102,15 @@ impl Ahead {
                         let mut group = Vec::with_capacity(blocks.len());
                         let mut failed = false;
                         for &b in blocks {
-                            let pages = data.read_block(b).and_then(|block| validate(&block));
-                            failed = pages.is_err();
-                            if let Ok(pages) = &pages {
-                                counted.fetch_add(block_heap_bytes(pages), Ordering::AcqRel);
+                            let block = data
+                                .read_block(b)
+                                .and_then(crate::dataset::Block::pack)
+                                .map(Arc::new);
+                            failed = block.is_err();
+                            if let Ok(block) = &block {
+                                counted.fetch_add(packed_bytes(block), Ordering::AcqRel);
                             }
-                            group.push(pages);
+                            group.push(block);
                             if failed {
                                 break;
                             }
@@ -133,7 +136,7 @@ impl Ahead {
         })
     }
 
-    /// Heap bytes of validated pages made and not yet taken.
+    /// Heap bytes of validated blocks made and not yet taken.
     pub(crate) fn in_flight_bytes(&self) -> usize {
         self.in_flight.load(Ordering::Acquire)
     }
@@ -155,25 +158,16 @@ impl Ahead {
     }
 }
 
-/// A block's pages, validated one after the other on this thread: a block
-/// holds a few small pages, too little to split across threads.
-fn validate(block: &crate::dataset::Block) -> Result<BlockPages> {
-    (0..block.n_pages())
-        .map(|j| block.page(j))
-        .collect::<Result<Vec<_>>>()
-        .map(Into::into)
-}
-
 impl Iterator for Ahead {
-    type Item = Result<BlockPages>;
+    type Item = Result<Packed>;
 
-    fn next(&mut self) -> Option<Result<BlockPages>> {
+    fn next(&mut self) -> Option<Result<Packed>> {
         loop {
             if let Some(item) = self.group.next() {
                 match &item {
-                    Ok(pages) => {
+                    Ok(block) => {
                         self.in_flight
-                            .fetch_sub(block_heap_bytes(pages), Ordering::AcqRel);
+                            .fetch_sub(packed_bytes(block), Ordering::AcqRel);
                     }
                     Err(_) => self.finish(true),
                 }

@@ -1,17 +1,19 @@
-//! One epoch of one worker: the strategies as a pull-based state machine
-//! (blocks in, mini-batches out), run either on the consumer's thread
-//! (single buffering) or on a producer thread feeding a bounded channel
-//! (double buffering, CorgiPile paper 6.3). Both runs draw the same random
-//! numbers in the same order, so they yield the same sequence.
+//! One epoch of one worker for the strategies that hold units (pages in
+//! page mode; rows of Sliding-Window and MRS in row mode): a pull-based
+//! state machine (blocks in, mini-batches out), run either on the
+//! consumer's thread (single buffering) or on a producer thread feeding a
+//! bounded channel (double buffering, CorgiPile paper 6.3). Both runs draw
+//! the same random numbers in the same order, so they yield the same
+//! sequence. Row mode of the other strategies is `rows.rs`.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use super::ahead::{Ahead, GROUP_BYTES};
-use super::resident::{BlockPages, Resident};
-use super::units::{block_units, detach_partial_blocks, make_batches, Unit};
+use super::feed::Feed;
+use super::resident::Resident;
+use super::units::{block_units, make_batch, Unit};
 use super::{MiniBatch, Mode, Plan, Strategy};
-use crate::dataset::{Dataset, Source};
+use crate::dataset::{Dataset, PageDecoder, Source};
 use crate::error::Result;
 use crate::rng::Rng;
 
@@ -33,101 +35,6 @@ pub(crate) trait Produce: Send {
     /// The next mini-batch, then up to `max - 1` more that are ready
     /// without further work; empty at the end of the epoch.
     fn next_chunk(&mut self, max: usize) -> Vec<Result<MiniBatch>>;
-}
-
-/// Where the blocks that are not resident come from: a read-ahead
-/// thread (which also validates them), or reads on demand.
-enum Reader<S: Source + 'static> {
-    Ahead(Ahead),
-    OnDemand(Arc<Dataset<S>>),
-}
-
-/// Blocks in the epoch's order, each one's pages loaded: from the
-/// resident cache when it holds them (decided when the epoch starts), else
-/// read, checksummed and validated, then offered to the cache.
-struct Feed<S: Source + 'static> {
-    order: std::vec::IntoIter<(usize, Option<BlockPages>)>,
-    reader: Reader<S>,
-    resident: Arc<Resident>,
-}
-
-impl<S: Source + 'static> Feed<S> {
-    fn start(
-        dataset: Arc<Dataset<S>>,
-        plan: &Plan,
-        order: Vec<usize>,
-        resident: Arc<Resident>,
-    ) -> Result<Self> {
-        let order: Vec<(usize, Option<BlockPages>)> =
-            order.into_iter().map(|b| (b, resident.get(b))).collect();
-        let to_read: Vec<usize> = order
-            .iter()
-            .filter(|(_, cached)| cached.is_none())
-            .map(|&(b, _)| b)
-            .collect();
-        let reader = if plan.double_buffer && !to_read.is_empty() {
-            let depth = ahead_depth(&dataset, plan, &to_read);
-            Reader::Ahead(Ahead::start(dataset, to_read, depth)?)
-        } else {
-            Reader::OnDemand(dataset)
-        };
-        Ok(Feed {
-            order: order.into_iter(),
-            reader,
-            resident,
-        })
-    }
-
-    /// The next block's number, its pages, and whether they are resident
-    /// (held by the cache, so not counted again in the buffer).
-    fn next(&mut self) -> Option<Result<(usize, BlockPages, bool)>> {
-        let (b, cached) = self.order.next()?;
-        if let Some(pages) = cached {
-            return Some(Ok((b, pages, true)));
-        }
-        let pages = match &mut self.reader {
-            Reader::Ahead(ahead) => ahead.next()?,
-            Reader::OnDemand(dataset) => dataset
-                .read_block(b)
-                .and_then(|block| Ok(block.pages()?.into())),
-        };
-        Some(pages.map(|pages| {
-            self.resident.offer(b, &pages);
-            let kept = self.resident.get(b).is_some();
-            (b, pages, kept)
-        }))
-    }
-
-    /// Heap bytes of pages validated ahead and not yet taken.
-    fn ahead_bytes(&self) -> usize {
-        match &self.reader {
-            Reader::Ahead(ahead) => ahead.in_flight_bytes(),
-            Reader::OnDemand(_) => 0,
-        }
-    }
-}
-
-/// Groups the read-ahead threads may validate in front of the consumer.
-///
-/// CorgiPile and the epoch shuffle take a whole buffer of blocks at once
-/// and then hand out its mini-batches for a long while: with only
-/// two read-ahead groups (128 KiB) in front, the read-ahead thread sat idle
-/// through that drain and the next fill waited for nearly every block of
-/// the buffer to be validated, so a streamed epoch cost validating *plus*
-/// training (flights3m: 0.55 s, 43% of it waiting). Double buffering as in
-/// the CorgiPile paper (section 6.3) fills the next buffer while this one
-/// is consumed: the read-ahead may hold one buffer's worth of groups, so
-/// the two overlap. Memory: one more buffer of validated pages, counted in
-/// the loader's peak ([`Ahead::in_flight_bytes`]).
-fn ahead_depth<S: Source>(dataset: &Dataset<S>, plan: &Plan, to_read: &[usize]) -> usize {
-    if !matches!(plan.strategy, Strategy::CorgiPile | Strategy::EpochShuffle) {
-        return plan.read_ahead;
-    }
-    let bytes: u64 = to_read.iter().map(|&b| dataset.block_bytes(b)).sum();
-    let per_block = bytes / to_read.len().max(1) as u64;
-    let buffer_bytes = per_block.saturating_mul(plan.buffer_blocks as u64);
-    let groups = buffer_bytes.div_ceil(GROUP_BYTES) as usize;
-    plan.read_ahead.max(groups.saturating_add(1))
 }
 
 /// The state of one epoch for one worker.
@@ -153,6 +60,7 @@ pub(crate) struct EpochState<S: Source + 'static> {
     ready_bytes: usize,
     failed: bool,
     peak: usize,
+    decoder: PageDecoder,
 }
 
 impl<S: Source + 'static> EpochState<S> {
@@ -184,17 +92,23 @@ impl<S: Source + 'static> EpochState<S> {
             ready_bytes: 0,
             failed: false,
             peak: 0,
+            decoder: PageDecoder::new(),
         })
     }
 
     /// The next block's units, or `None` when the worker's blocks are done.
     fn next_units(&mut self) -> Option<Result<Vec<Unit>>> {
-        let (b, pages, resident) = match self.feed.next()? {
+        let (b, block, _) = match self.feed.next()? {
             Ok(loaded) => loaded,
             Err(e) => return Some(Err(e)),
         };
         let first_row = self.plan.block_first_row[b];
-        Some(block_units(&pages, first_row, &self.plan, resident))
+        Some(block_units(
+            &block,
+            first_row,
+            &self.plan,
+            &mut self.decoder,
+        ))
     }
 
     fn push_pending(&mut self, unit: Unit) {
@@ -340,13 +254,12 @@ impl<S: Source + 'static> EpochState<S> {
                 replays.push(self.replay_run());
             }
         }
-        // Exact mode: rows left over whose block is otherwise used up are
-        // copied out now, so the block is freed with the rest and the
-        // count stays true ([`detach_partial_blocks`]).
-        let (left, copied) = detach_partial_blocks(&mut self.pending);
-        self.pending_bytes = left;
         let plan = &self.plan;
-        let build = |runs, replay| make_batches(runs, plan, replay);
+        let build = |runs: Vec<Vec<Unit>>, replay| -> Result<Vec<MiniBatch>> {
+            runs.into_iter()
+                .map(|run| make_batch(run, plan, replay))
+                .collect()
+        };
         let stream = build(runs, false)?;
         let before = self.ready.len();
         if replays.is_empty() {
@@ -368,12 +281,10 @@ impl<S: Source + 'static> EpochState<S> {
             .map(|b| b.owned_bytes)
             .sum::<usize>();
         if plan.mode != Mode::Page {
-            // Exact-mode batches are copies of their rows, and a decoded
-            // block lives until its last row is gathered: every unit that
-            // was pending, the copies of the rows left over and the new
-            // batches are held together for a while. (A page-mode batch
-            // shares its units' pages: nothing more.)
-            let building = before_take + copied + self.ready_bytes;
+            // A row-mode batch copies its rows: the units it was made of
+            // and the batch are held together for a moment. (A page-mode
+            // batch shares its units' pages: nothing more.)
+            let building = before_take + self.ready_bytes;
             self.peak = self
                 .peak
                 .max(building + self.held_bytes + self.feed.ahead_bytes());

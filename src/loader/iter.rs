@@ -87,10 +87,9 @@ impl Epoch {
         plan: &Plan,
         path: &Path,
         resident: Option<Arc<super::resident::Resident>>,
-        inline: bool,
     ) -> Result<Epoch> {
         let trace = plan.trace.then(Trace::default);
-        if !plan.double_buffer || inline {
+        if !plan.double_buffer {
             return Ok(Epoch {
                 source: EpochSource::Inline { producer, peak: 0 },
                 stats: EpochStats::default(),
@@ -109,7 +108,14 @@ impl Epoch {
             }
             _ => 0,
         };
-        let capacity = per_buffer.clamp(2, 64);
+        // The row pipeline hands a whole buffer over at once (its batches
+        // are complete only when the buffer is decoded): the channel holds
+        // one, so the next is decoded while this one trains.
+        let capacity = if plan.row_pipeline() {
+            per_buffer.max(2) + CHUNK_BATCHES
+        } else {
+            per_buffer.clamp(2, 64)
+        };
         // Batches travel in chunks of what the producer has ready (up to
         // CHUNK_BATCHES): one hand-over per batch cost 10 to 15% of a
         // resident page-mode epoch in thread wake-ups (flights3m profile).
@@ -160,9 +166,9 @@ impl Epoch {
         })
     }
 
-    /// True when the epoch runs on the consumer's thread (every page
-    /// resident, or no double buffering): no loader thread is busy, so
-    /// the trainer may use another core.
+    /// True when the epoch runs on the consumer's thread (no double
+    /// buffering): no loader thread is busy, so the trainer may use
+    /// another core.
     pub(crate) fn is_inline(&self) -> bool {
         matches!(self.source, EpochSource::Inline { .. })
     }

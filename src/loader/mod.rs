@@ -14,17 +14,23 @@
 //! | `Mrs` | multiplexed reservoir sampling (paper 3.4): tuples dropped by reservoir sampling stream to SGD, and after each such mini-batch one mini-batch loops over the reservoir (marked [`MiniBatch::replay`]) |
 //!
 //! **Units.** TOC assumes batches encoded once; CorgiPile reshuffles tuples
-//! every epoch. [`Mode::Exact`] decodes each block once into shared
-//! arrays, shuffles its rows (a handle and an index each, no allocation
-//! per row) as the paper does, and gathers each mini-batch's rows in the
-//! producer (rayon) straight into one CSR page, with no encode
-//! ([`LoaderOptions::format`] asks for another format). [`Mode::Page`] shuffles whole
-//! encoded pages and makes a mini-batch of the next pages holding
-//! `batch_rows` rows, with no re-encoding; the file's `page_rows` must then
-//! be a fraction of the batch (say 50 for 250-row batches) or batches
-//! cannot mix blocks ([`Loader::warnings`]). The default, [`Mode::Auto`],
-//! takes page mode when a mini-batch spans at least four pages and exact
-//! mode otherwise.
+//! every epoch. [`Mode::Exact`] shuffles rows as the paper does: each
+//! buffer's pages are decoded from their compressed bytes into one set of
+//! arrays, a permutation of its rows is drawn, and each mini-batch copies
+//! its rows into one CSR page ([`LoaderOptions::format`] asks for another
+//! format), with no allocation or handle per row (`rows.rs`).
+//! [`Mode::Page`] shuffles whole encoded pages and makes a mini-batch of
+//! the next pages holding `batch_rows` rows, with no re-encoding; it is as
+//! good as shuffling rows only when a page's rows are already as mixed as
+//! random ones, and the file's `page_rows` must be a fraction of the batch
+//! (say 50 for 250-row batches) or batches cannot mix blocks
+//! ([`Loader::warnings`]). The default, [`Mode::Auto`], decides from the
+//! label mix the writer measured ([`Mode::choose`]).
+//!
+//! **Memory.** What stays in memory across epochs is each block's bytes as
+//! in the file, checked once ([`PackedBlock`](crate::dataset::PackedBlock)),
+//! not decode trees (5 to 27 times larger): see
+//! [`LoaderOptions::memory`].
 //!
 //! **Engineering.** With double buffering (the default, paper 6.3) a
 //! read-ahead thread reads and validates blocks (in groups of small
@@ -55,7 +61,9 @@
 //!
 //! let options = LoaderOptions { strategy: Strategy::CorgiPile, trace: true, ..LoaderOptions::default() };
 //! let loader = Loader::new(Arc::new(Dataset::open(&path)?), options)?;
-//! assert_eq!(loader.mode(), Mode::Page); // 250-row mini-batches span five pages
+//! // The labels alternate, so pages are as mixed as random rows: whole
+//! // pages are shuffled (a 250-row mini-batch spans five of them).
+//! assert_eq!(loader.mode(), Mode::Page);
 //! let mut epoch = loader.epoch(0)?;
 //! let mut seen = 0;
 //! for batch in epoch.by_ref() {
@@ -79,9 +87,11 @@
 mod ahead;
 mod budget;
 mod epoch;
+mod feed;
 mod iter;
 mod options;
 mod resident;
+mod rows;
 mod shuffle;
 mod trace;
 mod units;
@@ -93,7 +103,7 @@ pub use budget::{
 };
 pub use iter::{Epoch, EpochStats};
 use options::check_options;
-pub use options::{Buffer, LoaderOptions, Mode, Strategy, AUTO_MIN_PAGES};
+pub use options::{Buffer, LoaderOptions, Mode, ModeChoice, Strategy, AUTO_MIN_PAGES};
 pub use shuffle::shuffle_file;
 use shuffle::shuffle_file_mapped;
 pub use trace::{labels_in_file_order, ShuffleQuality, Trace};
@@ -106,6 +116,7 @@ use std::sync::Arc;
 
 use epoch::{EpochState, Produce};
 use resident::Resident;
+use rows::RowEpoch;
 
 use crate::cleanup::{self, ScratchFile};
 use crate::dataset::{Dataset, Source};
@@ -136,6 +147,17 @@ pub struct MiniBatch {
 }
 
 impl MiniBatch {
+    fn new(pages: Vec<Page>, replay: bool, rows: Option<Vec<u64>>, pages_bytes: usize) -> Self {
+        let mut batch = MiniBatch {
+            pages,
+            replay,
+            rows,
+            owned_bytes: 0,
+        };
+        batch.owned_bytes = pages_bytes + batch.own_bytes();
+        batch
+    }
+
     /// Rows in the mini-batch.
     pub fn n_rows(&self) -> usize {
         self.pages.iter().map(Page::n_rows).sum()
@@ -157,11 +179,20 @@ impl MiniBatch {
     }
 }
 
+impl Plan {
+    /// Whether epochs take the row pipeline (`rows.rs`).
+    fn row_pipeline(&self) -> bool {
+        self.mode == Mode::Exact
+            && !matches!(self.strategy, Strategy::SlidingWindow | Strategy::Mrs)
+    }
+}
+
 /// Resolved options: what an epoch's state machine reads.
 #[derive(Debug)]
 pub(crate) struct Plan {
     strategy: Strategy,
     mode: Mode,
+    mode_choice: ModeChoice,
     batch_rows: usize,
     buffer_blocks: usize,
     window_units: usize,
@@ -283,6 +314,11 @@ impl<S: Source + 'static> Loader<S> {
         self.plan.mode
     }
 
+    /// The mode in use and why ([`Mode::choose`]).
+    pub fn mode_choice(&self) -> &ModeChoice {
+        &self.plan.mode_choice
+    }
+
     /// Blocks the CorgiPile buffer holds (all of this worker's blocks for
     /// Epoch Shuffle).
     pub fn buffer_blocks(&self) -> usize {
@@ -329,35 +365,34 @@ impl<S: Source + 'static> Loader<S> {
     /// arrive through the iterator.
     pub fn epoch(&self, epoch: u64) -> Result<Epoch> {
         let order = self.block_order(epoch);
-        // With every page of the epoch resident, page mode has nothing left
-        // to overlap: producing a mini-batch is a few handle copies. A
-        // producer thread would then only add hand-overs and, on a busy
-        // machine, waits for a core; the epoch runs on the caller's thread.
-        let inline =
-            self.plan.mode == Mode::Page && order.iter().all(|&b| self.resident.get(b).is_some());
-        let producer: Box<dyn Produce> = match &self.shuffled {
-            Some((copy, _)) => Box::new(EpochState::start(
-                Arc::clone(copy),
-                Arc::clone(&self.plan),
-                epoch,
-                order,
-                Arc::clone(&self.resident),
-            )?),
-            None => Box::new(EpochState::start(
-                Arc::clone(&self.dataset),
-                Arc::clone(&self.plan),
-                epoch,
-                order,
-                Arc::clone(&self.resident),
-            )?),
+        let producer = match &self.shuffled {
+            Some((copy, _)) => self.producer(Arc::clone(copy), epoch, order)?,
+            None => self.producer(Arc::clone(&self.dataset), epoch, order)?,
         };
         Epoch::new(
             producer,
             &self.plan,
             self.dataset.path(),
             Some(Arc::clone(&self.resident)),
-            inline,
         )
+    }
+
+    /// The state machine of an epoch over `dataset` (the file, or Shuffle
+    /// Once's copy): the row pipeline for row mode of the strategies that
+    /// read whole buffers or runs of blocks, the unit-by-unit machine for
+    /// page mode, Sliding-Window and MRS.
+    fn producer<T: Source + 'static>(
+        &self,
+        dataset: Arc<Dataset<T>>,
+        epoch: u64,
+        order: Vec<usize>,
+    ) -> Result<Box<dyn Produce>> {
+        let (plan, resident) = (Arc::clone(&self.plan), Arc::clone(&self.resident));
+        Ok(if plan.row_pipeline() {
+            Box::new(RowEpoch::start(dataset, plan, epoch, order, resident)?)
+        } else {
+            Box::new(EpochState::start(dataset, plan, epoch, order, resident)?)
+        })
     }
 }
 
@@ -379,7 +414,8 @@ fn make_plan<T: Source>(ds: &Dataset<T>, o: &LoaderOptions) -> (Plan, Vec<String
         (_, Buffer::Fraction(f)) => ((f * n_blocks as f64).ceil() as usize).max(1),
     };
     // Sliding-Window and MRS hold a share of the units (rows, or pages).
-    let mode = o.mode.resolve(ds.info().page_rows, o.batch_rows);
+    let choice = o.mode.choose(ds.info(), o.batch_rows);
+    let mode = choice.mode;
     let units = |b: usize| match mode {
         Mode::Page => ds.block_pages(b),
         _ => ds.block_rows(b),
@@ -413,6 +449,7 @@ fn make_plan<T: Source>(ds: &Dataset<T>, o: &LoaderOptions) -> (Plan, Vec<String
     let plan = Plan {
         strategy: o.strategy,
         mode,
+        mode_choice: choice,
         batch_rows: o.batch_rows,
         buffer_blocks,
         window_units,

@@ -70,44 +70,79 @@ impl std::fmt::Display for Strategy {
 /// What the buffer holds and shuffles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {
-    /// Decoded rows, shuffled one by one; each mini-batch is its rows
-    /// gathered into one CSR page (or encoded in
+    /// Rows, shuffled one by one (CorgiPile paper, Algorithm 1): each
+    /// buffer's pages decoded from their compressed bytes, each
+    /// mini-batch its rows copied into one CSR page (or encoded in
     /// [`LoaderOptions::format`] when that is set).
     Exact,
-    /// Whole encoded pages; no re-encoding.
+    /// Whole encoded pages, their decode trees built; no re-encoding. As
+    /// good as shuffling rows only when a page's rows are already as mixed
+    /// as random rows: for shuffled data.
     Page,
-    /// Page mode when a mini-batch spans at least [`AUTO_MIN_PAGES`]
-    /// pages of the file (so that it mixes rows of several blocks), exact
-    /// mode otherwise. The default: page mode trains to the same accuracy
-    /// at a fraction of the loading cost when pages are small (measured in
-    /// `docs/RESULTS.md`), and exact mode is the safe choice when they are
-    /// not.
+    /// Decided from the file ([`Mode::choose`]): page mode when its
+    /// pages' labels are as mixed as random rows would be and a
+    /// mini-batch spans at least [`AUTO_MIN_PAGES`] pages, exact mode
+    /// otherwise. The default.
     Auto,
 }
 
 /// Pages a mini-batch must span for [`Mode::Auto`] to choose page mode.
 pub const AUTO_MIN_PAGES: usize = 4;
 
+/// How far above 1 a file's label mix ratio may be (beyond three standard
+/// deviations of a random file's) for its pages to count as mixed.
+const MIXED_SLACK: f64 = 0.1;
+
+/// The mode a loader uses and why ([`Mode::choose`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModeChoice {
+    /// The mode ([`Mode::Auto`] resolved).
+    pub mode: Mode,
+    /// Why, as a phrase for a person ("pages hold clustered labels
+    /// (label mix 27.4; random pages give about 1)").
+    pub reason: String,
+}
+
 impl Mode {
     /// The mode a loader uses for mini-batches of `batch_rows` rows over a
-    /// file of `page_rows`-row pages: [`Mode::Auto`] resolved (page mode
-    /// when a mini-batch spans at least [`AUTO_MIN_PAGES`] pages), any
-    /// other mode as it is. [`Loader::mode`](super::Loader::mode) is this for its file and
-    /// options; callers that describe a run before making a loader ask
-    /// here rather than repeat the rule.
-    ///
-    /// ```
-    /// use tocpile::loader::Mode;
-    ///
-    /// assert_eq!(Mode::Auto.resolve(50, 250), Mode::Page);
-    /// assert_eq!(Mode::Auto.resolve(250, 250), Mode::Exact);
-    /// assert_eq!(Mode::Exact.resolve(50, 250), Mode::Exact);
-    /// ```
-    pub fn resolve(self, page_rows: usize, batch_rows: usize) -> Mode {
-        match self {
-            Mode::Auto if batch_rows / page_rows.max(1) >= AUTO_MIN_PAGES => Mode::Page,
-            Mode::Auto => Mode::Exact,
-            chosen => chosen,
+    /// file described by `info`, and why. [`Mode::Auto`] takes page mode
+    /// only when the file's label mix ([`LabelMix`](crate::dataset::LabelMix),
+    /// measured by the writer) shows pages as mixed as random rows and a
+    /// mini-batch spans at least [`AUTO_MIN_PAGES`] pages; a file without
+    /// the measure (written by an earlier version) gets rows. Any other
+    /// mode is taken as it is. [`Loader::mode_choice`](super::Loader::mode_choice)
+    /// is this for its file and options.
+    pub fn choose(self, info: &crate::dataset::DatasetInfo, batch_rows: usize) -> ModeChoice {
+        let choice = |mode, reason: String| ModeChoice { mode, reason };
+        if self != Mode::Auto {
+            return choice(self, "as asked".into());
+        }
+        let spans = batch_rows / info.page_rows.max(1);
+        let mix = info.label_mix;
+        match mix {
+            _ if spans < AUTO_MIN_PAGES => choice(
+                Mode::Exact,
+                format!("a mini-batch spans {spans} of the file's pages: rows shuffled"),
+            ),
+            Some(m) if m.pages_mixed(MIXED_SLACK) => choice(
+                Mode::Page,
+                format!(
+                    "pages as mixed as random rows (label mix {:.2} over {} pages)",
+                    m.ratio, m.pages
+                ),
+            ),
+            Some(m) => choice(
+                Mode::Exact,
+                format!(
+                    "pages hold clustered labels (label mix {:.2}; random pages give about 1): \
+                     rows shuffled",
+                    m.ratio
+                ),
+            ),
+            None => choice(
+                Mode::Exact,
+                "the file records no label mix: rows shuffled".into(),
+            ),
         }
     }
 
@@ -185,14 +220,15 @@ pub struct LoaderOptions {
     /// interruption ([`crate::cleanup`]); copies of killed runs are
     /// removed by the next Shuffle Once loader in the same directory.
     pub scratch_dir: Option<PathBuf>,
-    /// Bytes of loaded pages the loader may keep in memory across epochs
+    /// Bytes of blocks the loader may keep in memory across epochs
     /// (default [`default_memory`](super::default_memory): half the memory
     /// available to the process, from `/proc/meminfo` and its memory
-    /// cgroups, at most [`DEFAULT_MEMORY`](super::DEFAULT_MEMORY)): blocks whose pages fit stay resident
-    /// after their first visit, validated once per process; the rest are
-    /// read from the file every epoch. 0 streams every block every epoch.
-    /// Counts what the pages hold ([`Page::heap_bytes`](crate::Page::heap_bytes):
-    /// for TOC the decode trees, several times the file's bytes).
+    /// cgroups, at most [`DEFAULT_MEMORY`](super::DEFAULT_MEMORY)): blocks
+    /// that fit stay resident after their first visit, as their bytes in
+    /// the file (checked once per process) plus a page index of 24 bytes a
+    /// page; the rest are read from the file every epoch. 0 streams every
+    /// block every epoch. Rows are decoded from the resident bytes every
+    /// epoch; what stays is compressed.
     pub memory: usize,
 }
 

@@ -1,30 +1,33 @@
-//! Resident pages: each block's pages, once validated (TOC decode trees
-//! built), kept in memory for the next epochs while they fit a byte budget
-//! ([`LoaderOptions::memory`](super::LoaderOptions::memory)), so an epoch
-//! reads, checksums, validates and builds nothing it has seen before.
-//! Blocks over the budget are read from the file every epoch, as without
-//! a cache (streaming).
+//! Resident blocks: each block's bytes, checked once (checksum, page
+//! list, every page validated) and kept as they are in the file
+//! ([`PackedBlock`]), for the next epochs while they fit a byte budget
+//! ([`LoaderOptions::memory`](super::LoaderOptions::memory)). An epoch then
+//! reads, checksums and validates nothing it has seen before; it decodes
+//! the resident bytes again without the checks. Blocks over the budget
+//! are read from the file every epoch (streaming).
 //!
-//! The budget counts what a page really holds in memory
-//! ([`Page::heap_bytes`]: for TOC the decode tree, 5 to 12 times the
-//! encoded bytes, as well as the bytes and labels). Blocks are admitted
-//! first come, first kept: the first epoch's first blocks stay, and a
-//! block never leaves once admitted, so later epochs do the same work.
+//! What stays is the compressed form, about the block's size in the file
+//! (its bytes and a page index of 24 bytes a page), not decode trees (5
+//! to 27 times the bytes): under a memory limit, TOC keeps as many more
+//! rows resident than CSR as it compresses better (TOC paper, Table 6).
+//! Blocks are admitted first come, first kept: the first epoch's first
+//! blocks stay, and a block never leaves once admitted, so later epochs
+//! do the same work.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use crate::page::Page;
+use crate::dataset::PackedBlock;
 
-/// The loaded pages of one block, shared by the cache and the epochs.
-pub(crate) type BlockPages = Arc<[Page]>;
+/// A block's validated bytes, shared by the cache and the epochs.
+pub(crate) type Packed = Arc<PackedBlock>;
 
 /// The cache of one loader (one dataset file), shared by its epochs.
 #[derive(Debug)]
 pub(crate) struct Resident {
     budget: usize,
     used: AtomicUsize,
-    blocks: Vec<OnceLock<BlockPages>>,
+    blocks: Vec<OnceLock<Packed>>,
 }
 
 impl Resident {
@@ -37,33 +40,33 @@ impl Resident {
         }
     }
 
-    /// Block `b`'s pages, if resident.
-    pub(crate) fn get(&self, b: usize) -> Option<BlockPages> {
+    /// Block `b`, if resident.
+    pub(crate) fn get(&self, b: usize) -> Option<Packed> {
         self.blocks.get(b)?.get().cloned()
     }
 
-    /// Keeps block `b`'s pages if they fit what is left of the budget.
-    pub(crate) fn offer(&self, b: usize, pages: &BlockPages) {
+    /// Keeps block `b` if it fits what is left of the budget.
+    pub(crate) fn offer(&self, b: usize, block: &Packed) {
         let Some(slot) = self.blocks.get(b) else {
             return;
         };
         if slot.get().is_some() || self.budget == 0 {
             return;
         }
-        let bytes = block_heap_bytes(pages);
+        let bytes = packed_bytes(block);
         let reserved = self
             .used
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
                 used.checked_add(bytes)
                     .filter(|&total| total <= self.budget)
             });
-        if reserved.is_ok() && slot.set(Arc::clone(pages)).is_err() {
+        if reserved.is_ok() && slot.set(Arc::clone(block)).is_err() {
             // Another epoch kept the block first: give the bytes back.
             self.used.fetch_sub(bytes, Ordering::AcqRel);
         }
     }
 
-    /// Bytes held by resident pages.
+    /// Bytes held by resident blocks.
     pub(crate) fn bytes(&self) -> usize {
         self.used.load(Ordering::Acquire)
     }
@@ -74,10 +77,7 @@ impl Resident {
     }
 }
 
-/// Heap bytes of a block's pages: every page's own, plus the slice of
-/// page handles.
-pub(crate) fn block_heap_bytes(pages: &[Page]) -> usize {
-    pages.iter().map(Page::heap_bytes).sum::<usize>()
-        + std::mem::size_of_val(pages)
-        + 2 * std::mem::size_of::<usize>()
+/// Heap bytes of a packed block and its shared allocation.
+pub(crate) fn packed_bytes(block: &PackedBlock) -> usize {
+    block.heap_bytes() + 2 * std::mem::size_of::<usize>()
 }

@@ -295,15 +295,18 @@ fn bad_options_are_errors_and_risky_ones_warn() {
 }
 
 #[test]
-fn auto_mode_takes_pages_only_when_batches_span_several() {
-    let (rows, labels) = numbered_rows(500, 9);
+fn auto_mode_takes_pages_only_for_mixed_pages_that_batches_span_several_of() {
+    let (rows, _) = numbered_rows(5000, 9);
+    // Labels in random order: pages as mixed as random rows.
+    let mut rng = tocpile::rng::Rng::new(5);
+    let mixed: Vec<f64> = (0..5000).map(|_| rng.below(2) as f64).collect();
     for (page_rows, batch_rows, expected) in [
         (50, 250, Mode::Page),
         (62, 250, Mode::Page),
         (63, 250, Mode::Exact),
         (250, 250, Mode::Exact),
     ] {
-        let path = write_file(&rows, &labels, page_rows, 100_000);
+        let path = write_file(&rows, &mixed, page_rows, 100_000);
         let o = LoaderOptions {
             batch_rows,
             ..LoaderOptions::default()
@@ -313,6 +316,15 @@ fn auto_mode_takes_pages_only_when_batches_span_several() {
         assert!(loader.warnings().iter().all(|w| !w.contains("page mode")));
         std::fs::remove_file(&path).unwrap();
     }
+    // The same labels sorted: every page holds one label, rows are shuffled.
+    let mut sorted = mixed.clone();
+    sorted.sort_by(f64::total_cmp);
+    let path = write_file(&rows, &sorted, 50, 100_000);
+    let loader = Loader::open(&path, LoaderOptions::default()).unwrap();
+    assert_eq!(loader.mode(), Mode::Exact);
+    let reason = &loader.mode_choice().reason;
+    assert!(reason.contains("clustered labels"), "{reason}");
+    std::fs::remove_file(&path).unwrap();
 }
 
 /// Streamed blocks reach the producer in groups of at least 64 KiB from
