@@ -375,6 +375,20 @@ pub(crate) fn unpack_into(payload: &[u8], width: u8, count: usize, out: &mut Vec
     }
 }
 
+// Why hand-written, by measurement (`examples/unpack.rs`,
+// docs/RESULTS.md section 20: every packed array of real 50-row pages of
+// the six shared datasets, widths 1 to 12 and lengths of 1 to 18,000,
+// mostly 50 to 400 values): `bitvec` (bit slices, `load_le` per value)
+// unpacks 10 to 20 times slower than this code; the `bitpacking` crate's
+// SIMD block packer (blocks of 128 values, four interleaved lanes) about
+// 1.4 to 2 times faster, but only in its own layout, which would change
+// the byte format and pad every array to whole blocks (+9% to +111% of
+// the packed bytes on pages of 50 to 400 values; its 32-value scalar
+// blocks are no faster than this code). Eight values at a time through
+// 64-bit loads at constant offsets instead of 128-bit words was no
+// faster either. So the byte format keeps its plain LSB-first bit
+// packing and this unpacker; a later format could adopt 128-value SIMD
+// blocks for its long arrays (codes, mnist5k's pair columns) only.
 /// The general bit-width path: whole groups of eight values (`width`
 /// bytes each) through [`unpack_groups`], monomorphised per width so the
 /// shifts and masks are constants and the eight extractions unroll, then
@@ -437,8 +451,8 @@ fn unpack8<const W: usize>(chunk: &[u8]) -> [u32; 8] {
         // Four values (at most 124 bits) from byte 0, four from bit 4W.
         let lo = u128::from_le_bytes(bytes[..16].try_into().expect("16 bytes"));
         let at = 4 * W / 8;
-        let hi = u128::from_le_bytes(bytes[at..at + 16].try_into().expect("16 bytes"))
-            >> ((4 * W) % 8);
+        let hi =
+            u128::from_le_bytes(bytes[at..at + 16].try_into().expect("16 bytes")) >> ((4 * W) % 8);
         for k in 0..4 {
             out[k] = ((lo >> (k * W)) & mask) as u32;
             out[4 + k] = ((hi >> (k * W)) & mask) as u32;
