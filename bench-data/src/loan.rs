@@ -8,7 +8,9 @@
 //! meet numeric columns at their worst.
 //!
 //! 119 columns, 16.5 non-zeros a row: 11 numeric columns (one of
-//! them missing, that is zero, in half the rows) and one level each of
+//! them missing, that is zero, in half the rows; installments, incomes,
+//! ratios and balances nearly unique, amounts mostly round thousands,
+//! rates from a grid of one per sub-grade) and one level each of
 //! term (2), sub-grade (35), home ownership (4), purpose (14), state (50)
 //! and verification status (3). The label is a default drawn from a
 //! logistic model of the grade, the debt-to-income ratio and the
@@ -44,12 +46,24 @@ pub fn loan_like(rows: usize, seed: u64) -> (SparseBatch, Vec<f64>) {
         let cents = |x: f64| (x * 100.0).round() / 100.0;
         let term = rng.below(2) as usize; // 36 or 60 months
         let sub_grade = (rng.below(20) + rng.below(16)) as usize; // 0..35, centred
-        let rate = cents(5.31 + sub_grade as f64 * 0.72 + u(&mut rng) * 0.7);
-        let amount = 1000.0 + 25.0 * rng.below(1561) as f64; // 1,000 to 40,000
+                                                                  // Rates come from a grid, one per sub-grade (as lenders price).
+        let rate = cents(5.31 + sub_grade as f64 * 0.72 + (sub_grade % 3) as f64 * 0.07);
+        // Most amounts are round thousands; the rest any multiple of $25.
+        let amount = if rng.below(10) < 6 {
+            1000.0 * (1 + rng.below(15) + rng.below(16)) as f64
+        } else {
+            1000.0 + 25.0 * rng.below(1561) as f64
+        };
         let months = if term == 0 { 36.0 } else { 60.0 };
         let r = rate / 1200.0;
         let installment = cents(amount * r / (1.0 - (1.0 + r).powf(-months)));
-        let income = (11.0 + 0.55 * normal(&mut rng)).exp().round().max(4000.0);
+        // Stated incomes: half of them round thousands.
+        let income = (11.0 + 0.55 * normal(&mut rng)).exp().max(4000.0);
+        let income = if rng.below(2) == 0 {
+            (income / 1000.0).round() * 1000.0
+        } else {
+            income.round()
+        };
         let dti = cents((u(&mut rng) * 35.0 + 0.5).min(39.99));
         let revol_bal = (9.0 + 1.1 * normal(&mut rng)).exp().round().max(1.0);
         let revol_util = (u(&mut rng) * 1000.0).round().max(1.0) / 10.0;
