@@ -192,12 +192,12 @@ fn main() {
         "| dataset | section | arrays | width (min / median / max) | length (min / median / max) |\n|---|---|---:|---|---|\n",
     );
     let mut timing =
-        String::from("| dataset | pages | arrays a page | values a page | generic widths |");
+        String::from("| dataset | pages | arrays a page | values a page | generic widths | page decode ns/page |");
     for (_, name) in METHODS {
         timing.push_str(&format!(" {name} ns/page |"));
     }
     timing.push_str(
-        " bitpacking 1x extra bytes | bitpacking 4x extra bytes |\n|---|---:|---:|---:|---:|",
+        " bitpacking 1x extra bytes | bitpacking 4x extra bytes |\n|---|---:|---:|---:|---:|---:|",
     );
     timing.push_str(&"---:|".repeat(METHODS.len() + 2));
     timing.push('\n');
