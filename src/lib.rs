@@ -91,6 +91,58 @@ mod sparse;
 pub mod train;
 mod wire;
 
+/// Not part of the API (hidden, may change in any release): the codec's
+/// bit unpacker and the packed arrays of an encoded batch, for the
+/// measurement that chose the unpacker (`examples/unpack.rs`).
+#[doc(hidden)]
+pub mod internals {
+    /// A packed array of an encoded batch: its section, bit width, element
+    /// count and payload bytes.
+    #[derive(Debug, Clone, Copy)]
+    pub struct PackedArray<'a> {
+        /// The section (`"codes"`, `"pair columns"`, ...).
+        pub name: &'static str,
+        /// Bits per element (0 to 32).
+        pub width: u8,
+        /// Elements.
+        pub count: usize,
+        /// The payload, `ceil(count * width / 8)` bytes.
+        pub payload: &'a [u8],
+    }
+
+    /// The packed arrays of the encoded batch `blob`, in stored order.
+    ///
+    /// # Errors
+    /// As [`TocBatch::from_bytes`](crate::TocBatch::from_bytes) for a blob
+    /// whose structure is invalid.
+    pub fn packed_arrays(blob: &[u8]) -> crate::Result<Vec<PackedArray<'_>>> {
+        let layout = crate::codec::layout_of(blob)?;
+        Ok(crate::codec::packed_arrays(&layout)
+            .into_iter()
+            .map(|(name, p)| PackedArray {
+                name,
+                width: p.width,
+                count: p.count,
+                payload: p.payload(blob),
+            })
+            .collect())
+    }
+
+    /// Unpacks `count` values of `width` bits from `payload` into `out`
+    /// (cleared first), as every decode does.
+    ///
+    /// # Panics
+    /// If `width > 32` or `payload` is shorter than `ceil(count * width / 8)`.
+    pub fn unpack(payload: &[u8], width: u8, count: usize, out: &mut Vec<u32>) {
+        assert!(width <= 32, "width {width} above 32");
+        assert!(
+            payload.len() as u64 >= crate::wire::payload_len(count as u64, width),
+            "payload too short"
+        );
+        crate::wire::unpack_into(payload, width, count, out)
+    }
+}
+
 pub use codec::{
     decode_bytes, encode, Adaptive, DecodeTree, EncodeOptions, Encoder, Level, Packing, TocBatch,
 };

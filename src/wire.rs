@@ -375,6 +375,21 @@ pub(crate) fn unpack_into(payload: &[u8], width: u8, count: usize, out: &mut Vec
     }
 }
 
+// Why hand-written, by measurement (`examples/unpack.rs`,
+// docs/RESULTS.md section 20: every packed array of real 50-row pages of
+// the six shared datasets, widths 1 to 12 and lengths of 1 to 18,000,
+// mostly 50 to 400 values): `bitvec` (bit slices, `load_le` per value)
+// unpacks 9 to 21 times slower than this code; the `bitpacking` crate's
+// SIMD block packer (blocks of 128 values, four interleaved lanes) 1.4
+// to 2.1 times faster, but only in its own layout, which would change
+// the byte format and pad every array to whole blocks (+9% to +111% of
+// the packed bytes on pages of 50 to 400 values; its 32-value scalar
+// blocks are no faster than this code), and unpacking is 7% to 14% of a
+// page's decode, so it could save at most 2% to 7% of it. Eight values at
+// a time through 64-bit loads at constant offsets instead of 128-bit
+// words was slower on five datasets of six. So the byte format keeps its plain LSB-first bit
+// packing and this unpacker; a later format could adopt 128-value SIMD
+// blocks for its long arrays (codes, mnist5k's pair columns) only.
 /// The general bit-width path: whole groups of eight values (`width`
 /// bytes each) through [`unpack_groups`], monomorphised per width so the
 /// shifts and masks are constants and the eight extractions unroll, then

@@ -17,6 +17,15 @@ use tocpile::ingest::libsvm::{LibsvmOptions, LibsvmReader};
 use tocpile::rng::Rng;
 use tocpile::SparseBatch;
 
+mod loan;
+pub use loan::{loan_like, LOAN_COLS};
+
+/// Rows of the generated loan-like set that [`load`] gives by the name
+/// `loan_like` (the "10k x 119" set), with seed [`LOAN_SEED`].
+pub const LOAN_ROWS: usize = 10_000;
+/// The seed of the loan-like set that [`load`] gives.
+pub const LOAN_SEED: u64 = 2018;
+
 /// Names of the shared datasets, smallest first.
 pub const DATASETS: &[&str] = &[
     "mushrooms",
@@ -71,12 +80,16 @@ pub fn dataset_cols(name: &str) -> usize {
 
 /// Reads at most `max_rows` rows of a dataset with the library's reader:
 /// the features as one batch and the labels. A name ending in `_cents` is
-/// the dataset with its numeric columns divided by 100.
+/// the dataset with its numeric columns divided by 100; `loan_like` is
+/// the generated set of [`loan_like`] ([`LOAN_ROWS`] rows at most).
 ///
 /// # Panics
 /// If the file is missing or malformed (examples and benches run on the
 /// shared data; the message names the file).
 pub fn load(name: &str, max_rows: usize) -> (SparseBatch, Vec<f64>) {
+    if name == "loan_like" {
+        return loan_like(max_rows.min(LOAN_ROWS), LOAN_SEED);
+    }
     if let Some(base) = name.strip_suffix("_cents") {
         let (rows, labels) = load(base, max_rows);
         return (to_decimals(&rows, 2), labels);

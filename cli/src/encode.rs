@@ -203,27 +203,8 @@ pub fn run_encode(args: &EncodeArgs) -> Outcome {
         format: args.page_format,
         schema: input.schema_text(),
     };
-    let mut writer = DatasetWriter::create(&args.output, input.n_cols(), options)?;
-    // The scaling is an extra beside the data: a file too wide for one
-    // (three f64s a column) is still encoded, with a warning.
-    if let Err(e) = writer.set_scaling(args.scale.kind()) {
-        eprintln!(
-            "tocpile: warning: {}: no scaling stored: {e}",
-            args.output.display()
-        );
-    }
-    let bar = progress(&format!("encoding {}", args.input.display()));
-    // Chunks sized by bytes, not rows: memory stays bounded whatever the
-    // row width (images of 784 columns, one-hot rows of 10).
-    let mut rows = FIRST_CHUNK_ROWS;
-    while let Some(chunk) = input.next_chunk(rows)? {
-        tocpile::cleanup::check()?;
-        writer.push(&chunk.batch, &chunk.labels)?;
-        bar.inc(chunk.batch.n_rows() as u64);
-        rows = chunk_rows(&chunk.batch);
-    }
-    let info = writer.finish()?;
-    bar.finish_and_clear();
+    let what = format!("encoding {}", args.input.display());
+    let info = write_dataset(&mut input, &args.output, options, args.scale, &what)?;
     let unseen = input.unseen_levels();
     if args.json {
         let mut json = InfoJson::new(&args.output, &info);
@@ -237,6 +218,41 @@ pub fn run_encode(args: &EncodeArgs) -> Outcome {
         ));
     }
     emit(&text)
+}
+
+/// Writes every row of `input` to the dataset file `output` (atomically,
+/// as [`DatasetWriter`] does) with `options` and the scaling `scale`,
+/// showing `what` on a progress bar: `tocpile encode`, and the default
+/// file that `ratio` and `bench codec` measure.
+pub fn write_dataset(
+    input: &mut Input,
+    output: &Path,
+    options: WriterOptions,
+    scale: ScaleOpt,
+    what: &str,
+) -> Result<DatasetInfo, Failure> {
+    let mut writer = DatasetWriter::create(output, input.n_cols(), options)?;
+    // The scaling is an extra beside the data: a file too wide for one
+    // (three f64s a column) is still encoded, with a warning.
+    if let Err(e) = writer.set_scaling(scale.kind()) {
+        eprintln!(
+            "tocpile: warning: {}: no scaling stored: {e}",
+            output.display()
+        );
+    }
+    let bar = progress(what);
+    // Chunks sized by bytes, not rows: memory stays bounded whatever the
+    // row width (images of 784 columns, one-hot rows of 10).
+    let mut rows = FIRST_CHUNK_ROWS;
+    while let Some(chunk) = input.next_chunk(rows)? {
+        tocpile::cleanup::check()?;
+        writer.push(&chunk.batch, &chunk.labels)?;
+        bar.inc(chunk.batch.n_rows() as u64);
+        rows = chunk_rows(&chunk.batch);
+    }
+    let info = writer.finish()?;
+    bar.finish_and_clear();
+    Ok(info)
 }
 
 /// Rows of the first chunk an encode reads, before the row width is known.

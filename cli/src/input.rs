@@ -4,7 +4,7 @@
 
 #[cfg(feature = "parquet")]
 mod parquet;
-mod stream;
+pub mod stream;
 
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};

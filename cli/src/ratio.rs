@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::measure::file::{self, file_sizes, FileJson, FileSizes};
 use crate::measure::ratios::{ratio_table, RatioConfig, RatioRow};
 use clap::Args;
 use serde::Serialize;
@@ -26,7 +27,10 @@ mod plot;
 /// batches over the format's bytes. Printed as the paper's figures:
 /// Figure 5 (every format), Figure 6 (the TOC ablation: TOC_SPARSE,
 /// TOC_LOGICAL, TOC_FULL) and Figure 7 (large batches as a share of the
-/// rows).
+/// rows). Then the file-level figure: the .toc file of a default
+/// `tocpile encode` of the whole input against gzip -6, zstd -19 and xz -9
+/// of the input text (and Parquet with zstd in a build with the `parquet`
+/// feature); --no-file skips it.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
     tocpile ratio train.libsvm.gz\n  \
@@ -56,6 +60,10 @@ pub struct RatioArgs {
     /// lz4) on batches whose dense f64 size exceeds this many MiB.
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
     max_dense_mib: u64,
+    /// Skip the file-level figure (default .toc file against the input
+    /// text compressed), which compresses the whole input three times.
+    #[arg(long)]
+    no_file: bool,
     /// Print the results as JSON.
     #[arg(long)]
     json: bool,
@@ -82,6 +90,8 @@ pub struct DatasetRatios {
     pub batches: Vec<RatioRow>,
     /// (share in percent, row) per --shares entry.
     pub large: Vec<(f64, RatioRow)>,
+    /// The file-level figure, unless skipped or not a text input.
+    pub file: Option<FileSizes>,
 }
 
 pub fn run(args: &RatioArgs) -> Outcome {
@@ -131,6 +141,11 @@ fn measure(
         let mut row = ratio_table(&rows, &[n], config).map_err(fail)?;
         large.push((share, row.remove(0)));
     }
+    let file = if args.no_file {
+        None
+    } else {
+        file_sizes(path, &args.input_args)?
+    };
     Ok(DatasetRatios {
         path: path.display().to_string(),
         rows: rows.n_rows(),
@@ -139,6 +154,7 @@ fn measure(
         shuffle: args.rows.shuffle,
         batches,
         large,
+        file,
     })
 }
 
@@ -244,6 +260,10 @@ fn markdown(r: &DatasetRatios) -> String {
             );
         }
     }
+    if let Some(sizes) = &r.file {
+        s.push('\n');
+        s.push_str(&file::markdown(sizes));
+    }
     s.push('\n');
     s
 }
@@ -270,6 +290,9 @@ struct DatasetJson {
     shuffle_seed: Option<u64>,
     batches: Vec<BatchJson>,
     large_batches: Vec<BatchJson>,
+    /// The file-level figure (`null` with --no-file or for an input that
+    /// is not text).
+    file: Option<FileJson>,
 }
 
 #[derive(Serialize)]
@@ -312,6 +335,7 @@ fn to_json(results: &[DatasetRatios]) -> RatioJson {
                     .iter()
                     .map(|(share, b)| batch_json(b, Some(*share)))
                     .collect(),
+                file: r.file.as_ref().map(FileJson::from),
             })
             .collect(),
     }

@@ -137,3 +137,66 @@ fn bench_adaptive_reports_every_variant() {
     assert!(ratios.iter().all(|r| *r > 0.0), "{row}");
     assert!(row.contains(" of 1 |"), "{row}");
 }
+
+/// `gzip -6`, `zstd -19` and `xz -9` of `text`, as the figure computes
+/// them (flate2, the zstd library's streaming encoder, liblzma), each in
+/// one piece.
+fn compressed(text: &[u8]) -> [u64; 3] {
+    use std::io::Write;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
+    gz.write_all(text).unwrap();
+    let mut zstd = zstd::stream::write::Encoder::new(Vec::new(), 19).unwrap();
+    zstd.write_all(text).unwrap();
+    let mut xz = xz2::write::XzEncoder::new(Vec::new(), 9);
+    xz.write_all(text).unwrap();
+    [
+        gz.finish().unwrap().len() as u64,
+        zstd.finish().unwrap().len() as u64,
+        xz.finish().unwrap().len() as u64,
+    ]
+}
+
+#[test]
+fn file_figure_is_the_default_encode_against_the_text_compressed() {
+    let (_guard, dir) = fixture();
+    let text = std::fs::read(dir.join("small.libsvm")).unwrap();
+    ok(&["encode", "small.libsvm", "-o", "default.toc"], &dir);
+    let toc = std::fs::metadata(dir.join("default.toc")).unwrap().len();
+    // The same text gzipped: inflated before it is measured.
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(1));
+    std::io::Write::write_all(&mut gz, &text).unwrap();
+    std::fs::write(dir.join("small.libsvm.gz"), gz.finish().unwrap()).unwrap();
+    let want = compressed(&text);
+    for (args, input) in [
+        (
+            vec!["ratio", "--batch-rows", "10", "--no-large"],
+            "small.libsvm",
+        ),
+        (vec!["bench", "codec", "--reps", "1"], "small.libsvm.gz"),
+    ] {
+        let mut args = args.clone();
+        args.extend([input, "--json"]);
+        let v = json(&args, &dir);
+        let file = &v["datasets"][0]["file"];
+        assert_eq!(file["text_bytes"], text.len() as u64, "{args:?}");
+        assert_eq!(file["toc_bytes"], toc, "{args:?}");
+        for (name, bytes) in ["gzip -6", "zstd -19", "xz -9"].iter().zip(want) {
+            assert_eq!(file["compressed_bytes"][name], bytes, "{name} {args:?}");
+            let over = file["toc_over"][name].as_f64().unwrap();
+            assert!((over - toc as f64 / bytes as f64).abs() < 1e-12, "{name}");
+        }
+    }
+    // Text output names every file; --no-file and a dataset input have none.
+    let out = ok(
+        &["ratio", "small.libsvm", "--batch-rows", "10", "--no-large"],
+        &dir,
+    );
+    assert!(out.contains("| bytes |") && out.contains("xz -9"), "{out}");
+    let v = json(
+        &["ratio", "small.libsvm", "--no-large", "--no-file", "--json"],
+        &dir,
+    );
+    assert!(v["datasets"][0]["file"].is_null());
+    let v = json(&["ratio", "default.toc", "--no-large", "--json"], &dir);
+    assert!(v["datasets"][0]["file"].is_null());
+}

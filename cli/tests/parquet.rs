@@ -314,3 +314,38 @@ fn ratio_reads_parquet() {
     assert_eq!(info["datasets"][0]["rows"], 5_000);
     assert_eq!(info["datasets"][0]["cols"], 98);
 }
+
+/// In a build with the `parquet` feature, the file-level figure of
+/// `ratio` has a Parquet (zstd) size beside the compressed text.
+#[test]
+fn file_figure_has_parquet_in_a_parquet_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let rows: String = (0..60)
+        .map(|i| format!("{} 1:{} 3:1.5 {}:1\n", i % 2, i % 7 + 1, 4 + i % 3))
+        .collect();
+    std::fs::write(d.join("s.libsvm"), rows).unwrap();
+    let v = json(
+        &[
+            "ratio",
+            "s.libsvm",
+            "--batch-rows",
+            "20",
+            "--no-large",
+            "--json",
+        ],
+        d,
+    );
+    let file = &v["datasets"][0]["file"];
+    let parquet = file["compressed_bytes"]["parquet_zstd"].as_u64().unwrap();
+    // At least the two "PAR1" magics and a footer.
+    assert!(parquet > 12, "{file}");
+    let toc = file["toc_bytes"].as_f64().unwrap();
+    let over = file["toc_over"]["parquet_zstd"].as_f64().unwrap();
+    assert!((over - toc / parquet as f64).abs() < 1e-12);
+    let out = ok(
+        &["ratio", "s.libsvm", "--batch-rows", "20", "--no-large"],
+        d,
+    );
+    assert!(out.contains("Parquet (zstd)"), "{out}");
+}

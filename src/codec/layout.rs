@@ -227,3 +227,25 @@ pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
         codes,
     })
 }
+
+/// The packed arrays of a structurally valid blob, in stored order, as
+/// (section name, array): what the bit unpacker meets on every decode
+/// (measured by `examples/unpack.rs`).
+pub(crate) fn packed_arrays(layout: &Layout) -> Vec<(&'static str, Packed)> {
+    let mut arrays = vec![
+        ("row lengths", layout.row_lengths),
+        ("pair columns", layout.pair_cols),
+    ];
+    if let Values::Indexed { ids, dict } = layout.values {
+        arrays.push(("value ids", ids));
+        match dict {
+            Dict::Int { offsets, .. } => arrays.push(("dictionary offsets", offsets)),
+            Dict::Scaled { deltas, .. } => arrays.push(("dictionary deltas", deltas)),
+            Dict::Float { .. } => {}
+        }
+    }
+    if let Some(codes) = layout.codes {
+        arrays.push(("codes", codes));
+    }
+    arrays
+}

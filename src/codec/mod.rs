@@ -22,6 +22,12 @@ mod tree;
 mod trusted;
 mod values;
 
+/// The layout of a blob, structure checked (for [`crate::internals`]).
+pub(crate) fn layout_of(blob: &[u8]) -> Result<layout::Layout> {
+    layout::parse(blob)
+}
+pub(crate) use layout::packed_arrays;
+
 pub use encoder::{Adaptive, EncodeOptions, Encoder, Level, Packing};
 pub use layout::{MAGIC, VERSION};
 pub use tree::DecodeTree;

@@ -12,7 +12,7 @@
 //! of `A.w` and the node-weight table of `v.A` live side by side in the
 //! workspace, both reused from page to page.
 
-use super::scalar::add_pairs;
+use super::scalar::{add_pairs, code_weights};
 use super::sum4;
 use crate::codec::DecodeTree;
 
@@ -73,26 +73,11 @@ pub(super) fn tree(
         };
         h_links[i] = value(parent) + value(key);
     }
-    // Even and odd rows add into two tables, as in `scalar::left_stored`
-    // (a node used by consecutive rows does not wait on its own store).
+    // The rows' slopes into the node weights (`scalar::code_weights`).
+    code_weights(t, g, |r, codes| {
+        slope(r, sum4(codes.len(), |i| h[codes[i] as usize]))
+    });
     let n = t.n_nodes();
-    g.clear();
-    g.resize(2 * n, 0.0);
-    let (g0, g1) = g.split_at_mut(n);
-    for (r, s) in t.row_starts.windows(2).enumerate() {
-        let codes = &t.codes[s[0] as usize..s[1] as usize];
-        let d = slope(r, sum4(codes.len(), |i| h[codes[i] as usize]));
-        if d != 0.0 {
-            let table = if r % 2 == 0 { &mut *g0 } else { &mut *g1 };
-            for &code in codes {
-                table[code as usize] += d;
-            }
-        }
-    }
-    for (a, &b) in g0.iter_mut().zip(g1.iter()) {
-        *a += b;
-    }
-    g.truncate(n);
     for node in (first..n).rev() {
         let gn = g[node];
         g[t.parent[node] as usize] += gn;

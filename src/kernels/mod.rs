@@ -49,10 +49,11 @@
 //!   tree does not pay, `docs/FORMAT.md`) run CSR loops over their pairs
 //!   (`flat.rs`; mnist5k `A.v` 1.7x CSR through the identity codes, 1.0x).
 //! - `v.A` sums the runs of one column's first-layer pairs in a register
-//!   (the encoder sorts the first layer by column), and adds even and odd
+//!   (the encoder sorts the first layer by column), and, where a
+//!   node is named by more than 2.5 codes on average, adds even and odd
 //!   rows' weights into two tables, so that the same address is not
 //!   updated back to back (nycflights13 `v.A`: 2.1x to 1.8x CSR;
-//!   mushrooms 1.0x to 0.8x).
+//!   `docs/RESULTS.md` section 20).
 //! - A linear model's gradient (`A.w`, a slope per row, `v.A` added into
 //!   the gradient) is one kernel on one tree: each row's slope is
 //!   scattered into the node weights right after its margin, with no

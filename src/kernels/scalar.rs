@@ -39,26 +39,7 @@ pub(super) fn right_stored(
 /// Left multiplication with a weight per node: adds `v . A` into `out`
 /// (`n_cols` entries, zeroed by the caller).
 pub(super) fn left_stored(t: &DecodeTree, v: &[f64], g: &mut Vec<f64>, out: &mut [f64]) {
-    // Even and odd rows add into separate tables, summed afterwards: a node
-    // used by consecutive rows (one-hot data repeats a few sequences in
-    // most rows) then updates its weight every other row rather than
-    // waiting on the previous row's store to the same address (mushrooms
-    // `v.A`: 0.99x CSR with one table, 0.75x with two).
-    let n = t.n_nodes();
-    g.clear();
-    g.resize(2 * n, 0.0);
-    let (g0, g1) = g.split_at_mut(n);
-    let rows = v.iter().zip(t.row_starts.windows(2));
-    for (r, (&vr, w)) in rows.enumerate() {
-        let table = if r % 2 == 0 { &mut *g0 } else { &mut *g1 };
-        for &code in &t.codes[w[0] as usize..w[1] as usize] {
-            table[code as usize] += vr;
-        }
-    }
-    for (a, &b) in g0.iter_mut().zip(g1.iter()) {
-        *a += b;
-    }
-    g.truncate(n);
+    code_weights(t, g, |r, _| v[r]);
     // Children before parents; a pair's weight collects every node whose
     // key it is.
     for n in (t.pair_cols.len()..t.n_nodes()).rev() {
@@ -69,13 +50,75 @@ pub(super) fn left_stored(t: &DecodeTree, v: &[f64], g: &mut Vec<f64>, out: &mut
     add_pairs(t, g, out);
 }
 
+/// Whether [`code_weights`] adds even and odd rows into two tables: when
+/// a node is named by more than 2.5 codes on average (census_fertility:
+/// 3.1 codes a node in a 250-row page), consecutive rows often name the
+/// same node, and one table makes each add wait on the previous row's
+/// store to that address. Elsewhere the second table's zero fill and
+/// merge cost more than they save (`v.A`, one table against two, CPU time
+/// interleaved in one process: coil2000 0.81, flights3m 0.83,
+/// nycflights13 0.94, mushrooms 1.00, census_fertility 1.17).
+fn two_tables(t: &DecodeTree) -> bool {
+    2 * t.n_codes() > 5 * t.n_nodes()
+}
+
+/// Sets `g` to one weight per node: the sum, over the rows, of
+/// `weight(row, codes of the row)` added to the node of each of the row's
+/// codes (before the backward pass of a left multiplication). Rows of
+/// weight 0 are skipped.
+pub(super) fn code_weights(
+    t: &DecodeTree,
+    g: &mut Vec<f64>,
+    mut weight: impl FnMut(usize, &[u32]) -> f64,
+) {
+    let n = t.n_nodes();
+    let rows = t.row_starts.windows(2).enumerate();
+    if !two_tables(t) {
+        g.clear();
+        g.resize(n, 0.0);
+        for (r, w) in rows {
+            let codes = &t.codes[w[0] as usize..w[1] as usize];
+            let d = weight(r, codes);
+            if d != 0.0 {
+                for &code in codes {
+                    g[code as usize] += d;
+                }
+            }
+        }
+        return;
+    }
+    // Even and odd rows add into separate tables, summed afterwards: a node
+    // used by consecutive rows (one-hot data repeats a few sequences in
+    // most rows) then updates its weight every other row rather than
+    // waiting on the previous row's store to the same address.
+    g.clear();
+    g.resize(2 * n, 0.0);
+    let (g0, g1) = g.split_at_mut(n);
+    for (r, w) in rows {
+        let codes = &t.codes[w[0] as usize..w[1] as usize];
+        let d = weight(r, codes);
+        if d != 0.0 {
+            let table = if r % 2 == 0 { &mut *g0 } else { &mut *g1 };
+            for &code in codes {
+                table[code as usize] += d;
+            }
+        }
+    }
+    for (a, &b) in g0.iter_mut().zip(g1.iter()) {
+        *a += b;
+    }
+    g.truncate(n);
+}
+
 /// `out[column of k] += value of k * g[k]` for every first-layer pair.
 /// The first layer is sorted by column (the encoder's default), so pairs
 /// of one column come in runs (numeric columns: hundreds of values); a
 /// run is summed in a register and stored once. Updating `out` per pair
 /// made each add wait for the previous store to the same address
 /// (nycflights13 `v.A`: this pass took 0.63x CSR's whole time, 0.2x with
-/// runs).
+/// runs). Finding each run first and summing it with four accumulators
+/// (`sum4`) was measured too: slower on the short runs of census_fertility
+/// and the flight sets, not kept.
 pub(super) fn add_pairs(t: &DecodeTree, g: &[f64], out: &mut [f64]) {
     let (cols, vals) = (&t.pair_cols[1..], &t.pair_vals[1..]);
     let g = &g[1..cols.len() + 1];

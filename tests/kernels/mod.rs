@@ -216,6 +216,21 @@ fn every_page_form_reaches_its_kernels() {
     // The first layer of a paper-layout mnist5k page is most of the codes:
     // the wide kernels evaluate it lazily there.
     assert!(2 * paper.n_first_layer() > paper.n_codes());
+    // `v.A` and the fused gradient add the rows' weights into two tables
+    // where a node is named by more than 2.5 codes on average, one table
+    // elsewhere: census_fertility's pages take the first path, mushrooms'
+    // the second.
+    let (census, _) = load("census_fertility", 250);
+    let reused = tocpile::encode(&census).unwrap().tree();
+    let once = tree.tree();
+    assert!(
+        2 * reused.n_codes() > 5 * reused.n_nodes(),
+        "census: two tables"
+    );
+    assert!(
+        2 * once.n_codes() <= 5 * once.n_nodes(),
+        "mushrooms: one table"
+    );
 }
 
 mod gradient;

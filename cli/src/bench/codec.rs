@@ -14,6 +14,7 @@ use crate::input::InputArgs;
 use crate::measure::codec::{
     mb_per_s, ratio, sizes, speed, Sizes, Speed, FORMATS, OPS, TIMED_BATCH_ROWS, TIME_RATIOS,
 };
+use crate::measure::file::{self, file_sizes, FileJson, FileSizes};
 use crate::output::{emit, emit_json};
 use crate::rows::RowArgs;
 use crate::{Failure, Outcome};
@@ -28,7 +29,8 @@ use crate::{Failure, Outcome};
 /// TOC_FULL; every TOC encoding is decoded back and checked. Speeds: TOC
 /// encode and decode (several layouts) against gzip and snappy on the
 /// first 250-row batches (at most 40, about 32 MiB dense), --reps
-/// interleaved repetitions, medians; in MB/s of dense f64 bytes.
+/// interleaved repetitions, medians; in MB/s of dense f64 bytes. Then the
+/// file-level figure, as `tocpile ratio` gives it (--no-file skips it).
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
     tocpile bench codec train.libsvm.gz --shuffle 42\n  \
@@ -49,6 +51,10 @@ pub struct CodecArgs {
     /// Timed repetitions (medians are reported).
     #[arg(long, value_name = "N", default_value_t = 11, value_parser = clap::value_parser!(u64).range(1..))]
     reps: u64,
+    /// Skip the file-level figure (default .toc file against the input
+    /// text compressed), which compresses the whole input three times.
+    #[arg(long)]
+    no_file: bool,
     /// Print the results as JSON.
     #[arg(long)]
     json: bool,
@@ -61,6 +67,7 @@ struct Report {
     nnz: usize,
     sizes: Vec<Sizes>,
     speed: Speed,
+    file: Option<FileSizes>,
     elapsed: f64,
 }
 
@@ -80,6 +87,11 @@ pub fn run(args: &CodecArgs) -> Outcome {
             .collect::<Result<Vec<_>, _>>()
             .map_err(fail)?;
         let speed = speed(&all, reps).map_err(fail)?;
+        let file = if args.no_file {
+            None
+        } else {
+            file_sizes(path, &args.input_args)?
+        };
         reports.push(Report {
             name: path.display().to_string(),
             rows: all.n_rows(),
@@ -87,6 +99,7 @@ pub fn run(args: &CodecArgs) -> Outcome {
             nnz: all.nnz(),
             sizes,
             speed,
+            file,
             elapsed: t.elapsed().as_secs_f64(),
         });
     }
@@ -170,6 +183,11 @@ fn markdown(reports: &[Report], total: f64) -> String {
             .collect();
         let _ = writeln!(s, "| {} | {} |", r.name, cells.join(" | "));
     }
+    for r in reports {
+        if let Some(sizes) = &r.file {
+            let _ = writeln!(s, "\n### {}\n\n{}", r.name, file::markdown(sizes));
+        }
+    }
     let _ = writeln!(s);
     for r in reports {
         let _ = writeln!(
@@ -201,6 +219,9 @@ struct DatasetJson {
     secs: f64,
     batches: Vec<SizesJson>,
     speed: SpeedJson,
+    /// The file-level figure (`null` with --no-file or for an input that
+    /// is not text).
+    file: Option<FileJson>,
 }
 
 #[derive(Serialize)]
@@ -262,6 +283,7 @@ fn to_json(reports: &[Report], total: f64, args: &CodecArgs) -> Json {
                     .zip(r.speed.time_ratios)
                     .collect(),
             },
+            file: r.file.as_ref().map(FileJson::from),
         })
         .collect();
     Json {
