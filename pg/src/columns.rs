@@ -91,6 +91,8 @@ pub struct Columns {
     features: Vec<Column>,
     /// Attributes to deform: one past the highest index used.
     deform: usize,
+    /// Features per row (set with the array widths).
+    n_cols: usize,
 }
 
 impl Columns {
@@ -159,10 +161,12 @@ impl Columns {
             .map(|c| c.index + 1)
             .max()
             .unwrap_or(0);
+        let n_cols = features.iter().map(|c| c.width).sum();
         Ok(Columns {
             label,
             features,
             deform,
+            n_cols,
         })
     }
 
@@ -180,6 +184,7 @@ impl Columns {
         for (c, &w) in arrays.zip(widths) {
             c.width = w;
         }
+        self.n_cols = self.features.iter().map(|c| c.width).sum();
     }
 
     /// The length of each array column (in
@@ -206,7 +211,7 @@ impl Columns {
 
     /// Features per row.
     pub fn n_cols(&self) -> usize {
-        self.features.iter().map(|c| c.width).sum()
+        self.n_cols
     }
 
     /// The label column's name.
@@ -238,12 +243,23 @@ impl Columns {
         if !label.is_finite() {
             return Err(self.bad(&self.label, at, &format!("is {label}")));
         }
+        // Room for every feature of the row: the scalar path then
+        // pushes without allocating.
+        out.reserve_entries(self.n_cols)?;
         let mut base = 0u32;
         for c in &self.features {
             let result = match attribute(slot, c.index) {
                 None => Err(self.bad(c, at, "is NULL")),
                 Some(d) => match &c.array {
-                    None => push(out, base, c.scalar.value(d)).map_err(|e| self.bad(c, at, &e)),
+                    None => {
+                        let v = c.scalar.value(d);
+                        if v.is_finite() {
+                            out.push_reserved(base, v);
+                            Ok(())
+                        } else {
+                            Err(self.bad(c, at, &format!("is {v} (features must be finite)")))
+                        }
+                    }
                     Some(elem) => self.read_array(c, elem, d, base, at, out),
                 },
             };
@@ -298,8 +314,15 @@ impl Columns {
                 return Err(self.bad(c, at, &format!("has a NULL element at index {}", k + 1)));
             }
             let v = c.scalar.value(*elems.add(k));
-            push(out, base + k as u32, v)
-                .map_err(|e| self.bad(c, at, &format!("element {}: {e}", k + 1)))?;
+            if !v.is_finite() {
+                return Err(self.bad(
+                    c,
+                    at,
+                    &format!("element {} is {v} (features must be finite)", k + 1),
+                ));
+            }
+            // Within the room `read` made for the row.
+            out.push_reserved(base + k as u32, v);
         }
         Ok(())
     }
@@ -307,14 +330,6 @@ impl Columns {
     fn bad(&self, c: &Column, at: Tid, what: &str) -> Failure {
         Failure::data(format!("row {at}: column \"{}\" {what}", c.name))
     }
-}
-
-/// Appends a feature value; a NaN or infinity is an error.
-fn push(out: &mut RowBuffer, col: u32, v: f64) -> std::result::Result<(), String> {
-    if !v.is_finite() {
-        return Err(format!("is {v} (features must be finite)"));
-    }
-    out.push_entry(col, v).map_err(|e| e.message().to_string())
 }
 
 /// The column `name` (attribute `index`, type `oid`), if its type is one

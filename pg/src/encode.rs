@@ -78,7 +78,7 @@ pub fn encode_table(
     // opened, filled and closed here.
     let target_rel = unsafe { PgRelation::with_lock(oid, pg_sys::RowExclusiveLock as _) };
     let mut sink = PageSink::new(&target_rel);
-    let mut scan = source.scan(1);
+    let mut scan = source.scan_in_order();
     let mut rows = RowBuffer::new(n_cols);
     let (mut n_rows, mut nnz) = (0u64, 0u64);
     for block in 0..scan.n_blocks() {

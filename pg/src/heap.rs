@@ -11,6 +11,13 @@
 //! epoch: no query, plan or portal per block (one SPI query per block
 //! costs about 8 times a sequential scan of the same pages).
 //!
+//! A TOC page table packs some twenty stored pages (a thousand rows) in a
+//! heap page, twenty times an ordinary table's rows: blocks of whole heap
+//! pages would be that much coarser, and a 10% buffer of them too few to
+//! mix a label-sorted table. Its blocks are therefore runs of
+//! consecutive stored pages ([`BlockScan::by_tuples`]): TID ranges found
+//! by one pass over the tuples, read the same way.
+//!
 //! Everything the tuples' conversion allocates in PostgreSQL memory
 //! (detoasted arrays and bytea, numeric conversions) goes to a memory
 //! context reset before each block, so a scan of any length holds one
@@ -20,7 +27,7 @@ use pgrx::pg_sys;
 use pgrx::prelude::*;
 use pgrx::PgMemoryContexts;
 
-use crate::failure::Result;
+use crate::failure::{reserve, Result};
 
 /// Highest line pointer number of a heap page (`MaxOffsetNumber`).
 const MAX_OFFSET: u16 = (pg_sys::BLCKSZ / 4) as u16;
@@ -31,8 +38,16 @@ pub struct BlockScan {
     scan: pg_sys::TableScanDesc,
     slot: *mut pg_sys::TupleTableSlot,
     n_pages: u32,
-    block_pages: u32,
+    blocks: Blocks,
     memory: PgMemoryContexts,
+}
+
+/// What a block is.
+enum Blocks {
+    /// Runs of this many heap pages.
+    Pages(u32),
+    /// Inclusive TID ranges.
+    Ranges(Vec<(Tid, Tid)>),
 }
 
 /// A tuple's position (`ctid`), for error messages.
@@ -71,9 +86,41 @@ impl BlockScan {
             scan,
             slot,
             n_pages,
-            block_pages: block_pages.max(1),
+            blocks: Blocks::Pages(block_pages.max(1)),
             memory: PgMemoryContexts::new("tocpile block"),
         }
+    }
+
+    /// Makes the blocks runs of `tuples` consecutive visible tuples (in
+    /// TID order; the last may be shorter), found by one pass over the
+    /// table.
+    pub fn by_tuples(mut self, tuples: usize) -> Result<BlockScan> {
+        let tuples = tuples.max(1);
+        self.blocks = Blocks::Pages(1);
+        let mut ranges: Vec<(Tid, Tid)> = Vec::new();
+        let mut run: Option<(Tid, Tid, usize)> = None;
+        for page in 0..self.n_blocks() {
+            self.read_block(page, |_, at| {
+                run = match run {
+                    None => Some((at, at, 1)),
+                    Some((first, _, n)) => Some((first, at, n + 1)),
+                };
+                if let Some((first, last, n)) = run {
+                    if n == tuples {
+                        reserve(&mut ranges, 1, "the blocks of a page table")?;
+                        ranges.push((first, last));
+                        run = None;
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        if let Some((first, last, _)) = run {
+            reserve(&mut ranges, 1, "the blocks of a page table")?;
+            ranges.push((first, last));
+        }
+        self.blocks = Blocks::Ranges(ranges);
+        Ok(self)
     }
 
     /// Heap pages of the relation when the scan was opened.
@@ -82,9 +129,12 @@ impl BlockScan {
     }
 
     /// Blocks: the heap pages in runs of `block_pages` (the last may be
-    /// shorter).
+    /// shorter), or the tuple runs of [`by_tuples`](Self::by_tuples).
     pub fn n_blocks(&self) -> usize {
-        self.n_pages.div_ceil(self.block_pages) as usize
+        match &self.blocks {
+            Blocks::Pages(k) => self.n_pages.div_ceil(*k) as usize,
+            Blocks::Ranges(r) => r.len(),
+        }
     }
 
     /// The relation scanned.
@@ -103,13 +153,20 @@ impl BlockScan {
         mut each: impl FnMut(*mut pg_sys::TupleTableSlot, Tid) -> Result<()>,
     ) -> Result<usize> {
         check_for_interrupts!();
-        let first = block as u64 * self.block_pages as u64;
-        if first >= self.n_pages as u64 {
-            return Ok(0);
-        }
-        let last = (first + self.block_pages as u64).min(self.n_pages as u64) - 1;
-        let mut min = tid(first as u32, 1);
-        let mut max = tid(last as u32, MAX_OFFSET);
+        let (mut min, mut max) = match &self.blocks {
+            Blocks::Pages(k) => {
+                let first = block as u64 * *k as u64;
+                if first >= self.n_pages as u64 {
+                    return Ok(0);
+                }
+                let last = (first + *k as u64).min(self.n_pages as u64) - 1;
+                (tid(first as u32, 1), tid(last as u32, MAX_OFFSET))
+            }
+            Blocks::Ranges(r) => match r.get(block) {
+                Some((a, b)) => (tid(a.page, a.line), tid(b.page, b.line)),
+                None => return Ok(0),
+            },
+        };
         let (scan, slot) = (self.scan, self.slot);
         // SAFETY: the scan and slot are open (see `open`); the context
         // is ours, and nothing allocated in it outlives the block.

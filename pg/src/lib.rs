@@ -158,7 +158,7 @@ fn train(
             let copy_rel = unsafe { PgRelation::with_lock(oid, pg_sys::AccessShareLock as _) };
             let copied = Table::open(copy_rel, label, features.as_deref())?;
             let shuffle_seconds = copy_start.elapsed().as_secs_f64();
-            let (model, report) = train::run(&copied, &options, start)?;
+            let (model, report) = train::run(&copied, &options, Instant::now())?;
             drop(copied);
             copy.drop_table()?;
             (model, report, shuffle_seconds)

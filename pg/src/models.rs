@@ -144,7 +144,7 @@ pub fn evaluate(model: &Model, table: &Table) -> Result<EvaluationReport> {
         )));
     }
     let mut evaluation = Evaluation::new(model.kind());
-    let mut scan = table.scan(1);
+    let mut scan = table.scan_in_order();
     let mut rows = RowBuffer::new(table.n_cols());
     let mut raw = Vec::new();
     let add = |pages: &[Page], evaluation: &mut Evaluation| -> Result<()> {

@@ -74,6 +74,23 @@ impl RowBuffer {
         Ok(())
     }
 
+    /// Makes room for `n` more entries, so that the next `n`
+    /// [`push_reserved`](Self::push_reserved) calls never allocate.
+    pub fn reserve_entries(&mut self, n: usize) -> Result<()> {
+        reserve(&mut self.cols, n, WHAT)?;
+        reserve(&mut self.values, n, WHAT)
+    }
+
+    /// [`push_entry`](Self::push_entry) within room made by
+    /// [`reserve_entries`](Self::reserve_entries).
+    #[inline]
+    pub fn push_reserved(&mut self, col: u32, value: f64) {
+        if value != 0.0 {
+            self.cols.push(col);
+            self.values.push(value);
+        }
+    }
+
     /// Ends the row being built with its label.
     pub fn finish_row(&mut self, label: f64) -> Result<()> {
         reserve(&mut self.offsets, 1, WHAT)?;

@@ -111,11 +111,24 @@ impl Table {
         }
     }
 
-    /// A scan of the table in blocks of `block_pages` heap pages.
-    pub fn scan(&self, block_pages: u32) -> BlockScan {
+    /// A scan of the table in blocks of `block_pages` pages: heap pages
+    /// of an ordinary table, stored pages (tuples) of a page table.
+    pub fn scan(&self, block_pages: u32) -> Result<BlockScan> {
         // SAFETY: the relation is open for as long as `self`, which the
         // callers keep beyond the scan.
-        unsafe { BlockScan::open(self.rel.as_ptr(), block_pages) }
+        let scan = unsafe { BlockScan::open(self.rel.as_ptr(), block_pages) };
+        match self.kind {
+            Kind::Rows(_) => Ok(scan),
+            Kind::Pages { .. } => scan.by_tuples(block_pages as usize),
+        }
+    }
+
+    /// A scan of the table one heap page at a time (for reading it in
+    /// order).
+    pub fn scan_in_order(&self) -> BlockScan {
+        // SAFETY: the relation is open for as long as `self`, which the
+        // callers keep beyond the scan.
+        unsafe { BlockScan::open(self.rel.as_ptr(), 1) }
     }
 
     /// Appends the rows of block `block` to `out` (ordinary tables).
@@ -160,7 +173,7 @@ impl Table {
     /// `scale`, if any) and the largest label. Page tables read only
     /// their labels.
     pub fn statistics(&self, scale: Option<ScaleKind>) -> Result<(Option<Scaling>, f64, u64)> {
-        let mut scan = self.scan(1);
+        let mut scan = self.scan_in_order();
         let mut stats = match scale {
             Some(_) => Some(ColumnStats::new(self.n_cols())?),
             None => None,

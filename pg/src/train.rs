@@ -76,7 +76,8 @@ pub struct Options {
     pub l2: f64,
     /// Input scaling.
     pub scale: ScaleArg,
-    /// Heap pages per block.
+    /// Pages per block: heap pages of an ordinary table, stored pages of
+    /// a page table.
     pub block_pages: u32,
     /// Classes (softmax, mlp); default: the largest label + 1.
     pub classes: Option<usize>,
@@ -167,8 +168,10 @@ impl Options {
     }
 }
 
-/// Trains on `table` (Shuffle Once reads `copy`, a shuffled copy of it,
-/// made by the caller); returns the model and the run's report.
+/// Trains on `table` (for Shuffle Once, the shuffled copy the caller
+/// made); returns the model and the run's report, whose `setup_seconds`
+/// run from `setup` (the start of the call, or the end of the copy) to
+/// the first epoch: the pass that fits the scaling, if any.
 pub fn run(table: &Table, options: &Options, setup: Instant) -> Result<(Model, serde_json::Value)> {
     crate::threads::start_pool();
     // The scaling and, for softmax and mlp, the classes.
@@ -254,7 +257,7 @@ fn run_epochs(
     settings: Settings,
     options: &Options,
 ) -> Result<(Model, Vec<EpochFigures>, Vec<f64>, Layout)> {
-    let mut scan = table.scan(options.block_pages);
+    let mut scan = table.scan(options.block_pages)?;
     let n_blocks = scan.n_blocks();
     let per_buffer = buffer_blocks(options.buffer, n_blocks);
     let layout = (scan.n_pages(), n_blocks, per_buffer);

@@ -26,6 +26,7 @@ mod tests {
 
     struct Run<'a> {
         shuffle: &'a str,
+        block_pages: usize,
         optimizer: Optimizer,
         lr: f64,
         epochs: usize,
@@ -43,8 +44,10 @@ mod tests {
         .unwrap() as usize
     }
 
-    /// The units of each heap page, in page and line order.
-    fn units_by_page(name: &str, pages: bool) -> Vec<Vec<Unit>> {
+    /// The units of each block, in TID order: a block is `block_pages`
+    /// heap pages of an ordinary table, `block_pages` consecutive stored
+    /// pages of a page table.
+    fn units_by_block(name: &str, pages: bool, block_pages: usize) -> Vec<Vec<Unit>> {
         let mut by_page: Vec<Vec<Unit>> = vec![Vec::new(); heap_pages(name)];
         Spi::connect(|client| {
             let sql = if pages {
@@ -77,12 +80,17 @@ mod tests {
                 by_page[p].push(unit);
             }
         });
-        by_page
+        if pages {
+            let all: Vec<Unit> = by_page.into_iter().flatten().collect();
+            all.chunks(block_pages).map(<[Unit]>::to_vec).collect()
+        } else {
+            by_page.chunks(block_pages).map(|c| c.concat()).collect()
+        }
     }
 
     /// The units of epoch `epoch` in the order SGD takes them.
-    fn epoch_order(by_page: &[Vec<Unit>], run: &Run, epoch: u64) -> Vec<Unit> {
-        let n = by_page.len();
+    fn epoch_order(by_block: &[Vec<Unit>], run: &Run, epoch: u64) -> Vec<Unit> {
+        let n = by_block.len();
         let corgipile = run.shuffle == "corgipile";
         let blocks: Vec<usize> = if corgipile {
             Rng::stream(run.seed, &[1, epoch]).permutation(n)
@@ -94,7 +102,7 @@ mod tests {
         for (k, group) in blocks.chunks(per_buffer).enumerate() {
             let units: Vec<Unit> = group
                 .iter()
-                .flat_map(|&b| by_page[b].iter().cloned())
+                .flat_map(|&b| by_block[b].iter().cloned())
                 .collect();
             let mut order: Vec<u32> = (0..units.len() as u32).collect();
             if corgipile {
@@ -107,14 +115,14 @@ mod tests {
     }
 
     /// Trains the reference model.
-    fn reference(by_page: &[Vec<Unit>], run: &Run, scaling: Option<Scaling>) -> Model {
+    fn reference(by_block: &[Vec<Unit>], run: &Run, scaling: Option<Scaling>) -> Model {
         let mut model = Model::new(ModelKind::Logistic, 3, run.seed).unwrap();
         model.set_scaling(scaling).unwrap();
         let mut grad = Gradient::new(&model);
         let mut state = OptimizerState::new(run.optimizer);
         for epoch in 0..run.epochs {
             let lr = run.lr * 0.95f64.powi(epoch as i32);
-            let units = epoch_order(by_page, run, epoch as u64);
+            let units = epoch_order(by_block, run, epoch as u64);
             let mut batches: Vec<Vec<Page>> = Vec::new();
             let (mut rows_batch, mut labels, mut pages, mut pending) =
                 (Vec::new(), Vec::new(), Vec::new(), 0);
@@ -164,7 +172,8 @@ mod tests {
         Spi::get_one::<Vec<u8>>(&format!(
             "SELECT tocpile.model_bytes(tocpile.train('{relation}', {label}, shuffle => '{}', \
              epochs => {}, batch_size => {}, buffer => {}, seed => {}, optimizer => '{}', \
-             lr => {}, scale => '{scale}', double_buffer => {double_buffer}))",
+             lr => {}, scale => '{scale}', double_buffer => {double_buffer}, \
+             block_pages => {}))",
             run.shuffle,
             run.epochs,
             run.batch,
@@ -172,6 +181,7 @@ mod tests {
             run.seed,
             run.optimizer.name(),
             run.lr,
+            run.block_pages,
         ))
         .unwrap()
         .unwrap()
@@ -181,11 +191,12 @@ mod tests {
     fn rows_train_exactly_as_the_reference_loop() {
         let data = rows(4000, 11, true);
         table("ref_rows", &data);
-        let by_page = units_by_page("ref_rows", false);
-        assert!(by_page.len() >= 20, "{} heap pages", by_page.len());
+        let by_block = |block_pages| units_by_block("ref_rows", false, block_pages);
+        assert!(by_block(1).len() >= 20, "{} heap pages", by_block(1).len());
         let runs = [
             Run {
                 shuffle: "corgipile",
+                block_pages: 1,
                 optimizer: Optimizer::Adam,
                 lr: 0.03,
                 epochs: 3,
@@ -195,6 +206,7 @@ mod tests {
             },
             Run {
                 shuffle: "corgipile",
+                block_pages: 2,
                 optimizer: Optimizer::Sgd,
                 lr: 0.5,
                 epochs: 2,
@@ -204,6 +216,7 @@ mod tests {
             },
             Run {
                 shuffle: "none",
+                block_pages: 1,
                 optimizer: Optimizer::Adam,
                 lr: 0.03,
                 epochs: 2,
@@ -213,7 +226,7 @@ mod tests {
             },
         ];
         for run in &runs {
-            let expected = reference(&by_page, run, None).to_bytes();
+            let expected = reference(&by_block(run.block_pages), run, None).to_bytes();
             for double_buffer in [true, false] {
                 let got = sql_model("ref_rows", run, "none", double_buffer);
                 assert!(
@@ -231,7 +244,7 @@ mod tests {
             .add(&SparseBatch::from_dense_rows(3, &dense).unwrap())
             .unwrap();
         let run = &runs[0];
-        let expected = reference(&by_page, run, Some(stats.scaling(ScaleKind::MaxAbs)));
+        let expected = reference(&by_block(1), run, Some(stats.scaling(ScaleKind::MaxAbs)));
         assert!(sql_model("ref_rows", run, "auto", true) == expected.to_bytes());
     }
 
@@ -242,24 +255,30 @@ mod tests {
             "SELECT tocpile.encode_table('ref_src', 'label', NULL, 'ref_toc', page_rows => 20)",
         )
         .unwrap();
-        let by_page = units_by_page("ref_toc", true);
         let factors = Spi::get_one::<Vec<f64>>(
             "SELECT factors FROM tocpile.toc_tables WHERE relid = 'ref_toc'::regclass",
         )
         .unwrap()
         .unwrap();
         let scaling = Scaling::new(ScaleKind::MaxAbs, factors).unwrap();
-        let run = Run {
-            shuffle: "corgipile",
-            optimizer: Optimizer::Adam,
-            lr: 0.03,
-            epochs: 3,
-            batch: 100,
-            buffer: 0.25,
-            seed: 9,
-        };
-        let expected = reference(&by_page, &run, Some(scaling));
-        assert!(sql_model("ref_toc", &run, "auto", true) == expected.to_bytes());
-        assert!(sql_model("ref_toc", &run, "auto", false) == expected.to_bytes());
+        for block_pages in [1, 3] {
+            let run = Run {
+                shuffle: "corgipile",
+                block_pages,
+                optimizer: Optimizer::Adam,
+                lr: 0.03,
+                epochs: 3,
+                batch: 100,
+                buffer: 0.25,
+                seed: 9,
+            };
+            let by_block = units_by_block("ref_toc", true, block_pages);
+            let expected = reference(&by_block, &run, Some(scaling.clone())).to_bytes();
+            assert!(
+                sql_model("ref_toc", &run, "auto", true) == expected,
+                "block_pages {block_pages}"
+            );
+            assert!(sql_model("ref_toc", &run, "auto", false) == expected);
+        }
     }
 }
