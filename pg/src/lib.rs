@@ -177,6 +177,55 @@ fn train(
     result.or_raise()
 }
 
+/// `tocpile.train` with one feature column named as text (an array
+/// column, say): `train('t', 'label', 'x')`.
+#[allow(clippy::too_many_arguments)]
+#[pg_extern(name = "train", volatile, parallel_unsafe)]
+fn train_column(
+    relation: PgRelation,
+    label: Option<&str>,
+    features: Option<&str>,
+    model: default!(&str, "'lr'"),
+    shuffle: default!(&str, "'corgipile'"),
+    epochs: default!(i32, 10),
+    batch_size: default!(i32, 250),
+    buffer: default!(f64, 0.1),
+    lr: default!(Option<f64>, "NULL"),
+    seed: default!(i64, 0),
+    optimizer: default!(&str, "'adam'"),
+    decay: default!(f64, 0.95),
+    l2: default!(f64, 0.0),
+    scale: default!(&str, "'auto'"),
+    block_pages: default!(i32, 1),
+    classes: default!(Option<i32>, "NULL"),
+    double_buffer: default!(bool, true),
+) -> ModelBytes {
+    train(
+        relation,
+        label,
+        one(features),
+        model,
+        shuffle,
+        epochs,
+        batch_size,
+        buffer,
+        lr,
+        seed,
+        optimizer,
+        decay,
+        l2,
+        scale,
+        block_pages,
+        classes,
+        double_buffer,
+    )
+}
+
+/// A single column name as the list the array forms take.
+fn one(column: Option<&str>) -> Option<Vec<Option<String>>> {
+    column.map(|c| vec![Some(c.to_string())])
+}
+
 /// The figures of the last `tocpile.train` of this session: per-epoch
 /// time (and the part spent reading), loss and accuracy, setup and
 /// shuffle time, the block layout.
@@ -229,6 +278,28 @@ fn encode_table(
         encode::encode_table(&table, target, &options).map(JsonB)
     })();
     result.or_raise()
+}
+
+/// `tocpile.encode_table` with one feature column named as text.
+#[pg_extern(name = "encode_table", volatile, parallel_unsafe)]
+fn encode_table_column(
+    source: PgRelation,
+    label: &str,
+    features: Option<&str>,
+    target: &str,
+    page_rows: default!(i32, 50),
+    format: default!(&str, "'toc'"),
+    scale: default!(&str, "'maxabs'"),
+) -> JsonB {
+    encode_table(
+        source,
+        label,
+        one(features),
+        target,
+        page_rows,
+        format,
+        scale,
+    )
 }
 
 /// The model in a model file's bytes (a file written by `tocpile train
@@ -310,6 +381,17 @@ fn evaluate(
         })))
     })();
     result.or_raise()
+}
+
+/// `tocpile.evaluate` with one feature column named as text.
+#[pg_extern(name = "evaluate", volatile, parallel_unsafe)]
+fn evaluate_column(
+    model: ModelBytes,
+    relation: PgRelation,
+    label: Option<&str>,
+    features: Option<&str>,
+) -> JsonB {
+    evaluate(model, relation, label, one(features))
 }
 
 /// Reads every tuple of a table through the block reader, in CorgiPile's

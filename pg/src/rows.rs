@@ -10,7 +10,7 @@
 use tocpile_lib::formats::FormatKind;
 use tocpile_lib::{Page, SparseBatch};
 
-use crate::failure::{reserve, Context, Failure, Result};
+use crate::failure::{reserve, try_vec, Context, Failure, Result};
 
 /// Rows as CSR arrays and their labels.
 #[derive(Debug, Default)]
@@ -126,10 +126,12 @@ impl RowBuffer {
             .iter()
             .map(|&r| self.offsets[r as usize + 1] - self.offsets[r as usize])
             .sum();
-        let mut offsets = Vec::with_capacity(rows.len() + 1);
-        let mut cols = Vec::with_capacity(nnz);
-        let mut values = Vec::with_capacity(nnz);
-        let mut labels = Vec::with_capacity(rows.len());
+        // A mini-batch is at most a buffer, which is user-sized.
+        let what = "a mini-batch";
+        let mut offsets = try_vec(rows.len() + 1, what)?;
+        let mut cols = try_vec(nnz, what)?;
+        let mut values = try_vec(nnz, what)?;
+        let mut labels = try_vec(rows.len(), what)?;
         offsets.push(0);
         for &r in rows {
             let (c, v) = self.row(r as usize);

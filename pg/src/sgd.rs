@@ -1,16 +1,20 @@
-//! The SGD operator (CorgiPile paper section 6.2): shuffled buffers in,
-//! mini-batch steps through the library's model code out. Everything that
+//! The end of TupleShuffle and the SGD operator (CorgiPile paper section
+//! 6.2): buffers in, their tuples shuffled, mini-batch steps through the
+//! library's model code out. Everything that
 //! touches the library's trainer is here and in [`Core`], so that the
 //! extension can switch to the library's trainer core when it has one.
 //!
 //! The producer (the backend's thread: it alone may call PostgreSQL)
 //! reads blocks and sends [`Chunk`]s, one buffer each, then
-//! [`Chunk::EndEpoch`]; a [`Stepper`] cuts them into mini-batches of
+//! [`Chunk::EndEpoch`]; a [`Stepper`] shuffles each buffer's tuples,
+//! cuts them into mini-batches of
 //! `batch_rows` rows (a mini-batch continues across buffers; the last of
 //! an epoch may be short) and steps the model. With double buffering
 //! (section 6.3) the stepper runs on a thread of its own and the channel
 //! between them holds nothing: the producer fills the next buffer while
-//! the stepper trains on the current one.
+//! the stepper shuffles and trains on the current one (the paper's write
+//! thread shuffles; here the backend's thread, the only one that may read
+//! the table, does nothing but read).
 //!
 //! The epoch's figures are the running loss and accuracy of the
 //! mini-batches as the model met them (before each step), as the
@@ -21,24 +25,28 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::time::Instant;
 
 use tocpile_lib::model::{Gradient, Metrics, Model, Optimizer, OptimizerState};
+use tocpile_lib::rng::Rng;
 use tocpile_lib::Page;
 
-use crate::failure::{Context, Failure, Result};
+use crate::failure::{try_vec, Context, Failure, Result};
 use crate::pages::{PageFormat, RawPage};
 use crate::rows::RowBuffer;
 
-/// One buffer's tuples, in the order SGD takes them.
+/// One buffer's tuples, as read, and the tuple shuffle to apply (done by
+/// the stepper: with double buffering, on its thread, while the backend
+/// reads the next buffer).
 #[derive(Debug)]
 pub enum Chunk {
-    /// Rows of a plain table and the order to take them in.
+    /// Rows of an ordinary table.
     Rows {
-        /// The buffer's rows.
+        /// The buffer's rows, in table order.
         rows: RowBuffer,
-        /// A permutation of `0..rows.n_rows()` (the tuple shuffle).
-        order: Vec<u32>,
+        /// The tuple shuffle (CorgiPile), or `None` for table order.
+        shuffle: Option<Rng>,
     },
-    /// Pages of a page table, as stored, in the order to take them.
-    Pages(Vec<RawPage>),
+    /// Pages of a page table, as stored, in table order, and their
+    /// shuffle.
+    Pages(Vec<RawPage>, Option<Rng>),
     /// The epoch's last buffer has been sent.
     EndEpoch,
 }
@@ -157,8 +165,20 @@ impl Stepper {
     /// figures.
     pub fn feed(&mut self, chunk: Chunk) -> Result<Option<EpochFigures>> {
         match chunk {
-            Chunk::Rows { rows, order } => self.feed_rows(&rows, &order).map(|()| None),
-            Chunk::Pages(pages) => self.feed_pages(pages).map(|()| None),
+            Chunk::Rows { rows, shuffle } => {
+                let mut order = try_vec(rows.n_rows(), "the buffer's order")?;
+                order.extend(0..rows.n_rows() as u32);
+                if let Some(mut rng) = shuffle {
+                    rng.shuffle(&mut order);
+                }
+                self.feed_rows(&rows, &order).map(|()| None)
+            }
+            Chunk::Pages(mut pages, shuffle) => {
+                if let Some(mut rng) = shuffle {
+                    rng.shuffle(&mut pages);
+                }
+                self.feed_pages(pages).map(|()| None)
+            }
             Chunk::EndEpoch => self.end_epoch().map(Some),
         }
     }

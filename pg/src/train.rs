@@ -247,10 +247,10 @@ pub fn run(table: &Table, options: &Options, setup: Instant) -> Result<(Model, s
 /// Heap pages, blocks and blocks per buffer of a run.
 type Layout = (u32, usize, usize);
 
-/// The epochs: the producer (this thread) reads and shuffles buffers, the
-/// stepper trains on them (on a thread of its own with double
-/// buffering). Returns the model, each epoch's figures and the seconds
-/// this thread spent reading and shuffling in each.
+/// The epochs: the producer (this thread) reads buffers, the stepper
+/// shuffles their tuples and trains on them (on a thread of its own with
+/// double buffering). Returns the model, each epoch's figures and the seconds
+/// this thread spent reading blocks in each.
 fn run_epochs(
     table: &Table,
     model: Model,
@@ -341,8 +341,8 @@ fn run_epochs(
     Ok((stepper.into_model(), figures, read_seconds, layout))
 }
 
-/// Reads the blocks `group` into one buffer and shuffles its tuples
-/// (CorgiPile) or keeps their order.
+/// Reads the blocks `group` into one buffer, with the tuple shuffle
+/// (CorgiPile) that the stepper applies.
 fn read_buffer(
     table: &Table,
     scan: &mut crate::heap::BlockScan,
@@ -350,30 +350,22 @@ fn read_buffer(
     options: &Options,
     (epoch, buffer): (usize, usize),
 ) -> Result<Chunk> {
-    let shuffled = options.shuffle == Shuffle::CorgiPile;
-    let mut rng = tuple_rng(options.seed, epoch as u64, buffer as u64);
+    let shuffle = (options.shuffle == Shuffle::CorgiPile)
+        .then(|| tuple_rng(options.seed, epoch as u64, buffer as u64));
     match table.kind() {
         Kind::Rows(_) => {
             let mut rows = RowBuffer::new(table.n_cols());
             for &b in group {
                 table.read_rows(scan, b, &mut rows)?;
             }
-            let mut order = crate::failure::try_vec(rows.n_rows(), "the buffer's order")?;
-            order.extend(0..rows.n_rows() as u32);
-            if shuffled {
-                rng.shuffle(&mut order);
-            }
-            Ok(Chunk::Rows { rows, order })
+            Ok(Chunk::Rows { rows, shuffle })
         }
         Kind::Pages { .. } => {
             let mut pages = Vec::new();
             for &b in group {
                 table.read_pages(scan, b, &mut pages)?;
             }
-            if shuffled {
-                rng.shuffle(&mut pages);
-            }
-            Ok(Chunk::Pages(pages))
+            Ok(Chunk::Pages(pages, shuffle))
         }
     }
 }

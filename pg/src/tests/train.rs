@@ -90,6 +90,21 @@ mod tests {
             )),
             plain
         );
+        // One column may be named as text.
+        for form in ["'x'", "features => 'x'"] {
+            let sql = format!("tocpile.train('arrays', 'y', {form}, {in_order})");
+            assert_eq!(train(&sql), plain);
+        }
+        let m = format!("tocpile.train('arrays', 'y', 'x', {in_order})");
+        let figures = |features: &str| {
+            let sql = format!("SELECT tocpile.evaluate({m}, 'arrays', 'y', {features})");
+            Spi::get_one::<pgrx::JsonB>(&sql).unwrap().unwrap().0
+        };
+        assert_eq!(figures("'x'"), figures("ARRAY['x']"));
+        let summary = Spi::get_one::<pgrx::JsonB>(
+            "SELECT tocpile.encode_table('arrays', 'y', 'x', 'arrays_toc')",
+        );
+        assert_eq!(summary.unwrap().unwrap().0["columns"], 3);
         // float4 rounds x2 and x3: a model of the same columns, close to the other.
         let mixed =
             Model::from_bytes(&train(&format!("tocpile.train('mixed', 'y', {in_order})"))).unwrap();
