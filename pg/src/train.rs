@@ -397,8 +397,9 @@ impl OnceCopy {
         let n = COPIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // SAFETY: reads the backend's pid.
         let name = format!("pg_temp.tocpile_once_{}_{n}", unsafe { pg_sys::MyProcPid });
-        // setseed takes [-1, 1]: the seed's top 52 bits as a fraction.
-        let fraction = (seed >> 12) as f64 / (1u64 << 52) as f64;
+        // setseed takes a number in [-1, 1]: one drawn from the seed, so
+        // that every seed gives another order.
+        let fraction = 2.0 * tocpile_lib::rng::Rng::new(seed).unit() - 1.0;
         let fail =
             |e: pgrx::spi::SpiError| Failure::data(format!("Shuffle Once's copy of {source}: {e}"));
         Spi::run_with_args("SELECT setseed($1)", &[fraction.into()]).map_err(fail)?;

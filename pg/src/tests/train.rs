@@ -22,19 +22,32 @@ mod tests {
         // mini-batches: enough steps among them to drift, as on census).
         table("sorted", &noisy_rows(12_000, 1, true, 2.0, 0.5));
         table("test_rows", &noisy_rows(2_000, 2, false, 2.0, 0.5));
+        // Test accuracy and loss, averaged over three seeds. The table has
+        // 89 heap pages: a 10% buffer holds 9 blocks, whose label share
+        // varies by about 15 points, and the model, stepping 48 times on
+        // each buffer, follows it: CorgiPile ends a point or two below
+        // Shuffle Once here (on census's 3,762 blocks, within a point: see
+        // docs/RESULTS.md), and No Shuffle 25 points below.
         let run = |shuffle: &str| {
-            accuracy(
-                &format!("SELECT tocpile.train('sorted', 'label', shuffle => '{shuffle}', epochs => 3, seed => 1, batch_size => 25)"),
-                "test_rows",
-            )
+            let (mut acc, mut loss) = (0.0, 0.0);
+            for seed in 1..=3 {
+                let sql = format!(
+                    "SELECT tocpile.evaluate(tocpile.train('sorted', 'label', shuffle => '{shuffle}', \
+                     epochs => 3, seed => {seed}, batch_size => 25), 'test_rows', 'label')"
+                );
+                acc += json_f64(&sql, "accuracy") / 3.0;
+                loss += json_f64(&sql, "loss") / 3.0;
+            }
+            (acc, loss)
         };
         let (corgipile, once, none) = (run("corgipile"), run("once"), run("none"));
-        assert!(once > 0.64, "Shuffle Once {once}");
+        let all = format!("CorgiPile {corgipile:?}, Shuffle Once {once:?}, No Shuffle {none:?}");
+        assert!(once.0 > 0.64, "{all}");
         assert!(
-            corgipile > once - 0.02,
-            "CorgiPile {corgipile}, Shuffle Once {once}"
+            corgipile.0 > once.0 - 0.03 && corgipile.1 < once.1 + 0.03,
+            "{all}"
         );
-        assert!(none < once - 0.1, "No Shuffle {none}, Shuffle Once {once}");
+        assert!(none.0 < once.0 - 0.1 && none.1 > once.1 + 0.1, "{all}");
         // Shuffle Once's copy is gone.
         let copies = Spi::get_one::<i64>(
             "SELECT count(*) FROM pg_class WHERE relname LIKE 'tocpile_once_%'",
@@ -47,6 +60,16 @@ mod tests {
         assert_eq!(report["shuffle"], "none");
         assert_eq!(report["epochs"].as_array().unwrap().len(), 3);
         assert_eq!(report["epochs"][2]["rows"], 12_000);
+        // Shuffle Once's order follows the seed.
+        let once_model = |seed: i64| {
+            Spi::get_one::<Vec<u8>>(&format!(
+                "SELECT tocpile.model_bytes(tocpile.train('sorted', 'label', shuffle => 'once', \
+                 epochs => 1, seed => {seed}))"
+            ))
+            .unwrap()
+        };
+        assert_eq!(once_model(1), once_model(1));
+        assert_ne!(once_model(1), once_model(2));
     }
 
     #[pg_test]
