@@ -262,7 +262,7 @@ fn run_epochs(
     let per_buffer = buffer_blocks(options.buffer, n_blocks);
     let layout = (scan.n_pages(), n_blocks, per_buffer);
     let stepper = Stepper::new(model, settings);
-    let mut read_seconds = Vec::with_capacity(options.epochs);
+    let mut read_seconds = Vec::new();
     let mut produce = |send: &mut dyn FnMut(Chunk) -> Result<bool>| -> Result<()> {
         for epoch in 0..options.epochs {
             let mut seconds = 0.0;
@@ -282,7 +282,7 @@ fn run_epochs(
         }
         Ok(())
     };
-    let mut figures = Vec::with_capacity(options.epochs);
+    let mut figures = Vec::new();
     let stepper = if options.double_buffer {
         let (chunks, inbox) = mpsc::sync_channel::<Chunk>(0);
         let (done, outbox) = mpsc::channel::<EpochFigures>();

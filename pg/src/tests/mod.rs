@@ -18,7 +18,7 @@ pub fn error_of(sql: &str) -> Option<String> {
     Spi::run(
         "CREATE OR REPLACE FUNCTION pg_temp.error_of(q text) RETURNS text AS $$ \
          BEGIN EXECUTE q; RETURN NULL; \
-         EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$ \
+         EXCEPTION WHEN OTHERS OR query_canceled THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$ \
          LANGUAGE plpgsql",
     )
     .expect("the helper");

@@ -457,4 +457,50 @@ mod tests {
             assert_eq!(read, counted);
         }
     }
+
+    #[pg_test]
+    fn a_cancelled_train_stops_cleanly_and_the_session_goes_on() {
+        // Another session (dblink: a statement timeout applies to a
+        // client's statements, not to the statements of a test), training
+        // for ever on a table of its own until its statement times out;
+        // the huge epoch count allocates nothing up front.
+        Spi::run("CREATE EXTENSION IF NOT EXISTS dblink").unwrap();
+        let socket = Spi::get_one::<String>(
+            "SELECT split_part(current_setting('unix_socket_directories'), ',', 1)",
+        )
+        .unwrap()
+        .unwrap();
+        Spi::run(&format!(
+            "SELECT dblink_connect('other', format('host=%s port=%s dbname=%s user=%s', \
+             '{socket}', current_setting('port'), current_database(), current_user))"
+        ))
+        .unwrap();
+        let remote = |sql: &str| {
+            format!(
+                "SELECT dblink_exec('other', {})",
+                pgrx::spi::quote_literal(sql)
+            )
+        };
+        Spi::run(&remote(
+            "CREATE TEMP TABLE r AS SELECT random() AS x, (random() > 0.5)::int AS label \
+             FROM generate_series(1, 20000)",
+        ))
+        .unwrap();
+        Spi::run(&remote("SET statement_timeout = '300ms'")).unwrap();
+        for double_buffer in [true, false] {
+            let train = format!(
+                "SELECT tocpile.train('r', 'label', epochs => 2147483647, double_buffer => {double_buffer})"
+            );
+            assert_error(
+                &remote(&train),
+                "canceling statement due to statement timeout",
+            );
+        }
+        Spi::run(&remote("SET statement_timeout = 0")).unwrap();
+        let alive = Spi::get_one::<i64>(
+            "SELECT n FROM dblink('other', 'SELECT count(*) FROM r') AS t(n int8)",
+        );
+        assert_eq!(alive.unwrap(), Some(20000));
+        Spi::run("SELECT dblink_disconnect('other')").unwrap();
+    }
 }
