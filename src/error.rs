@@ -27,9 +27,15 @@ pub enum Error {
         /// Bytes left in the input from `offset`.
         available: usize,
     },
-    /// The blob does not start with the expected magic number ("TOCB" for a
-    /// TOC batch, the page magic of the format for other pages).
+    /// The input does not start with the magic number of what it is read
+    /// as ("TOCB" for a TOC batch, "TOCD" for a dataset file, "TOCM" for a
+    /// model file, the page magic of the format for other pages): it is
+    /// another kind of file (a dataset file given as a model, say), empty,
+    /// or not a tocpile file at all. The message names what was found when
+    /// it is another tocpile magic.
     BadMagic {
+        /// The magic expected.
+        expected: [u8; 4],
         /// The first bytes found (up to four).
         found: Vec<u8>,
     },
@@ -373,6 +379,30 @@ pub enum Error {
         max: u64,
         /// How to raise the limit.
         raise: &'static str,
+    },
+    /// A number that cannot be used as read: NaN or an infinity where a
+    /// finite number is required (a value of a batch or page, a label of
+    /// a dataset file, a model parameter, a score), or a number outside
+    /// its range (a scaling factor must be positive).
+    InvalidNumber {
+        /// Which number, and where (e.g. `"row 2, column 5: value"`,
+        /// `"parameter 17 (at byte 180)"`).
+        what: String,
+        /// The number found.
+        value: f64,
+        /// What it must be (e.g. `"a finite number"`).
+        expected: &'static str,
+    },
+    /// Bytes that must be UTF-8 text are not (a dataset file's schema).
+    NotUtf8 {
+        /// What the bytes are.
+        what: &'static str,
+        /// Byte offset where they start.
+        offset: usize,
+        /// How many bytes they are.
+        len: u64,
+        /// Byte offset of the first invalid byte.
+        invalid_at: usize,
     },
     /// The system refused an allocation that an input or an option asked
     /// for.

@@ -261,11 +261,11 @@ impl Scaling {
         }
         let factors = r.f64s(n, "scaling factors")?;
         if let Some(j) = factors.iter().position(|&f| !(f > 0.0 && f.is_finite())) {
-            return Err(Error::FieldOutOfRange {
-                what: "scaling factor (positive and finite)",
-                offset: n_at + crate::wire::varint_len(n) + 8 * j,
-                value: factors[j].to_bits(),
-                max: f64::MAX.to_bits(),
+            let at = n_at + crate::wire::varint_len(n) + 8 * j;
+            return Err(Error::InvalidNumber {
+                what: format!("scaling factor {j} (column {j}, at byte {at})"),
+                value: factors[j],
+                expected: "a positive finite number",
             });
         }
         Ok(Scaling { kind, factors })

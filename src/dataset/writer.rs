@@ -167,7 +167,9 @@ impl DatasetWriter {
     ///
     /// # Errors
     /// [`Error::LengthMismatch`] if `labels` does not hold one label per
-    /// row or the column counts differ; I/O and encoding errors.
+    /// row or the column counts differ; [`Error::InvalidNumber`] for a
+    /// label that is not finite (nothing of the call is written then); I/O
+    /// and encoding errors.
     pub fn push(&mut self, batch: &SparseBatch, labels: &[f64]) -> Result<()> {
         if batch.n_cols() != self.pending.n_cols() {
             return Err(Error::LengthMismatch {
@@ -181,6 +183,14 @@ impl DatasetWriter {
                 what: "labels pushed (one per row)",
                 expected: batch.n_rows() as u64,
                 found: labels.len() as u64,
+            });
+        }
+        // Readers reject NaN and infinite labels: never write one.
+        if let Some(i) = labels.iter().position(|y| !y.is_finite()) {
+            return Err(Error::InvalidNumber {
+                what: format!("the label of row {i} pushed"),
+                value: labels[i],
+                expected: "a finite number",
             });
         }
         if let Some((_, stats)) = &mut self.scale {

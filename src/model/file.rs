@@ -72,7 +72,8 @@ impl Model {
     /// [`Error::Truncated`], [`Error::BadMagic`],
     /// [`Error::UnsupportedVersion`], [`Error::FieldOutOfRange`] (kind,
     /// reserved bytes, dimensions), [`Error::LengthMismatch`] (parameter
-    /// count), [`Error::TrailingBytes`], then
+    /// count), [`Error::InvalidNumber`] (a parameter that is NaN or
+    /// infinite), [`Error::TrailingBytes`], then
     /// [`Error::ChecksumMismatch`] (with the path `"(memory)"`).
     pub fn from_bytes(bytes: &[u8]) -> Result<Model> {
         parse(bytes, "(memory)")
@@ -82,8 +83,22 @@ impl Model {
     /// file beside it, which is fsynced and then renamed over `path`.
     ///
     /// # Errors
+    /// [`Error::InvalidNumber`] for a parameter that is NaN or infinite (a
+    /// file [`load`](Self::load) would reject: nothing is written);
     /// [`Error::Io`]; `path` is then untouched.
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
+        if let Some((i, &p)) = self
+            .params()
+            .iter()
+            .enumerate()
+            .find(|(_, p)| !p.is_finite())
+        {
+            return Err(Error::InvalidNumber {
+                what: format!("parameter {i} of the model to save"),
+                value: p,
+                expected: "a finite number",
+            });
+        }
         crate::atomic::write(path.as_ref(), &self.to_bytes())
     }
 
@@ -100,6 +115,14 @@ impl Model {
         let name = path.display().to_string();
         parse(&bytes, &name).map_err(|error| match error {
             e @ Error::ChecksumMismatch { .. } => e,
+            // Not a model file at all (a dataset file, an empty file): the
+            // file and what it is, without a section.
+            error @ Error::BadMagic { .. } => Error::InFile {
+                path: name.clone(),
+                section: String::new(),
+                offset: 0,
+                error: Box::new(error),
+            },
             error => Error::InFile {
                 path: name.clone(),
                 section: "model file".into(),
@@ -230,6 +253,16 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
         });
     }
     let params = r.f64s(expected as u64, "parameters")?;
+    // A NaN or infinite parameter makes every score NaN (or infinite): a
+    // model that answers nothing, rejected here rather than at its first
+    // prediction.
+    if let Some(i) = params.iter().position(|p| !p.is_finite()) {
+        return Err(Error::InvalidNumber {
+            what: format!("parameter {i} (at byte {})", params_at + 8 * i),
+            value: params[i],
+            expected: "a finite number",
+        });
+    }
     let (mut schema, mut scaling) = (0, None);
     if version == 2 {
         schema = r.u32("schema fingerprint")?;
