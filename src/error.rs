@@ -442,6 +442,23 @@ impl Error {
     }
 }
 
+impl Error {
+    /// As [`Error::io`], with `message` (which should say what was being
+    /// done, and may quote `error`) instead of `error`'s own.
+    pub(crate) fn io_context(
+        path: impl AsRef<Path>,
+        error: std::io::Error,
+        message: String,
+    ) -> Error {
+        Error::Io {
+            path: path.as_ref().display().to_string(),
+            kind: error.kind(),
+            message,
+            source: IoSource(Arc::new(error)),
+        }
+    }
+}
+
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {

@@ -129,3 +129,76 @@ fn item2_nan_in_a_model_or_in_data_is_an_error_never_a_hang() {
     }
 }
 
+fn sh(script: &str, dir: &Path) -> bool {
+    Command::new("sh")
+        .args(["-c", script])
+        .current_dir(dir)
+        .status()
+        .unwrap()
+        .success()
+}
+
+#[cfg(unix)]
+#[test]
+fn item3_writers_go_through_symlinks_and_stream_to_fifos_and_devices() {
+    use std::os::unix::fs::{symlink, FileTypeExt};
+    let (_guard, dir) = fixture();
+    ok(&["encode", "small.libsvm", "-o", "plain.toc"], &dir);
+    let plain = std::fs::read(dir.join("plain.toc")).unwrap();
+    // A symlink: the file it names is replaced, the link stays.
+    std::fs::write(dir.join("real.toc"), b"old").unwrap();
+    symlink("real.toc", dir.join("link.toc")).unwrap();
+    ok(&["encode", "small.libsvm", "-o", "link.toc"], &dir);
+    assert!(std::fs::symlink_metadata(dir.join("link.toc")).unwrap().file_type().is_symlink());
+    assert_eq!(std::fs::read(dir.join("real.toc")).unwrap(), plain);
+    // A dangling symlink: the file it names is created.
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    symlink("sub/model.bin", dir.join("model-link.bin")).unwrap();
+    ok(&["train", "plain.toc", "--epochs", "1", "--save", "model-link.bin"], &dir);
+    let model = std::fs::read(dir.join("sub/model.bin")).unwrap();
+    assert_eq!(&model[..4], b"TOCM");
+    assert!(std::fs::symlink_metadata(dir.join("model-link.bin")).unwrap().file_type().is_symlink());
+    // Predictions and a plot through a link.
+    symlink("sub/pred.txt", dir.join("pred-link.txt")).unwrap();
+    ok(&["predict", "sub/model.bin", "plain.toc", "-o", "pred-link.txt"], &dir);
+    assert_eq!(std::fs::read_to_string(dir.join("sub/pred.txt")).unwrap().lines().count(), 40);
+    symlink("sub/plot.svg", dir.join("plot-link.svg")).unwrap();
+    ok(&["train", "plain.toc", "--epochs", "2", "--plot", "plot-link.svg"], &dir);
+    assert!(std::fs::read_to_string(dir.join("sub/plot.svg")).unwrap().starts_with("<svg"));
+    // A FIFO: streamed to, and still a FIFO.
+    assert!(sh("mkfifo pipe", &dir));
+    let reader = {
+        let fifo = dir.join("pipe");
+        std::thread::spawn(move || std::fs::read(fifo).unwrap())
+    };
+    ok(&["encode", "small.libsvm", "-o", "pipe"], &dir);
+    assert_eq!(reader.join().unwrap(), plain);
+    assert!(std::fs::symlink_metadata(dir.join("pipe")).unwrap().file_type().is_fifo());
+    // A character device: /dev/null's numbers in a node of our own as
+    // root (a regression must not replace the machine's /dev/null), else
+    // /dev/null itself.
+    let null = if sh("mknod null c 1 3 2>/dev/null", &dir) {
+        dir.join("null")
+    } else {
+        std::path::PathBuf::from("/dev/null")
+    };
+    let null_arg = null.to_str().unwrap();
+    ok(&["encode", "small.libsvm", "-o", null_arg], &dir);
+    ok(&["train", "plain.toc", "--epochs", "1", "--save", null_arg], &dir);
+    ok(&["predict", "sub/model.bin", "plain.toc", "-o", null_arg], &dir);
+    assert!(std::fs::symlink_metadata(&null).unwrap().file_type().is_char_device());
+    // /dev/stdout: the bytes reach standard output.
+    let out = bounded(&["predict", "sub/model.bin", "plain.toc", "-o", "/dev/stdout"], &dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).lines().count(), 40);
+    // No temporary file anywhere.
+    let hidden: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .chain(std::fs::read_dir(dir.join("sub")).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(hidden.is_empty(), "{hidden:?}");
+    // A directory is refused by name, before training.
+    fails(&["train", "plain.toc", "--save", "sub"], &dir, &["sub", "is a directory"]);
+}
