@@ -22,9 +22,11 @@
 //! Temporary files are registered with [`crate::cleanup`] while they
 //! exist, and every write first checks its interruption flag (SIGINT,
 //! SIGTERM): an interrupted writer fails with
-//! [`Error::Interrupted`] and its temporary file goes. Temporaries of
-//! processes that died without cleaning up (SIGKILL) carry their process
-//! id in the name; creating a file removes those left for the same target.
+//! [`Error::Interrupted`] and its temporary file goes. A temporary file is
+//! locked by its writer for as long as it exists, so a process that died
+//! without cleaning up (SIGKILL) leaves one whose lock is free: creating a
+//! file removes those left for the same target, and never one in use
+//! (whatever the process id in its name says).
 //!
 //! Dataset files ([`DatasetWriter`](crate::dataset::DatasetWriter), and
 //! through it Shuffle Once's copy), model files
@@ -188,22 +190,29 @@ fn create_error(target: &Path, e: std::io::Error) -> Error {
     Error::io_context(target, e, message)
 }
 
-/// Creates the temporary file `.NAME.tmp-PID-N` beside `target` (after
-/// removing those of dead processes for the same `NAME`).
+/// Creates the temporary file `.NAME.tmp-PID-N` beside `target`, locked
+/// for as long as it is open (see [`crate::cleanup`]), after removing
+/// those left for the same `NAME` by runs that are gone. A name that
+/// exists (a process of the same id in another PID namespace or on
+/// another host sharing the directory) is skipped for the next `N`.
 fn create_temp(target: &Path) -> Result<(PathBuf, File)> {
     let name = target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let tmp = target.with_file_name(format!(".{name}.tmp-{}-{n}", std::process::id()));
     cleanup::remove_stale(dir_of(target), &format!(".{name}.tmp-"));
-    cleanup::register(&tmp);
-    match File::create(&tmp) {
-        Ok(file) => Ok((tmp, file)),
-        Err(e) => {
-            cleanup::forget(&tmp);
-            Err(create_error(target, e))
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let tmp = target.with_file_name(format!(".{name}.tmp-{}-{n}", std::process::id()));
+        cleanup::register(&tmp);
+        match cleanup::create_locked(&tmp) {
+            Ok(file) => return Ok((tmp, file)),
+            Err(e) => {
+                cleanup::forget(&tmp);
+                if e.kind() != ErrorKind::AlreadyExists {
+                    return Err(create_error(target, e));
+                }
+            }
         }
     }
 }

@@ -149,22 +149,65 @@ fn item3_writers_go_through_symlinks_and_stream_to_fifos_and_devices() {
     std::fs::write(dir.join("real.toc"), b"old").unwrap();
     symlink("real.toc", dir.join("link.toc")).unwrap();
     ok(&["encode", "small.libsvm", "-o", "link.toc"], &dir);
-    assert!(std::fs::symlink_metadata(dir.join("link.toc")).unwrap().file_type().is_symlink());
+    assert!(std::fs::symlink_metadata(dir.join("link.toc"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
     assert_eq!(std::fs::read(dir.join("real.toc")).unwrap(), plain);
     // A dangling symlink: the file it names is created.
     std::fs::create_dir(dir.join("sub")).unwrap();
     symlink("sub/model.bin", dir.join("model-link.bin")).unwrap();
-    ok(&["train", "plain.toc", "--epochs", "1", "--save", "model-link.bin"], &dir);
+    ok(
+        &[
+            "train",
+            "plain.toc",
+            "--epochs",
+            "1",
+            "--save",
+            "model-link.bin",
+        ],
+        &dir,
+    );
     let model = std::fs::read(dir.join("sub/model.bin")).unwrap();
     assert_eq!(&model[..4], b"TOCM");
-    assert!(std::fs::symlink_metadata(dir.join("model-link.bin")).unwrap().file_type().is_symlink());
+    assert!(std::fs::symlink_metadata(dir.join("model-link.bin"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
     // Predictions and a plot through a link.
     symlink("sub/pred.txt", dir.join("pred-link.txt")).unwrap();
-    ok(&["predict", "sub/model.bin", "plain.toc", "-o", "pred-link.txt"], &dir);
-    assert_eq!(std::fs::read_to_string(dir.join("sub/pred.txt")).unwrap().lines().count(), 40);
+    ok(
+        &[
+            "predict",
+            "sub/model.bin",
+            "plain.toc",
+            "-o",
+            "pred-link.txt",
+        ],
+        &dir,
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("sub/pred.txt"))
+            .unwrap()
+            .lines()
+            .count(),
+        40
+    );
     symlink("sub/plot.svg", dir.join("plot-link.svg")).unwrap();
-    ok(&["train", "plain.toc", "--epochs", "2", "--plot", "plot-link.svg"], &dir);
-    assert!(std::fs::read_to_string(dir.join("sub/plot.svg")).unwrap().starts_with("<svg"));
+    ok(
+        &[
+            "train",
+            "plain.toc",
+            "--epochs",
+            "2",
+            "--plot",
+            "plot-link.svg",
+        ],
+        &dir,
+    );
+    assert!(std::fs::read_to_string(dir.join("sub/plot.svg"))
+        .unwrap()
+        .starts_with("<svg"));
     // A FIFO: streamed to, and still a FIFO.
     assert!(sh("mkfifo pipe", &dir));
     let reader = {
@@ -173,7 +216,10 @@ fn item3_writers_go_through_symlinks_and_stream_to_fifos_and_devices() {
     };
     ok(&["encode", "small.libsvm", "-o", "pipe"], &dir);
     assert_eq!(reader.join().unwrap(), plain);
-    assert!(std::fs::symlink_metadata(dir.join("pipe")).unwrap().file_type().is_fifo());
+    assert!(std::fs::symlink_metadata(dir.join("pipe"))
+        .unwrap()
+        .file_type()
+        .is_fifo());
     // A character device: /dev/null's numbers in a node of our own as
     // root (a regression must not replace the machine's /dev/null), else
     // /dev/null itself.
@@ -184,11 +230,23 @@ fn item3_writers_go_through_symlinks_and_stream_to_fifos_and_devices() {
     };
     let null_arg = null.to_str().unwrap();
     ok(&["encode", "small.libsvm", "-o", null_arg], &dir);
-    ok(&["train", "plain.toc", "--epochs", "1", "--save", null_arg], &dir);
-    ok(&["predict", "sub/model.bin", "plain.toc", "-o", null_arg], &dir);
-    assert!(std::fs::symlink_metadata(&null).unwrap().file_type().is_char_device());
+    ok(
+        &["train", "plain.toc", "--epochs", "1", "--save", null_arg],
+        &dir,
+    );
+    ok(
+        &["predict", "sub/model.bin", "plain.toc", "-o", null_arg],
+        &dir,
+    );
+    assert!(std::fs::symlink_metadata(&null)
+        .unwrap()
+        .file_type()
+        .is_char_device());
     // /dev/stdout: the bytes reach standard output.
-    let out = bounded(&["predict", "sub/model.bin", "plain.toc", "-o", "/dev/stdout"], &dir);
+    let out = bounded(
+        &["predict", "sub/model.bin", "plain.toc", "-o", "/dev/stdout"],
+        &dir,
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out).lines().count(), 40);
     // No temporary file anywhere.
@@ -200,5 +258,115 @@ fn item3_writers_go_through_symlinks_and_stream_to_fifos_and_devices() {
         .collect();
     assert!(hidden.is_empty(), "{hidden:?}");
     // A directory is refused by name, before training.
-    fails(&["train", "plain.toc", "--save", "sub"], &dir, &["sub", "is a directory"]);
+    fails(
+        &["train", "plain.toc", "--save", "sub"],
+        &dir,
+        &["sub", "is a directory"],
+    );
+}
+
+/// A LIBSVM row of 60 columns.
+fn wide_row(i: usize) -> String {
+    let mut row = format!("{}", i % 2);
+    for c in 1..=60 {
+        row.push_str(&format!(" {c}:{}", (i * 7 + c) % 13 + 1));
+    }
+    row.push('\n');
+    row
+}
+
+/// The names in `dir`.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Creates `path` and holds an exclusive lock on it, as a live run holds
+/// its temporaries.
+fn held(path: &Path) -> std::fs::File {
+    let file = std::fs::File::create(path).unwrap();
+    file.lock().unwrap();
+    file
+}
+
+#[cfg(unix)]
+#[test]
+fn item4_a_killed_runs_bucket_temporaries_go_and_live_ones_stay_whatever_their_pid() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    // 100,000 rows of 60 columns: more than 64 MiB decoded, so Shuffle
+    // Once writes two bucket files.
+    let rows: String = (0..100_000).map(wide_row).collect();
+    std::fs::write(dir.join("big.libsvm"), rows).unwrap();
+    ok(&["encode", "big.libsvm", "-o", "big.toc"], dir);
+    let scratch = dir.join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    // A live run's files whose names carry a process id that is no live
+    // process here (another PID namespace, another host): locked.
+    let live_temp = ".tocpile-shuffled-8388608-0-0.toc.tmp-8388608-0";
+    let live_bucket = "..tocpile-shuffled-8388608-0-0.toc.bucket-1";
+    let _temp = held(&scratch.join(live_temp));
+    std::fs::write(scratch.join(live_bucket), b"rows").unwrap();
+    let _bucket = held(&scratch.join(format!("{live_bucket}.lock")));
+    let train = [
+        "train",
+        "big.toc",
+        "--shuffle",
+        "once",
+        "--scratch-dir",
+        "scratch",
+        "--epochs",
+        "1",
+    ];
+    for _ in 0..2 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tocpile"))
+            .args(train)
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id().to_string();
+        // Killed once its bucket files' temporaries exist.
+        let start = Instant::now();
+        while !names(&scratch)
+            .iter()
+            .any(|n| n.contains(".bucket-") && n.contains(&format!(".tmp-{pid}-")))
+        {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "ended before its buckets"
+            );
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "no bucket files"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(sh(&format!("kill -KILL {pid}"), dir));
+        child.wait().unwrap();
+        let left: Vec<String> = names(&scratch)
+            .into_iter()
+            .filter(|n| n.contains(&pid))
+            .collect();
+        assert!(
+            left.iter()
+                .any(|n| n.contains(".bucket-") && n.contains(".tmp-")),
+            "{left:?}"
+        );
+    }
+    // The next run removes every file of the killed ones and none of the
+    // live one's, then leaves nothing of its own.
+    ok(&train, dir);
+    let mut want = vec![
+        live_bucket.to_string(),
+        format!("{live_bucket}.lock"),
+        live_temp.to_string(),
+    ];
+    want.sort();
+    assert_eq!(names(&scratch), want);
 }

@@ -46,7 +46,10 @@ fn a_symlink_is_written_through_and_stays_a_link() {
         .unwrap()
         .file_type()
         .is_symlink());
-    assert_eq!(std::fs::read(dir.join("real/model.bin")).unwrap(), model.to_bytes());
+    assert_eq!(
+        std::fs::read(dir.join("real/model.bin")).unwrap(),
+        model.to_bytes()
+    );
     // The temporary went to the target's directory, and is gone.
     assert_eq!(names(&dir.join("real")), ["model.bin"]);
     assert_eq!(names(&dir), ["link.bin", "real"]);
@@ -61,7 +64,10 @@ fn a_dangling_symlink_creates_the_file_it_names() {
     // A chain: a link to the dangling link.
     symlink("link.bin", dir.join("chain.bin")).unwrap();
     tocpile::atomic::write(dir.join("chain.bin"), b"through two links").unwrap();
-    assert_eq!(std::fs::read(dir.join("sub/new.bin")).unwrap(), b"through two links");
+    assert_eq!(
+        std::fs::read(dir.join("sub/new.bin")).unwrap(),
+        b"through two links"
+    );
     for link in ["link.bin", "chain.bin"] {
         let meta = std::fs::symlink_metadata(dir.join(link)).unwrap();
         assert!(meta.file_type().is_symlink(), "{link}");
@@ -82,7 +88,10 @@ fn a_fifo_is_streamed_to_never_replaced() {
     let bytes: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
     tocpile::atomic::write(&fifo, &bytes).unwrap();
     assert!(reader.join().unwrap() == bytes);
-    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
     assert_eq!(names(&dir), ["pipe"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
