@@ -71,6 +71,10 @@ fn lines(p: &Predictions, first: u64, args: &PredictArgs, out: &mut Vec<u8>) {
 }
 
 pub fn run(args: &PredictArgs) -> Outcome {
+    // Written at the end: checked first.
+    if let Some(path) = &args.output {
+        tocpile::atomic::check_writable(path)?;
+    }
     let model = Model::load(&args.model)?;
     let dataset = Arc::new(crate::input::open_dataset(&args.file)?);
     let info = dataset.info();

@@ -85,6 +85,10 @@ pub struct DatasetRatios {
 }
 
 pub fn run(args: &RatioArgs) -> Outcome {
+    // Written after every measurement: checked first.
+    if let Some(svg) = &args.plot {
+        tocpile::atomic::check_writable(svg)?;
+    }
     let config = RatioConfig {
         max_dense_bytes: args.max_dense_mib.saturating_mul(1 << 20),
         ..RatioConfig::default()

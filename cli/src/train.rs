@@ -97,6 +97,7 @@ pub fn warn(loader: &Loader) {
 }
 
 pub fn run(args: &TrainArgs) -> Outcome {
+    checks::outputs(args.save.as_deref(), args.plot.as_deref())?;
     if let Some(outcome) = crate::distributed::train(args) {
         return outcome;
     }

@@ -370,3 +370,66 @@ fn item4_a_killed_runs_bucket_temporaries_go_and_live_ones_stay_whatever_their_p
     want.sort();
     assert_eq!(names(&scratch), want);
 }
+
+#[cfg(unix)]
+#[test]
+fn item9_outputs_written_at_the_end_are_checked_before_the_first_epoch() {
+    let (_guard, dir) = fixture();
+    ok(&["encode", "small.libsvm", "-o", "s.toc"], &dir);
+    std::fs::create_dir(dir.join("a-directory")).unwrap();
+    std::fs::create_dir(dir.join("read-only")).unwrap();
+    // Root writes anywhere: a read-only directory is only tested as
+    // another user.
+    let root = sh("test \"$(id -u)\" = 0", &dir);
+    assert!(sh("chmod 555 read-only", &dir));
+    // Epochs enough for minutes of training: the check must come first.
+    let long = ["train", "s.toc", "--epochs", "1000000"];
+    let mut cases = vec![
+        (
+            "--save",
+            "missing/m.model",
+            "the directory missing does not exist",
+        ),
+        (
+            "--plot",
+            "missing/p.svg",
+            "the directory missing does not exist",
+        ),
+        ("--save", "a-directory", "is a directory"),
+        ("--plot", "a-directory", "is a directory"),
+    ];
+    if !root {
+        cases.push((
+            "--save",
+            "read-only/m.model",
+            "no permission to create files in read-only",
+        ));
+    }
+    for (option, path, why) in cases {
+        let args = [&long[..], &[option, path]].concat();
+        let err = fails(&args, &dir, &[option, path, why]);
+        assert!(!err.contains(".tmp-"), "{err}");
+    }
+    // With --ranks too, and for predict and ratio, whose outputs also
+    // come last.
+    fails(
+        &[&long[..], &["--ranks", "2", "--save", "missing/m"]].concat(),
+        &dir,
+        &["missing/m"],
+    );
+    ok(
+        &["train", "s.toc", "--epochs", "1", "--save", "m.model"],
+        &dir,
+    );
+    fails(
+        &["predict", "m.model", "s.toc", "-o", "a-directory"],
+        &dir,
+        &["a-directory", "is a directory"],
+    );
+    fails(
+        &["ratio", "small.libsvm", "--plot", "missing/r.svg"],
+        &dir,
+        &["missing/r.svg", "does not exist"],
+    );
+    assert!(sh("chmod 755 read-only", &dir));
+}
