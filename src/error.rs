@@ -459,6 +459,23 @@ impl Error {
     }
 }
 
+impl Error {
+    /// The [`Error::Io`] for a thread that could not be started while
+    /// working on `path` (its name, `thread`, says which): the system's
+    /// limit on threads or on address space was reached.
+    pub(crate) fn spawn_failed(
+        path: impl AsRef<Path>,
+        thread: &str,
+        error: std::io::Error,
+    ) -> Error {
+        let message = format!(
+            "could not start the {thread} thread: {error} (a limit on threads or on address \
+             space was reached)"
+        );
+        Error::io_context(path, error, message)
+    }
+}
+
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {

@@ -141,6 +141,15 @@ fn main() -> ExitCode {
         }
     };
     signals::install();
+    // The kernels' thread pool, started now so that a limit on threads or
+    // on address space is this error rather than a panic at first use.
+    if let Err(e) = rayon::ThreadPoolBuilder::new().build_global() {
+        eprintln!(
+            "tocpile: could not start the worker threads: {e} (a limit on threads or on \
+             address space was reached)"
+        );
+        return ExitCode::from(1);
+    }
     let defaults = tocpile::limits::limits();
     tocpile::limits::set_limits(tocpile::limits::Limits {
         max_page_nnz: cli.max_page_nnz.unwrap_or(defaults.max_page_nnz),

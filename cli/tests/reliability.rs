@@ -433,3 +433,65 @@ fn item9_outputs_written_at_the_end_are_checked_before_the_first_epoch() {
     );
     assert!(sh("chmod 755 read-only", &dir));
 }
+
+/// Runs tocpile through `sh` with `prefix` (a `ulimit`, variables) before
+/// it; returns the exit code and stderr.
+fn under(prefix: &str, args: &[&str], dir: &Path) -> (Option<i32>, String) {
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(format!("{prefix} exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_tocpile"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run sh");
+    (o.status.code(), stderr(&o))
+}
+
+#[cfg(unix)]
+#[test]
+fn item5_ranks_are_bounded_by_blocks_and_threads_that_cannot_start_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/mushrooms.libsvm.gz");
+    // 28 blocks.
+    let out = ok(&["encode", data, "-o", "m.toc"], dir);
+    assert!(out.contains("blocks 28 "), "{out}");
+    // More ranks than blocks: some would read nothing (1000 ranks trained
+    // one step, silently).
+    fails(
+        &["train", "m.toc", "--ranks", "64", "--epochs", "1"],
+        dir,
+        &["m.toc", "64 ranks for 28 blocks", "at most 28 ranks"],
+    );
+    usage_error(&["train", "m.toc", "--ranks", "1000"], dir, "1..=256");
+    // As many ranks as blocks: every rank reads.
+    let out = ok(&["train", "m.toc", "--ranks", "28", "--epochs", "1"], dir);
+    let per_rank = out
+        .lines()
+        .find(|l| l.contains("per rank in the last epoch"))
+        .unwrap();
+    assert!(
+        !per_rank.contains(" 0,") && !per_rank.contains("[0"),
+        "{per_rank}"
+    );
+    // A rank thread that cannot start (stacks of 100 MB each under a 1 GB
+    // address space: a few ranks start, then the next fails) is an error,
+    // the started ranks stopped; it panicked with exit code 101.
+    let (code, err) = under(
+        "ulimit -v 1000000 && RUST_MIN_STACK=100000000",
+        &["train", "m.toc", "--ranks", "20", "--epochs", "1"],
+        dir,
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("could not start the thread of rank"), "{err}");
+    assert!(err.contains("give fewer --ranks"), "{err}");
+    // Not even the kernels' threads (2 GB stacks).
+    let (code, err) = under(
+        "ulimit -v 1000000 && RUST_MIN_STACK=2000000000",
+        &["train", "m.toc", "--epochs", "1"],
+        dir,
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("could not start the worker threads"), "{err}");
+}
