@@ -172,6 +172,22 @@ const MAGIC: [u8; 4] = *b"SCAL";
 const VERSION: u8 = 1;
 
 impl Scaling {
+    /// A copy, allocated fallibly (its factors are one per column).
+    pub(crate) fn try_clone(&self) -> Result<Scaling> {
+        let mut factors = Vec::new();
+        factors
+            .try_reserve_exact(self.factors.len())
+            .map_err(|_| Error::OutOfMemory {
+                what: "a copy of the scaling factors",
+                bytes: 8 * self.factors.len() as u64,
+            })?;
+        factors.extend_from_slice(&self.factors);
+        Ok(Scaling {
+            kind: self.kind,
+            factors,
+        })
+    }
+
     /// A scaling with the given factors.
     ///
     /// # Errors

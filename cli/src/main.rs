@@ -94,6 +94,12 @@ struct Cli {
     /// vector is allocated for; default 67108864 (2^26).
     #[arg(long, global = true, value_name = "N")]
     max_cols: Option<u64>,
+    /// Resource limit: most parameters (weights and biases) of a model
+    /// built for training, columns times the first layer's width and the
+    /// rest; default 67108864 (2^26, 512 MiB per copy, about five copies
+    /// while training).
+    #[arg(long, global = true, value_name = "N")]
+    max_params: Option<u64>,
 }
 
 /// The commands. A new one is a variant here, its arguments struct, and
@@ -154,6 +160,7 @@ fn main() -> ExitCode {
     tocpile::limits::set_limits(tocpile::limits::Limits {
         max_page_nnz: cli.max_page_nnz.unwrap_or(defaults.max_page_nnz),
         max_cols: cli.max_cols.unwrap_or(defaults.max_cols),
+        max_params: cli.max_params.unwrap_or(defaults.max_params),
     });
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,

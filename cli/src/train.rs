@@ -210,8 +210,20 @@ pub fn run(args: &TrainArgs) -> Outcome {
     let bar = spinner();
     let mut runs = Vec::new();
     let mut models = Vec::new();
-    for (strategy, loader) in loaders {
-        let mut model = initial.clone();
+    let strategies = loaders.len();
+    // One copy of the model per strategy, the last one the initial model
+    // itself: a single strategy trains with no copy at all.
+    let mut initial = Some(initial);
+    for (i, (strategy, loader)) in loaders.into_iter().enumerate() {
+        let mut model = match initial.take() {
+            Some(last) if i + 1 == strategies => last,
+            Some(first) => {
+                let copy = first.try_clone()?;
+                initial = Some(first);
+                copy
+            }
+            None => unreachable!("the initial model is kept until the last strategy"),
+        };
         bar.set_message(format!("{strategy}: epoch 0 of {}", options.epochs));
         let mut printed = Ok(());
         let reports = train(&mut model, &loader, &options, eval.as_ref(), |report| {

@@ -495,3 +495,50 @@ fn item5_ranks_are_bounded_by_blocks_and_threads_that_cannot_start_are_errors() 
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("could not start the worker threads"), "{err}");
 }
+
+#[cfg(unix)]
+#[test]
+fn item6_model_parameters_are_limited_and_allocated_fallibly() {
+    let (_guard, dir) = fixture();
+    // Two rows, column 500,000: 96 bytes without a scaling section.
+    std::fs::write(dir.join("wide.libsvm"), "1 500000:1\n0 1:1\n").unwrap();
+    ok(
+        &["encode", "wide.libsvm", "-o", "wide.toc", "--scale", "none"],
+        &dir,
+    );
+    assert!(std::fs::metadata(dir.join("wide.toc")).unwrap().len() < 120);
+    // The TOC paper's network over 500,000 columns: 100,010,301
+    // parameters (3.9 GB to train), refused by default, at once.
+    let err = fails(
+        &["train", "wide.toc", "--model", "mlp", "--epochs", "1"],
+        &dir,
+        &[
+            "wide.toc",
+            "model parameters",
+            "100010301",
+            "--max-params N",
+        ],
+    );
+    assert!(err.contains("above the limit of 67108864"), "{err}");
+    // Raised, under a 1 GB address space: an error naming the
+    // allocation, never an abort.
+    let (code, err) = under(
+        "ulimit -v 1000000 &&",
+        &[
+            "train",
+            "wide.toc",
+            "--model",
+            "mlp",
+            "--epochs",
+            "1",
+            "--max-params",
+            "200000000",
+        ],
+        &dir,
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("could not allocate 800000000 bytes (762.9 MiB) for model weights"),
+        "{err}"
+    );
+}

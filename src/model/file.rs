@@ -26,42 +26,72 @@ use std::path::Path;
 use super::{check_dims, param_count, Layer, Model, ModelKind};
 use crate::error::{Error, Result};
 use crate::scale::Scaling;
-use crate::wire::{write_f64s, write_u32, write_u64, Reader};
+use crate::wire::{write_u32, write_u64, Reader};
 
 const MAGIC: [u8; 4] = *b"TOCM";
 const VERSION: u8 = 2;
 /// Magic, version, kind, two reserved bytes, `n_cols`, `n_layers`.
 const FIXED: usize = 8 + 8 + 4;
+/// Parameters handed over at a time when a model file is written.
+const PARAMS_PER_PIECE: usize = 8192;
 
 impl Model {
     /// The model file bytes (see the module docs and `docs/FORMAT.md`).
     pub fn to_bytes(&self) -> Vec<u8> {
         let widths = self.kind.widths();
         let mut out = Vec::with_capacity(FIXED + 8 * widths.len() + 8 * self.n_params() + 12);
+        self.write_file(|bytes| {
+            out.extend_from_slice(bytes);
+            Ok(())
+        })
+        .expect("writing to memory");
+        out
+    }
+
+    /// Hands the model file's bytes to `sink` in pieces (the parameters
+    /// a few thousand at a time, never a copy of them all), the checksum
+    /// computed on the way.
+    fn write_file(&self, mut sink: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        let mut crc = crc32fast::Hasher::new();
+        let mut put = |bytes: &[u8]| {
+            crc.update(bytes);
+            sink(bytes)
+        };
+        let widths = self.kind.widths();
         let version = if self.scaling.is_none() && self.schema == 0 {
             1
         } else {
             VERSION
         };
-        out.extend_from_slice(&MAGIC);
-        out.extend_from_slice(&[version, self.kind.code(), 0, 0]);
-        write_u64(&mut out, self.n_cols as u64);
-        write_u32(&mut out, widths.len() as u32);
+        let mut head = MAGIC.to_vec();
+        head.extend_from_slice(&[version, self.kind.code(), 0, 0]);
+        write_u64(&mut head, self.n_cols as u64);
+        write_u32(&mut head, widths.len() as u32);
         for w in widths {
-            write_u64(&mut out, w as u64);
+            write_u64(&mut head, w as u64);
         }
-        write_u64(&mut out, self.n_params() as u64);
-        write_f64s(&mut out, &self.params());
-        if version == 2 {
-            write_u32(&mut out, self.schema);
-            out.push(u8::from(self.scaling.is_some()));
-            if let Some(s) = &self.scaling {
-                s.write(&mut out);
+        write_u64(&mut head, self.n_params() as u64);
+        put(&head)?;
+        let mut chunk = Vec::with_capacity(PARAMS_PER_PIECE * 8);
+        for p in self.layers.iter().flat_map(Layer::values) {
+            chunk.extend_from_slice(&p.to_le_bytes());
+            if chunk.len() == chunk.capacity() {
+                put(&chunk)?;
+                chunk.clear();
             }
         }
-        let crc = crc32fast::hash(&out);
-        write_u32(&mut out, crc);
-        out
+        put(&chunk)?;
+        if version == 2 {
+            let mut tail = Vec::new();
+            write_u32(&mut tail, self.schema);
+            tail.push(u8::from(self.scaling.is_some()));
+            if let Some(s) = &self.scaling {
+                s.write(&mut tail);
+            }
+            put(&tail)?;
+        }
+        let crc = crc.finalize();
+        sink(&crc.to_le_bytes())
     }
 
     /// Reads a model from untrusted bytes. Never panics; allocates at most
@@ -87,19 +117,17 @@ impl Model {
     /// file [`load`](Self::load) would reject: nothing is written);
     /// [`Error::Io`]; `path` is then untouched.
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
-        if let Some((i, &p)) = self
-            .params()
-            .iter()
-            .enumerate()
-            .find(|(_, p)| !p.is_finite())
-        {
+        let params = self.layers.iter().flat_map(Layer::values);
+        if let Some((i, &p)) = params.enumerate().find(|(_, p)| !p.is_finite()) {
             return Err(Error::InvalidNumber {
                 what: format!("parameter {i} of the model to save"),
                 value: p,
                 expected: "a finite number",
             });
         }
-        crate::atomic::write(path.as_ref(), &self.to_bytes())
+        let mut file = crate::atomic::AtomicFile::create(path.as_ref())?;
+        self.write_file(|bytes| file.write_all(bytes))?;
+        file.commit()
     }
 
     /// Reads a model file written by [`save`](Self::save).
@@ -306,7 +334,9 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
             found,
         });
     }
-    let mut model = Model::new(kind, n_cols, 0)?;
+    // Not Model::new: the file's bytes hold every parameter, so no limit
+    // applies (and there is no random start to draw).
+    let mut model = Model::zeros(kind, n_cols)?;
     model
         .layers
         .iter_mut()
