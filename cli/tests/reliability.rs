@@ -542,3 +542,25 @@ fn item6_model_parameters_are_limited_and_allocated_fallibly() {
         "{err}"
     );
 }
+
+#[test]
+fn item7_wide_csv_headers_and_a_byte_order_mark() {
+    let (_guard, dir) = fixture();
+    // 100,000 columns (a minute to encode before; no time is asserted).
+    let n = 100_000;
+    let mut text = String::from("label");
+    (0..n).for_each(|c| text.push_str(&format!(",c{c}")));
+    text.push('\n');
+    for r in 0..3 {
+        text.push_str(&format!("{}", r % 2));
+        (0..n).for_each(|c| text.push_str(if (c + r) % 5 == 0 { ",1" } else { ",0" }));
+        text.push('\n');
+    }
+    std::fs::write(dir.join("wide.csv"), &text).unwrap();
+    let out = ok(&["encode", "wide.csv", "-o", "wide.toc"], &dir);
+    assert!(out.contains("rows 3, columns 100000"), "{out}");
+    // A BOM before the header: "label" is found.
+    std::fs::write(dir.join("bom.csv"), "\u{feff}label,x\n1,2\n0,3\n").unwrap();
+    let out = ok(&["encode", "bom.csv", "-o", "bom.toc"], &dir);
+    assert!(out.contains("rows 2, columns 1"), "{out}");
+}
