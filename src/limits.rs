@@ -161,12 +161,17 @@ pub fn check_cols(cols: usize, what: &'static str) -> Result<()> {
 /// # Errors
 /// [`Error::LimitExceeded`].
 pub fn check_params(params: usize) -> Result<()> {
-    check_limit(
-        "model parameters (weights and biases)",
-        params as u64,
-        limits().max_params,
-        RAISE_PARAMS,
-    )
+    check_matrix(params, "model parameters (weights and biases)")
+}
+
+/// Checks the `cells` of a matrix that `what` allocates as a model
+/// allocates its weights (one row per column of the data: the `M` of
+/// `A.M` in a kernel benchmark, say) against [`Limits::max_params`].
+///
+/// # Errors
+/// [`Error::LimitExceeded`].
+pub fn check_matrix(cells: usize, what: &'static str) -> Result<()> {
+    check_limit(what, cells as u64, limits().max_params, RAISE_PARAMS)
 }
 
 fn check_limit(what: &'static str, value: u64, max: u64, raise: &'static str) -> Result<()> {

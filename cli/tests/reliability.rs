@@ -564,3 +564,116 @@ fn item7_wide_csv_headers_and_a_byte_order_mark() {
     let out = ok(&["encode", "bom.csv", "-o", "bom.toc"], &dir);
     assert!(out.contains("rows 2, columns 1"), "{out}");
 }
+
+/// Runs `script` (a pipeline ending in `tocpile ARGS`, the binary being
+/// `$T`) through `sh` under a 1 GB address space; returns the exit code
+/// and stderr.
+fn pipeline_under_1_gb(script: &str, dir: &Path) -> (Option<i32>, String) {
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v 1000000 && {script}"))
+        .env("T", env!("CARGO_BIN_EXE_tocpile"))
+        .current_dir(dir)
+        .output()
+        .expect("run sh");
+    (o.status.code(), stderr(&o))
+}
+
+#[cfg(unix)]
+#[test]
+fn item8_a_huge_line_is_the_line_error_under_a_1_gb_address_space() {
+    let (_guard, dir) = fixture();
+    // 1.1 GB of digits and no line break, on standard input: the line
+    // error (the line cap itself used to need 2 GiB and aborted).
+    let (code, err) = pipeline_under_1_gb(
+        "head -c 1100000000 /dev/zero | tr '\\0' 1 | \"$T\" encode - --cols 10 -o huge.toc",
+        &dir,
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("standard input:1:1: expected a line of at most 1 GiB (1073741824 bytes)"),
+        "{err}"
+    );
+    assert!(!err.contains("MAX_LINE_BYTES"), "{err}");
+    // A CSV record of 300 MB: an error naming the record's limit (the csv
+    // crate's buffers had no limit).
+    let (code, err) = pipeline_under_1_gb(
+        "(printf 'label,x\\n1,'; head -c 300000000 /dev/zero | tr '\\0' 1) > long.csv && \
+         \"$T\" encode long.csv -o long.toc",
+        &dir,
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("long.csv") && err.contains("a record (line) longer than 255 MiB"),
+        "{err}"
+    );
+    std::fs::remove_file(dir.join("long.csv")).unwrap();
+    assert!(!dir.join("huge.toc").exists() && !dir.join("long.toc").exists());
+}
+
+#[cfg(unix)]
+#[test]
+fn item8_a_column_of_6_000_000_makes_ratio_and_bench_kernels_work_or_fail_clearly() {
+    let (_guard, dir) = fixture();
+    std::fs::write(
+        dir.join("col6m.libsvm"),
+        "1 6000000:1\n0 1:1 2:3\n1 5:2\n0 6000000:2\n",
+    )
+    .unwrap();
+    // ratio: the dense formats' 192 MB batches are skipped, with the
+    // reason, where they would not fit; the others measured.
+    let (code, err) = under("ulimit -v 1000000 &&", &["ratio", "col6m.libsvm"], &dir);
+    assert_eq!(code, Some(0), "{err}");
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1000000 && exec \"$T\" ratio col6m.libsvm")
+        .env("T", env!("CARGO_BIN_EXE_tocpile"))
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    assert!(out.contains("| 100% (4 rows) | 1 | - |"), "{out}");
+    assert!(
+        out.contains("lowered to") && out.contains("ulimit -v"),
+        "{out}"
+    );
+    // bench kernels: the matrices of A.M and M.A (6,000,000 x 20) are
+    // above the parameter limit; with the dense formats too big for the
+    // address space, they are named first.
+    let (code, err) = under(
+        "ulimit -v 1000000 &&",
+        &["bench", "kernels", "col6m.libsvm"],
+        &dir,
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("the dense formats (DEN, DVI, snappy, gzip, lz4)"),
+        "{err}"
+    );
+    let (code, err) = under(
+        "ulimit -v 1000000 &&",
+        &["bench", "kernels", "col6m.libsvm", "--formats", "csr,toc"],
+        &dir,
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("cells of the matrices of A.M and M.A") && err.contains("--max-params N"),
+        "{err}"
+    );
+    // Raised: the allocation is refused, and said so.
+    let (code, err) = under(
+        "ulimit -v 1000000 &&",
+        &[
+            "bench",
+            "kernels",
+            "col6m.libsvm",
+            "--formats",
+            "csr,toc",
+            "--max-params",
+            "200000000",
+        ],
+        &dir,
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("could not allocate 960000000 bytes"), "{err}");
+}

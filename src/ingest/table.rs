@@ -17,17 +17,45 @@ use crate::error::{Error, Result};
 /// about this many characters.
 const HEADER_CHARS: usize = 200;
 
-/// Copies every byte the `csv` reader pulls, from `base` on.
+/// The longest CSV record (a line, or several within quotes) read: 255
+/// MiB. A record is held twice while it is read (in the `csv` crate's
+/// buffer, which doubles as it grows, without a limit of its own, and as
+/// text kept here for the messages), so the LIBSVM reader's 1 GiB would
+/// need up to 4 GiB; just under a power of two, the crate's buffer stops
+/// at 256 MiB. A file with no line break would otherwise be held whole.
+pub(crate) const MAX_RECORD_BYTES: u64 = (1 << 28) - (1 << 20);
+
+/// Copies every byte the `csv` reader pulls, from `base` on, and stops a
+/// record longer than [`MAX_RECORD_BYTES`].
 struct Recorder {
     inner: Box<dyn BufRead + Send>,
     buf: Vec<u8>,
     /// Stream offset of `buf[0]`.
     base: u64,
+    /// Stream offset where the record being read starts.
+    record: u64,
 }
 
 impl Read for Recorder {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let held = self.base + self.buf.len() as u64 - self.record;
+        if held > MAX_RECORD_BYTES {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "a record (line) longer than 255 MiB (267386880 bytes)",
+            ));
+        }
         let n = self.inner.read(out)?;
+        // Fallibly: the text is kept for the messages' line and column.
+        if self.buf.try_reserve(n).is_err() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                format!(
+                    "could not allocate memory for a record of {} bytes",
+                    held + n as u64
+                ),
+            ));
+        }
         self.buf.extend_from_slice(&out[..n]);
         Ok(n)
     }
@@ -105,6 +133,7 @@ impl Table {
             inner: input,
             buf: Vec::new(),
             base: 0,
+            record: 0,
         };
         let reader = ReaderBuilder::new()
             .delimiter(delimiter)
@@ -193,6 +222,8 @@ impl Table {
                 self.records.push(ByteRecord::new());
             }
             let line = self.reader.position().line();
+            let at = self.reader.position().byte();
+            self.reader.get_mut().record = at;
             let got = self.reader.read_byte_record(&mut self.records[self.len]);
             match got {
                 Ok(true) => {}
