@@ -79,6 +79,18 @@ pub enum Error {
         /// The largest value allowed.
         max: u64,
     },
+    /// A header field holds a value below the smallest allowed (a count
+    /// of layers, columns or parts that must be at least 1).
+    FieldBelowMinimum {
+        /// The field.
+        what: &'static str,
+        /// Byte offset of the field.
+        offset: usize,
+        /// The value found.
+        value: u64,
+        /// The smallest value allowed.
+        min: u64,
+    },
     /// A packed integer array declares a bit width this format does not allow.
     BadWidth {
         /// The array.

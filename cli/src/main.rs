@@ -136,8 +136,9 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             if !e.use_stderr() {
-                // --help and --version: to stdout, success.
-                print!("{e}");
+                // --help and --version: to stdout, success; a reader that
+                // stops early (`| head`) ends it quietly, as `emit` does.
+                let _ = output::emit(&e.to_string());
                 return ExitCode::SUCCESS;
             }
             let text = e.to_string();

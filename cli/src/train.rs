@@ -65,8 +65,9 @@ fn infer_classes(name: &str, dataset: &Dataset, path: &Path) -> Result<usize, Fa
             return Err(Failure::about(
                 path,
                 format!(
-                    "row {row}: label {y} is not a class index (an integer in 0..{MAX_CLASSES}): \
-                     {name} needs labels 0, 1, 2, ...; give --classes N if some classes are absent"
+                    "row {row}: label {} is not a class index (an integer in 0..{MAX_CLASSES}): \
+                     {name} needs labels 0, 1, 2, ...; give --classes N if some classes are absent",
+                    crate::output::number(y)
                 ),
             ));
         }

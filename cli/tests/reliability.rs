@@ -677,3 +677,81 @@ fn item8_a_column_of_6_000_000_makes_ratio_and_bench_kernels_work_or_fail_clearl
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("could not allocate 960000000 bytes"), "{err}");
 }
+
+#[cfg(unix)]
+#[test]
+fn item11_messages_are_written_for_a_person() {
+    let (_guard, dir) = fixture();
+    ok(&["encode", "small.libsvm", "-o", "s.toc"], &dir);
+    // A dataset file, or an empty file, given as a model.
+    fails(
+        &["evaluate", "s.toc", "s.toc"],
+        &dir,
+        &["s.toc: this is a tocpile dataset file (magic \"TOCD\"), not a tocpile model file (magic \"TOCM\")"],
+    );
+    std::fs::write(dir.join("empty.model"), b"").unwrap();
+    fails(
+        &["predict", "empty.model", "s.toc"],
+        &dir,
+        &["empty.model: the input is empty; expected a tocpile model file (magic \"TOCM\")"],
+    );
+    // A label of 1e300 is printed as such, not as 301 digits.
+    std::fs::write(dir.join("big.libsvm"), "1e300 1:1\n0 1:2\n").unwrap();
+    ok(&["encode", "big.libsvm", "-o", "big.toc"], &dir);
+    let err = fails(
+        &["train", "big.toc", "--model", "softmax"],
+        &dir,
+        &["label 1e300 is not a class index"],
+    );
+    assert!(!err.contains("000000000000"), "{err}");
+    // A footer with page_rows 0 (which no writer writes): Shuffle Once
+    // failed naming no file; the open now names it and the field.
+    let mut bytes = std::fs::read(dir.join("s.toc")).unwrap();
+    let n = bytes.len();
+    let footer_at = u64::from_le_bytes(bytes[n - 16..n - 8].try_into().unwrap()) as usize;
+    let mut at = footer_at + 4;
+    for _ in 0..3 {
+        // n_cols, n_rows, nnz: varints.
+        while bytes[at] & 0x80 != 0 {
+            at += 1;
+        }
+        at += 1;
+    }
+    at += 1; // the format byte
+    assert_eq!(bytes[at], 50, "page_rows of the default encode (one byte)");
+    bytes[at] = 0;
+    let crc = crc32(&bytes[footer_at..n - 16]);
+    bytes[n - 8..n - 4].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(dir.join("pr0.toc"), &bytes).unwrap();
+    for args in [
+        vec!["train", "pr0.toc", "--shuffle", "once"],
+        vec!["inspect", "pr0.toc"],
+    ] {
+        fails(
+            &args,
+            &dir,
+            &[
+                "pr0.toc",
+                "page_rows (rows per page)",
+                "is 0, at least 1 required",
+            ],
+        );
+    }
+    // --help to a reader that is gone: quiet, exit code 0 (it panicked on
+    // the closed pipe, exit code 101). The reader closes its end at once;
+    // tocpile writes a second later.
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(
+            "(sleep 1; \"$T\" bench kernels --help; echo \"status $?\" >&2) | \
+             (exec 0<&-; sleep 2)",
+        )
+        .env("T", env!("CARGO_BIN_EXE_tocpile"))
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(
+        err.contains("status 0") && !err.contains("panicked"),
+        "{err}"
+    );
+}

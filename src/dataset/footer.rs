@@ -153,23 +153,19 @@ pub(super) fn parse_footer(
     // The writer's options, at least 1 each (a copy written with them,
     // Shuffle Once's, needs them).
     for (what, offset, value) in [
+        ("page_rows (rows per page)", page_rows_at, page_rows),
         (
-            "page_rows (rows per page, at least 1)",
-            page_rows_at,
-            page_rows,
-        ),
-        (
-            "block_bytes (target block size, at least 1)",
+            "block_bytes (target block size)",
             block_bytes_at,
             block_bytes,
         ),
     ] {
         if value == 0 {
-            return Err(Error::FieldOutOfRange {
+            return Err(Error::FieldBelowMinimum {
                 what,
                 offset,
                 value: 0,
-                max: u32::MAX as u64,
+                min: 1,
             });
         }
     }

@@ -112,8 +112,8 @@ impl DatasetWriter {
         }
         // The largest values a reader accepts (the footer's limits).
         for (what, value) in [
-            ("WriterOptions::page_rows", options.page_rows),
-            ("WriterOptions::block_bytes", options.block_bytes),
+            ("page_rows (rows per page)", options.page_rows),
+            ("block_bytes (target block size)", options.block_bytes),
         ] {
             if value as u64 > u64::from(u32::MAX) {
                 return Err(Error::TooLarge {

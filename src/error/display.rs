@@ -37,6 +37,12 @@ impl fmt::Display for Error {
                 value,
                 max,
             } => write!(f, "{what} at byte {offset} is {value}, at most {max} allowed"),
+            Error::FieldBelowMinimum {
+                what,
+                offset,
+                value,
+                min,
+            } => write!(f, "{what} at byte {offset} is {value}, at least {min} required"),
             Error::BadWidth {
                 what,
                 offset,
@@ -76,11 +82,14 @@ impl fmt::Display for Error {
                 n_cols,
             } => write!(
                 f,
-                "row {row}, entry {position}: column {col} out of range (n_cols = {n_cols})"
+                "row {row}, entry {position}: column {col} out of range (the batch has {n_cols} \
+                 columns, 0 to {})",
+                n_cols.saturating_sub(1)
             ),
             Error::PairColumnOutOfRange { index, col, n_cols } => write!(
                 f,
-                "pair {index}: column {col} out of range (n_cols = {n_cols})"
+                "pair {index}: column {col} out of range (the batch has {n_cols} columns, 0 to {})",
+                n_cols.saturating_sub(1)
             ),
             Error::ValueIdOutOfRange {
                 position,
@@ -110,6 +119,12 @@ impl fmt::Display for Error {
             Error::DuplicateEntry { row, col } => {
                 write!(f, "duplicate entry at row {row}, column {col}")
             }
+            // u64::MAX stands for a count that overflowed.
+            Error::TooLarge {
+                what,
+                value: u64::MAX,
+                max,
+            } => write!(f, "{what} is more than 64 bits can count, at most {max} supported"),
             Error::TooLarge { what, value, max } => {
                 write!(f, "{what} is {value}, at most {max} supported")
             }

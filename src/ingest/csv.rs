@@ -202,7 +202,7 @@ impl CsvReader {
     ) -> Result<CsvReader> {
         let Some(schema) = options.schema else {
             return Err(Error::BadArgument {
-                what: "CsvOptions::schema",
+                what: "the schema of CSV input (CsvOptions::schema)",
                 expected: "given when reading a stream (it cannot be read twice to infer it)",
             });
         };

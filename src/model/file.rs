@@ -195,11 +195,11 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
     let n_layers = r.u32("n_layers")? as usize;
     // The widths must fit in what remains before they are allocated.
     if n_layers == 0 {
-        return Err(Error::FieldOutOfRange {
+        return Err(Error::FieldBelowMinimum {
             what: "n_layers",
             offset: r.offset() - 4,
             value: 0,
-            max: 0,
+            min: 1,
         });
     }
     if n_layers > r.remaining() / 8 {
@@ -228,11 +228,24 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
         });
     }
     if code <= 2 && widths[0] != 1 {
-        return Err(Error::FieldOutOfRange {
-            what: "output width of a linear model",
-            offset: FIXED,
-            value: widths[0] as u64,
-            max: 1,
+        let (value, what) = (
+            widths[0] as u64,
+            "output width of a linear model (exactly 1)",
+        );
+        return Err(if value == 0 {
+            Error::FieldBelowMinimum {
+                what,
+                offset: FIXED,
+                value,
+                min: 1,
+            }
+        } else {
+            Error::FieldOutOfRange {
+                what,
+                offset: FIXED,
+                value,
+                max: 1,
+            }
         });
     }
     let kind = ModelKind::from_code(code, &widths).ok_or(Error::FieldOutOfRange {
@@ -244,19 +257,23 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
     // Widths of 0 (and a softmax of one class) are rejected where they are.
     let min_width = if code == 3 { 2 } else { 1 };
     if let Some(i) = (0..n_layers).find(|&i| widths[i] < min_width) {
-        return Err(Error::FieldOutOfRange {
-            what: "layer width (at least 1; a softmax's at least 2)",
+        return Err(Error::FieldBelowMinimum {
+            what: if code == 3 {
+                "classes of a softmax model (its layer width)"
+            } else {
+                "layer width"
+            },
             offset: FIXED + 8 * i,
             value: widths[i] as u64,
-            max: u32::MAX as u64,
+            min: min_width as u64,
         });
     }
     if n_cols == 0 {
-        return Err(Error::FieldOutOfRange {
-            what: "n_cols (at least 1)",
+        return Err(Error::FieldBelowMinimum {
+            what: "n_cols",
             offset: 8,
             value: 0,
-            max: crate::MAX_COLS as u64,
+            min: 1,
         });
     }
     check_dims(&kind, n_cols, &widths)?;
@@ -306,11 +323,12 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
             scaling = Some(Scaling::read(&mut r, n_cols)?);
         } else if schema == 0 {
             // Such a model is written as version 1: one encoding per model.
-            return Err(Error::FieldOutOfRange {
-                what: "version 2 without a schema or scaling (written as version 1)",
+            return Err(Error::FieldBelowMinimum {
+                what: "model flags of a version-2 file without a schema (such a model is \
+                       written as version 1; bit 0 means a scaling follows)",
                 offset: flags_at,
                 value: 0,
-                max: 1,
+                min: 1,
             });
         }
     }

@@ -83,7 +83,7 @@ pub fn warn_multiclass(model: &str, dataset: &Dataset, path: &Path) -> Result<()
     }
     let seen = first_labels(dataset)?;
     if seen.len() > 2 {
-        let shown: Vec<String> = seen.iter().map(|y| y.to_string()).collect();
+        let shown: Vec<String> = seen.iter().map(|&y| crate::output::number(y)).collect();
         eprintln!(
             "tocpile: warning: {}: more than two distinct labels ({}, ...): {model} is a binary \
              model and takes label > 0 as the positive class; for classes use --model softmax \
