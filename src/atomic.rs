@@ -32,7 +32,7 @@
 //! through it Shuffle Once's copy), model files
 //! ([`Model::save`](crate::model::Model::save)) and CSV schemas
 //! ([`Schema::save`](crate::ingest::csv::Schema::save)) are written
-//! through it; [`write`] and [`check_writable`] are for programs' own
+//! through it; [`write()`] and [`check_writable`] are for programs' own
 //! outputs (the command line's predictions and plots).
 
 use std::fs::{self, File, Permissions};
@@ -316,15 +316,18 @@ impl Drop for AtomicFile {
 /// done with links, FIFOs and devices).
 ///
 /// # Errors
-/// As [`AtomicFile::create`], [`AtomicFile::write_all`] and
-/// [`AtomicFile::commit`]; `path` is then untouched.
+/// [`Error::Interrupted`] after [`cleanup::interrupt`]; [`Error::Io`]
+/// naming `path` for a path tocpile does not write (a directory, a block
+/// device), a directory where the temporary file cannot be created, or a
+/// failed write, fsync or rename; `path` is then untouched (a FIFO or a
+/// device may have been written in part).
 pub fn write(path: impl AsRef<Path>, bytes: &[u8]) -> Result<()> {
     let mut file = AtomicFile::create(path.as_ref())?;
     file.write_all(bytes)?;
     file.commit()
 }
 
-/// Checks, without writing it, that [`write`] could write `path`: it is
+/// Checks, without writing it, that [`write()`] could write `path`: it is
 /// not a directory (or another kind of file tocpile does not write), and
 /// a temporary file can be created in its directory (created and removed
 /// at once). For a command that writes its result after a long run, to

@@ -204,7 +204,7 @@ impl DatasetWriter {
             self.pending.push_row(cols, vals)?;
             self.pending_labels.push(label);
             let rows = self.pending.n_rows();
-            if rows % page_rows == 0
+            if rows.is_multiple_of(page_rows)
                 && (rows >= page_rows.saturating_mul(PAGES_PER_ROUND)
                     || 12 * self.pending.nnz() + 16 * rows >= ROUND_BYTES)
             {

@@ -403,7 +403,7 @@ fn time_op(
                     ws,
                 ),
                 Op::Grad | Op::GradSeparate => {
-                    let (w, y) = (slice(&v_cols), slice(&v_rows));
+                    let (w, y) = (slice(v_cols), slice(v_rows));
                     let out = out_cols.as_slice_mut().expect("a contiguous vector");
                     let slope = |r: usize, z: f64| z - y[r];
                     if op == Op::Grad {

@@ -61,7 +61,7 @@ pub fn dense_budget(requested: u64) -> (u64, Option<String>) {
             Some(format!(
                 "lowered to {} MiB, an eighth of {source}, {} MiB: a dense batch takes about \
                  four times its matrix to encode, compress and verify, two batches at once",
-                ceiling / 8 >> 20,
+                (ceiling / 8) >> 20,
                 ceiling >> 20
             )),
         ),
