@@ -209,6 +209,15 @@ impl fmt::Display for Error {
                 offset,
                 error,
             } if section.is_empty() => write!(f, "{path}: {error}"),
+            // A section at the start of the file (a model file read whole,
+            // a header): its offsets are the file's, "at byte 0" says
+            // nothing.
+            Error::InFile {
+                path,
+                section,
+                offset: 0,
+                error,
+            } => write!(f, "{path}: {section}: {error}"),
             Error::InFile {
                 path,
                 section,
