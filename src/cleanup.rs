@@ -1,8 +1,10 @@
 //! Temporary files and interruption: every file the crate writes before
 //! publishing it (the atomic writer's `.NAME.tmp-PID-N`) and every scratch
 //! file it keeps for a while (Shuffle Once's copy and bucket files, a
-//! program's copy of standard input) is registered here while it exists,
-//! so that an interrupted process can remove them all.
+//! program's copy of standard input, the parts of a held-out split) is
+//! registered here while it exists, so that an interrupted process can
+//! remove them all, and is locked by its owner for as long as it lives, so
+//! that another process can tell one left by a killed run from one in use.
 //!
 //! Three ways out, three mechanisms:
 //!
@@ -16,16 +18,33 @@
 //!   training epoch) is covered by [`remove_registered`], which a handler
 //!   may call before it exits the process.
 //! - SIGKILL or a power cut: nothing runs. Such files are recognised by
-//!   name: they carry the id of the process that made them
-//!   ([`owner_pid`]), and [`remove_stale`] deletes those whose process is
-//!   no longer alive (the atomic writer does so for its target's name when
-//!   it starts; the Shuffle Once loader for its scratch directory).
-//!   Liveness is looked up in this machine's `/proc`: processes of other
-//!   machines or PID namespaces (containers) writing to the same
-//!   directory look dead, so give them directories of their own.
+//!   their names (the process id in them is for people only) and by their
+//!   locks: an owner holds an exclusive lock (`flock(2)` through
+//!   [`File::lock`]) on its atomic writer's temporary file itself, and on
+//!   a lock file `NAME.lock` beside each scratch file, from before the
+//!   name appears until after it is gone; the system releases it when the
+//!   process dies, however it dies. [`remove_stale`] removes a file only
+//!   when it can take that lock, so a live run's files stay whatever its
+//!   process id says (another PID namespace, another host sharing the
+//!   directory, a reused id), and a dead run's go. The atomic writer calls
+//!   it for its target's name when it starts; Shuffle Once, the command
+//!   line's stream copy and the held-out split for their directories.
+//!
+//! Caveats: locks need a file system that supports them. Over NFS, Linux
+//! emulates `flock` with the protocol's byte-range locks, which work
+//! across hosts when the server runs its lock manager (NFSv4, or lockd for
+//! NFSv3); a mount with `nolock` keeps locks local to each host, so runs
+//! on several hosts sharing such a directory must each get their own
+//! scratch directory. A host that crashes holds its locks until the
+//! server's lease expires (NFSv4: about 90 s): its files are removed by
+//! the first run after that. Where locking is not supported at all, no
+//! file is ever taken for stale. Files of builds before these locks carry
+//! none and are removed as stale.
 
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use crate::error::{Error, Result};
@@ -113,20 +132,150 @@ pub fn remove_registered() -> usize {
     removed
 }
 
+/// Whether `file` is the file now at `path` (not one removed, or replaced,
+/// since it was opened).
+fn is_at(file: &File, path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (file.metadata(), std::fs::symlink_metadata(path)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        path.exists()
+    }
+}
+
+/// Creates the new file `path` (an error if it exists) and takes an
+/// exclusive lock on it, held until the returned file is closed. A
+/// cleaner of another process may take the file for a dead run's in the
+/// instant between its creation and the lock, and remove it: the file is
+/// then created again. Where the file system has no locks, the file is
+/// returned unlocked (and never taken for stale: see the module docs).
+///
+/// # Errors
+/// The I/O error creating the file (`AlreadyExists` if it exists).
+pub(crate) fn create_locked(path: &Path) -> std::io::Result<File> {
+    loop {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)?;
+        match file.lock() {
+            // Blocks only while a cleaner looks at it (an instant).
+            Ok(()) if is_at(&file, path) => return Ok(file),
+            Ok(()) => continue,
+            Err(_) => return Ok(file),
+        }
+    }
+}
+
+/// The file at `path`, locked, if its owner is gone: a regular file whose
+/// exclusive lock can be taken, still the file at `path` once taken.
+/// `None` for a file in use (or that cannot be opened, or on a file
+/// system without locks).
+fn take_abandoned(path: &Path) -> Option<File> {
+    // Only regular files: opening a FIFO named like a temporary would wait.
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.file_type().is_file() {
+        return None;
+    }
+    // Opened for writing: NFS's emulation of flock needs it for an
+    // exclusive lock.
+    let file = OpenOptions::new().read(true).write(true).open(path).ok()?;
+    match file.try_lock() {
+        Ok(()) => is_at(&file, path).then_some(file),
+        Err(TryLockError::WouldBlock | TryLockError::Error(_)) => None,
+    }
+}
+
+/// The lock file of scratch file `path`: `NAME.lock` beside it.
+fn lock_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    path.with_file_name(name)
+}
+
 /// A scratch file of this process: registered while it lives, removed
-/// when dropped (and by [`remove_registered`]). The file itself is created
-/// by whoever writes it; the guard may exist before it does.
+/// when dropped (and by [`remove_registered`]), and claimed by a lock
+/// file `NAME.lock` beside it that this process holds locked for as long
+/// as the guard lives (see the module docs), so that no other process
+/// takes it for a killed run's. The file itself is created by whoever
+/// writes it; the guard exists before it does.
 #[derive(Debug)]
 pub struct ScratchFile {
     path: PathBuf,
+    lock_path: PathBuf,
+    /// Open (and locked) while the guard lives.
+    _lock: File,
 }
 
+/// The `n` of [`ScratchFile::claim`]'s names: distinct within a process.
+static NEXT_SCRATCH: AtomicU64 = AtomicU64::new(0);
+
 impl ScratchFile {
-    /// Guards `path`.
-    pub fn new(path: impl Into<PathBuf>) -> ScratchFile {
+    /// Guards `path`: creates and locks its lock file. A lock file left by
+    /// a dead process (its lock free) is taken over, with the scratch file
+    /// it guarded removed.
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming the lock file: `AlreadyExists` when another
+    /// live process holds `path` (another PID namespace or host may give
+    /// the same name: [`claim`](Self::claim) picks a free one), or the
+    /// error creating it.
+    pub fn new(path: impl Into<PathBuf>) -> Result<ScratchFile> {
         let path = path.into();
+        let lock_path = lock_path(&path);
+        let lock = match create_locked(&lock_path) {
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => match take_abandoned(&lock_path) {
+                Some(stale) => {
+                    let _ = std::fs::remove_file(&path);
+                    let _ = std::fs::remove_file(&lock_path);
+                    drop(stale);
+                    create_locked(&lock_path)
+                }
+                None => Err(e),
+            },
+            other => other,
+        }
+        .map_err(|e| Error::io(&lock_path, e))?;
         register(&path);
-        ScratchFile { path }
+        register(&lock_path);
+        Ok(ScratchFile {
+            path,
+            lock_path,
+            _lock: lock,
+        })
+    }
+
+    /// A new scratch file in `dir` named `name(n)`, for the first `n`
+    /// (counting on from the last of this process) whose name no live
+    /// process holds and that does not exist: names carry a process id,
+    /// which other PID namespaces or hosts sharing `dir` may also have.
+    ///
+    /// # Errors
+    /// [`Error::Io`] as [`new`](Self::new), other than a name in use.
+    pub fn claim(dir: &Path, name: impl Fn(u64) -> String) -> Result<ScratchFile> {
+        loop {
+            let n = NEXT_SCRATCH.fetch_add(1, Ordering::Relaxed);
+            let path = dir.join(name(n));
+            // A file there without a lock file: another build's; leave it.
+            if std::fs::symlink_metadata(&path).is_ok() {
+                continue;
+            }
+            match ScratchFile::new(&path) {
+                Err(Error::Io {
+                    kind: ErrorKind::AlreadyExists,
+                    ..
+                }) => {}
+                other => return other,
+            }
+        }
     }
 
     /// The guarded path.
@@ -137,87 +286,130 @@ impl ScratchFile {
 
 impl Drop for ScratchFile {
     fn drop(&mut self) {
+        // The file first, its lock file last, still locked.
         release(&self.path);
+        release(&self.lock_path);
     }
 }
 
-/// The id of the process that made the temporary or scratch file named
-/// `name`, if the name is one the crate gives: `.NAME.tmp-PID-N` (the
-/// atomic writer), `.tocpile-shuffled-PID-SEED-N.toc` and its buckets
-/// `.tocpile-shuffled-PID-SEED-N.toc.bucket-K` (Shuffle Once),
-/// `.tocpile-stream-PID-N` (a copy of a stream), `.tocpile-holdout-PID-…`
-/// (the two parts of `train --holdout`).
-pub fn owner_pid(name: &str) -> Option<u32> {
-    let digits = |s: &str| -> Option<u32> {
-        let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-        s[..end].parse().ok()
+/// Whether `name` is one the crate gives a scratch file (its lock file
+/// excepted): `.tocpile-shuffled-PID-SEED-N.toc` and its buckets
+/// `..tocpile-shuffled-PID-SEED-N.toc.bucket-K` (Shuffle Once),
+/// `.tocpile-stream-PID-N` (a copy of a stream),
+/// `.tocpile-holdout-PID-…` (the parts of a held-out split).
+fn is_scratch_name(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix('.') else {
+        return false;
     };
-    // Leading dots: a bucket file is named after its (hidden) copy.
-    let rest = name.strip_prefix('.')?.trim_start_matches('.');
-    for prefix in ["tocpile-shuffled-", "tocpile-stream-", "tocpile-holdout-"] {
-        if let Some(tail) = rest.strip_prefix(prefix) {
-            return digits(tail);
-        }
-    }
-    let (_, tail) = rest.rsplit_once(".tmp-")?;
-    let (pid, n) = tail.split_once('-')?;
-    n.bytes().all(|b| b.is_ascii_digit()).then_some(())?;
-    (!n.is_empty()).then_some(())?;
-    digits(pid).filter(|p| p.to_string() == pid)
+    let rest = rest.trim_start_matches('.');
+    ["tocpile-shuffled-", "tocpile-stream-", "tocpile-holdout-"]
+        .iter()
+        .any(|p| rest.starts_with(p))
+        && !name.ends_with(".lock")
+        && !is_temporary_name(name)
 }
 
-/// Whether process `pid` is alive. Where that cannot be told (no
-/// `/proc`), every process counts as alive, so nothing is removed.
-pub fn process_alive(pid: u32) -> bool {
-    if pid == std::process::id() {
-        return true;
-    }
-    let proc = Path::new("/proc");
-    !proc.join("self").exists() || proc.join(pid.to_string()).exists()
+/// Whether `name` is one the atomic writer gives its temporary files:
+/// `.NAME.tmp-PID-N`.
+fn is_temporary_name(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix('.') else {
+        return false;
+    };
+    let Some((_, tail)) = rest.rsplit_once(".tmp-") else {
+        return false;
+    };
+    let Some((pid, n)) = tail.split_once('-') else {
+        return false;
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    digits(pid) && digits(n)
 }
 
-/// Removes the files of `dir` whose name [`owner_pid`] recognises, whose
-/// name starts with `prefix`, and whose process is no longer alive (killed
-/// before it could clean up). Returns the removed paths. Errors reading
-/// the directory yield an empty list: this is housekeeping.
+/// Whether `name` is a temporary, scratch or lock file the crate makes.
+#[cfg(test)]
+fn is_crate_file(name: &str) -> bool {
+    is_temporary_name(name)
+        || is_scratch_name(name)
+        || name.strip_suffix(".lock").is_some_and(is_scratch_name)
+}
+
+/// Removes the temporary and scratch files of `dir` whose name starts
+/// with `prefix` and whose owner is gone: an atomic writer's temporary
+/// whose lock can be taken; a scratch file whose lock file's lock can be
+/// taken (both go) or that has no lock file (a file of a build without
+/// locks); a lock file whose lock can be taken. Returns the removed
+/// paths (lock files included). Errors reading the directory yield an
+/// empty list: this is housekeeping.
 pub fn remove_stale(dir: &Path, prefix: &str) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
     let mut removed = Vec::new();
+    let mut remove = |path: PathBuf| {
+        if std::fs::remove_file(&path).is_ok() {
+            removed.push(path);
+        }
+    };
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
         if !name.starts_with(prefix) {
             continue;
         }
-        let Some(pid) = owner_pid(name) else { continue };
-        if process_alive(pid) {
-            continue;
-        }
         let path = entry.path();
-        if std::fs::remove_file(&path).is_ok() {
-            removed.push(path);
+        if is_temporary_name(name) {
+            if let Some(lock) = take_abandoned(&path) {
+                remove(path);
+                drop(lock);
+            }
+        } else if let Some(guarded) = name.strip_suffix(".lock").filter(|n| is_scratch_name(n)) {
+            if let Some(lock) = take_abandoned(&path) {
+                // The guarded file first, its lock file (still locked) last.
+                remove(dir.join(guarded));
+                remove(path);
+                drop(lock);
+            }
+        } else if is_scratch_name(name) && std::fs::symlink_metadata(lock_path(&path)).is_err() {
+            // No lock file: its owner removed it after the file (and
+            // removes the file first), or never had one. Looked up now,
+            // not in the listing, which may predate a lock file just made.
+            remove(path);
         }
     }
     removed
+}
+
+/// The next number for [`ScratchFile::claim`]'s names (for tests).
+#[cfg(test)]
+fn peek_next() -> u64 {
+    NEXT_SCRATCH.load(Ordering::Relaxed)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("tocpile-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     #[test]
-    fn names_the_crate_gives_carry_their_process() {
-        assert_eq!(owner_pid(".train.toc.tmp-1234-0"), Some(1234));
-        assert_eq!(owner_pid(".a.tmp-b.toc.tmp-77-12"), Some(77));
-        assert_eq!(owner_pid(".tocpile-shuffled-99-7-0.toc"), Some(99));
-        assert_eq!(owner_pid(".tocpile-holdout-42-0-train.toc"), Some(42));
-        assert_eq!(
-            owner_pid("..tocpile-shuffled-99-7-0.toc.bucket-3"),
-            Some(99)
-        );
-        assert_eq!(owner_pid(".tocpile-stream-5-1"), Some(5));
+    fn names_the_crate_gives_are_recognised() {
+        for name in [
+            ".train.toc.tmp-1234-0",
+            ".a.tmp-b.toc.tmp-77-12",
+            ".tocpile-shuffled-99-7-0.toc",
+            ".tocpile-shuffled-99-7-0.toc.lock",
+            ".tocpile-holdout-42-0-train.toc",
+            "..tocpile-shuffled-99-7-0.toc.bucket-3",
+            "..tocpile-shuffled-99-7-0.toc.bucket-3.lock",
+            "...tocpile-shuffled-99-7-0.toc.bucket-3.tmp-99-2",
+            ".tocpile-stream-5-1",
+        ] {
+            assert!(is_crate_file(name), "{name}");
+        }
         for other in [
             "train.toc",
             ".train.toc",
@@ -226,37 +418,88 @@ mod tests {
             ".x.tmp-12-",
             ".x.tmp-a-1",
             "x.tmp-12-1",
+            "tocpile-stream-5-1",
+            ".train.toc.lock",
         ] {
-            assert_eq!(owner_pid(other), None, "{other}");
+            assert!(!is_crate_file(other), "{other}");
         }
     }
 
     #[test]
-    fn stale_files_of_dead_processes_go_live_ones_stay() {
-        let dir = std::env::temp_dir().join(format!("tocpile-stale-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        // A pid above the kernel's maximum (2^22) is never alive.
-        let dead = format!(".out.toc.tmp-{}-0", 1 << 23);
-        let mine = format!(".out.toc.tmp-{}-0", std::process::id());
-        for name in [&dead, &mine, &"out.toc".to_string()] {
+    fn unlocked_files_go_locked_ones_stay_whatever_their_pid() {
+        let dir = dir("stale");
+        // A dead process's temporary; one of this process; one of a live
+        // process whose id means nothing here (another namespace): locked.
+        let dead = ".out.toc.tmp-8388608-0";
+        let unlocked_mine = format!(".out.toc.tmp-{}-0", std::process::id());
+        let live_elsewhere = ".out.toc.tmp-8388609-0";
+        for name in [dead, &unlocked_mine, "out.toc"] {
             std::fs::write(dir.join(name), b"x").unwrap();
         }
-        let removed = remove_stale(&dir, ".out.toc.tmp-");
-        if Path::new("/proc/self").exists() {
-            assert_eq!(removed, [dir.join(&dead)]);
-        }
-        assert!(dir.join(&mine).exists() && dir.join("out.toc").exists());
+        let held = create_locked(&dir.join(live_elsewhere)).unwrap();
+        let mut removed = remove_stale(&dir, ".out.toc.tmp-");
+        removed.sort();
+        let mut want = vec![dir.join(dead), dir.join(&unlocked_mine)];
+        want.sort();
+        assert_eq!(removed, want);
+        assert!(dir.join(live_elsewhere).exists() && dir.join("out.toc").exists());
+        drop(held);
+        assert_eq!(
+            remove_stale(&dir, ".out.toc.tmp-"),
+            [dir.join(live_elsewhere)]
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
-    fn scratch_files_are_removed_when_dropped() {
-        let path = std::env::temp_dir().join(format!("tocpile-scratch-{}", std::process::id()));
-        let guard = ScratchFile::new(&path);
+    fn scratch_files_are_locked_while_guarded_and_removed_when_dropped() {
+        let dir = dir("scratch");
+        let path = dir.join(".tocpile-stream-8388608-0");
+        let guard = ScratchFile::new(&path).unwrap();
         std::fs::write(guard.path(), b"x").unwrap();
         assert!(registry().contains(&path));
+        // Another process's cleaner leaves it alone.
+        assert!(remove_stale(&dir, ".tocpile-stream-").is_empty());
+        assert!(path.exists());
+        // The same name cannot be guarded twice.
+        assert!(matches!(
+            ScratchFile::new(&path),
+            Err(Error::Io {
+                kind: ErrorKind::AlreadyExists,
+                ..
+            })
+        ));
         drop(guard);
-        assert!(!path.exists());
+        assert!(!path.exists() && !lock_path(&path).exists());
         assert!(!registry().contains(&path));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_dead_owners_scratch_file_goes_with_its_lock_file() {
+        let dir = dir("scratch-dead");
+        let path = dir.join(".tocpile-shuffled-8388608-0-0.toc");
+        // Left by a killed run: the file and its lock file, unlocked.
+        std::fs::write(&path, b"copy").unwrap();
+        std::fs::write(lock_path(&path), b"").unwrap();
+        // An old build's file, without a lock file.
+        let old = dir.join(".tocpile-shuffled-8388608-0-1.toc");
+        std::fs::write(&old, b"copy").unwrap();
+        let removed = remove_stale(&dir, ".tocpile-shuffled-");
+        assert_eq!(removed.len(), 3, "{removed:?}");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn claim_skips_names_in_use() {
+        let dir = dir("claim");
+        let n = peek_next();
+        let taken = ScratchFile::new(dir.join(format!(".tocpile-stream-1-{n}"))).unwrap();
+        let guard = ScratchFile::claim(&dir, |k| format!(".tocpile-stream-1-{k}")).unwrap();
+        assert_ne!(guard.path(), taken.path());
+        drop((guard, taken));
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -27,9 +27,15 @@ pub enum Error {
         /// Bytes left in the input from `offset`.
         available: usize,
     },
-    /// The blob does not start with the expected magic number ("TOCB" for a
-    /// TOC batch, the page magic of the format for other pages).
+    /// The input does not start with the magic number of what it is read
+    /// as ("TOCB" for a TOC batch, "TOCD" for a dataset file, "TOCM" for a
+    /// model file, the page magic of the format for other pages): it is
+    /// another kind of file (a dataset file given as a model, say), empty,
+    /// or not a tocpile file at all. The message names what was found when
+    /// it is another tocpile magic.
     BadMagic {
+        /// The magic expected.
+        expected: [u8; 4],
         /// The first bytes found (up to four).
         found: Vec<u8>,
     },
@@ -72,6 +78,18 @@ pub enum Error {
         value: u64,
         /// The largest value allowed.
         max: u64,
+    },
+    /// A header field holds a value below the smallest allowed (a count
+    /// of layers, columns or parts that must be at least 1).
+    FieldBelowMinimum {
+        /// The field.
+        what: &'static str,
+        /// Byte offset of the field.
+        offset: usize,
+        /// The value found.
+        value: u64,
+        /// The smallest value allowed.
+        min: u64,
     },
     /// A packed integer array declares a bit width this format does not allow.
     BadWidth {
@@ -374,6 +392,30 @@ pub enum Error {
         /// How to raise the limit.
         raise: &'static str,
     },
+    /// A number that cannot be used as read: NaN or an infinity where a
+    /// finite number is required (a value of a batch or page, a label of
+    /// a dataset file, a model parameter, a score), or a number outside
+    /// its range (a scaling factor must be positive).
+    InvalidNumber {
+        /// Which number, and where (e.g. `"row 2, column 5: value"`,
+        /// `"parameter 17 (at byte 180)"`).
+        what: String,
+        /// The number found.
+        value: f64,
+        /// What it must be (e.g. `"a finite number"`).
+        expected: &'static str,
+    },
+    /// Bytes that must be UTF-8 text are not (a dataset file's schema).
+    NotUtf8 {
+        /// What the bytes are.
+        what: &'static str,
+        /// Byte offset where they start.
+        offset: usize,
+        /// How many bytes they are.
+        len: u64,
+        /// Byte offset of the first invalid byte.
+        invalid_at: usize,
+    },
     /// The system refused an allocation that an input or an option asked
     /// for.
     OutOfMemory {
@@ -409,6 +451,40 @@ impl Error {
             message: error.to_string(),
             source: IoSource(Arc::new(error)),
         }
+    }
+}
+
+impl Error {
+    /// As [`Error::io`], with `message` (which should say what was being
+    /// done, and may quote `error`) instead of `error`'s own.
+    pub(crate) fn io_context(
+        path: impl AsRef<Path>,
+        error: std::io::Error,
+        message: String,
+    ) -> Error {
+        Error::Io {
+            path: path.as_ref().display().to_string(),
+            kind: error.kind(),
+            message,
+            source: IoSource(Arc::new(error)),
+        }
+    }
+}
+
+impl Error {
+    /// The [`Error::Io`] for a thread that could not be started while
+    /// working on `path` (its name, `thread`, says which): the system's
+    /// limit on threads or on address space was reached.
+    pub(crate) fn spawn_failed(
+        path: impl AsRef<Path>,
+        thread: &str,
+        error: std::io::Error,
+    ) -> Error {
+        let message = format!(
+            "could not start the {thread} thread: {error} (a limit on threads or on address \
+             space was reached)"
+        );
+        Error::io_context(path, error, message)
     }
 }
 

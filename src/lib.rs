@@ -72,7 +72,7 @@
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
-mod atomic;
+pub mod atomic;
 pub mod cleanup;
 pub mod codec;
 pub mod dataset;

@@ -6,7 +6,10 @@
 //! trust boundary, before anything is allocated: the non-zeros a page
 //! decodes to (a prefix tree can make them quadratic in the page's bytes),
 //! the columns a model or a dense format allocates for (one column id in a
-//! one-line file can ask for 2^32), and the totals a dataset footer claims.
+//! one-line file can ask for 2^32), the parameters of a model (columns
+//! times the width of its first layer: a 96-byte file with column 500,000
+//! asked a network for 100 million), and the totals a dataset footer
+//! claims.
 //! Exceeding a limit is [`Error::LimitExceeded`], which names the limit and
 //! how to raise it; an allocation of a user-sized request that the system
 //! refuses is [`Error::OutOfMemory`], never an abort.
@@ -27,9 +30,18 @@ pub const DEFAULT_MAX_PAGE_NNZ: u64 = 1 << 27;
 /// vector allocates for: 2^26 (512 MiB per `f64` vector). The widest
 /// common LIBSVM sets (kdd2010, 29M features) fit.
 pub const DEFAULT_MAX_COLS: u64 = 1 << 26;
+/// Default ceiling on the parameters (weights and biases) of a model
+/// built for training: 2^26, 512 MiB per copy of them, and training keeps
+/// about five copies (the parameters, the gradient and a helper thread's,
+/// the two moments of Adam): some 2.5 GiB. A softmax of 2 classes over
+/// 33M columns fits, as does the TOC paper's network (200 and 50 hidden)
+/// over 335,000 columns. (A linear model over exactly `max_cols` columns
+/// has one parameter more than this default: raise both together.)
+pub const DEFAULT_MAX_PARAMS: u64 = 1 << 26;
 
 static MAX_PAGE_NNZ: AtomicU64 = AtomicU64::new(DEFAULT_MAX_PAGE_NNZ);
 static MAX_COLS: AtomicU64 = AtomicU64::new(DEFAULT_MAX_COLS);
+static MAX_PARAMS: AtomicU64 = AtomicU64::new(DEFAULT_MAX_PARAMS);
 
 /// The limits of the resource policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +52,10 @@ pub struct Limits {
     /// Most columns a model, a dense page or a kernel's vectors may be
     /// allocated for.
     pub max_cols: u64,
+    /// Most parameters (weights and biases) a model built for training
+    /// may have. Model files are not limited: their bytes hold every
+    /// parameter.
+    pub max_params: u64,
 }
 
 impl Default for Limits {
@@ -47,6 +63,7 @@ impl Default for Limits {
         Limits {
             max_page_nnz: DEFAULT_MAX_PAGE_NNZ,
             max_cols: DEFAULT_MAX_COLS,
+            max_params: DEFAULT_MAX_PARAMS,
         }
     }
 }
@@ -56,6 +73,7 @@ pub fn limits() -> Limits {
     Limits {
         max_page_nnz: MAX_PAGE_NNZ.load(Ordering::Relaxed),
         max_cols: MAX_COLS.load(Ordering::Relaxed),
+        max_params: MAX_PARAMS.load(Ordering::Relaxed),
     }
 }
 
@@ -64,6 +82,7 @@ pub fn limits() -> Limits {
 pub fn set_limits(limits: Limits) {
     MAX_PAGE_NNZ.store(limits.max_page_nnz, Ordering::Relaxed);
     MAX_COLS.store(limits.max_cols, Ordering::Relaxed);
+    MAX_PARAMS.store(limits.max_params, Ordering::Relaxed);
 }
 
 /// How a user raises the page limit (the command-line option, then the
@@ -71,6 +90,8 @@ pub fn set_limits(limits: Limits) {
 const RAISE_PAGE_NNZ: &str = "--max-page-nnz N (library: tocpile::limits::set_limits)";
 /// How a user raises the column limit.
 const RAISE_COLS: &str = "--max-cols N (library: tocpile::limits::set_limits)";
+/// How a user raises the parameter limit.
+const RAISE_PARAMS: &str = "--max-params N (library: tocpile::limits::set_limits)";
 
 /// Checks the non-zeros `nnz` of a page of `rows x cols`: at most one per
 /// cell, and at most [`Limits::max_page_nnz`].
@@ -132,6 +153,25 @@ pub fn check_dense_cells(rows: usize, cols: usize) -> Result<()> {
 /// [`Error::LimitExceeded`].
 pub fn check_cols(cols: usize, what: &'static str) -> Result<()> {
     check_limit(what, cols as u64, limits().max_cols, RAISE_COLS)
+}
+
+/// Checks the `params` parameters of a model being built for training
+/// against [`Limits::max_params`].
+///
+/// # Errors
+/// [`Error::LimitExceeded`].
+pub fn check_params(params: usize) -> Result<()> {
+    check_matrix(params, "model parameters (weights and biases)")
+}
+
+/// Checks the `cells` of a matrix that `what` allocates as a model
+/// allocates its weights (one row per column of the data: the `M` of
+/// `A.M` in a kernel benchmark, say) against [`Limits::max_params`].
+///
+/// # Errors
+/// [`Error::LimitExceeded`].
+pub fn check_matrix(cells: usize, what: &'static str) -> Result<()> {
+    check_limit(what, cells as u64, limits().max_params, RAISE_PARAMS)
 }
 
 fn check_limit(what: &'static str, value: u64, max: u64, raise: &'static str) -> Result<()> {
@@ -207,6 +247,13 @@ mod tests {
         );
         assert!(check_dense_cells(1, 1 << 27).is_err());
         assert!(check_dense_cells(4, 1 << 20).is_ok());
+    }
+
+    #[test]
+    fn parameters_above_the_ceiling_name_the_option() {
+        assert!(check_params(DEFAULT_MAX_PARAMS as usize).is_ok());
+        let e = check_params(DEFAULT_MAX_PARAMS as usize + 1).unwrap_err();
+        assert!(e.to_string().contains("--max-params N"), "{e}");
     }
 
     #[test]

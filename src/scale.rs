@@ -172,6 +172,22 @@ const MAGIC: [u8; 4] = *b"SCAL";
 const VERSION: u8 = 1;
 
 impl Scaling {
+    /// A copy, allocated fallibly (its factors are one per column).
+    pub(crate) fn try_clone(&self) -> Result<Scaling> {
+        let mut factors = Vec::new();
+        factors
+            .try_reserve_exact(self.factors.len())
+            .map_err(|_| Error::OutOfMemory {
+                what: "a copy of the scaling factors",
+                bytes: 8 * self.factors.len() as u64,
+            })?;
+        factors.extend_from_slice(&self.factors);
+        Ok(Scaling {
+            kind: self.kind,
+            factors,
+        })
+    }
+
     /// A scaling with the given factors.
     ///
     /// # Errors
@@ -261,11 +277,11 @@ impl Scaling {
         }
         let factors = r.f64s(n, "scaling factors")?;
         if let Some(j) = factors.iter().position(|&f| !(f > 0.0 && f.is_finite())) {
-            return Err(Error::FieldOutOfRange {
-                what: "scaling factor (positive and finite)",
-                offset: n_at + crate::wire::varint_len(n) + 8 * j,
-                value: factors[j].to_bits(),
-                max: f64::MAX.to_bits(),
+            let at = n_at + crate::wire::varint_len(n) + 8 * j;
+            return Err(Error::InvalidNumber {
+                what: format!("scaling factor {j} (column {j}, at byte {at})"),
+                value: factors[j],
+                expected: "a positive finite number",
             });
         }
         Ok(Scaling { kind, factors })

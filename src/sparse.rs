@@ -4,9 +4,12 @@
 //! Each row is a list of `(column id, value)` pairs with column ids strictly
 //! ascending and below `n_cols`. Zeros are never stored: every constructor
 //! drops entries equal to `0.0`, and that includes `-0.0`, so a negative zero
-//! decodes as an absent entry (a plain zero). Every other value keeps its
-//! exact bits: NaN payloads, infinities and subnormals round-trip unchanged,
-//! and equality of batches compares bits.
+//! decodes as an absent entry (a plain zero). Values are finite: every
+//! constructor rejects NaN and infinities ([`Error::InvalidNumber`] naming
+//! the row and column), as every reader of tocpile's files does, so
+//! nothing the crate writes holds a number a model cannot use. Every other
+//! value keeps its exact bits (subnormals, the largest magnitudes), and
+//! equality of batches compares bits.
 
 use ndarray::{Array2, ArrayView2};
 
@@ -18,8 +21,8 @@ pub const MAX_COLS: usize = 1 << 32;
 /// A batch of sparse rows: row offsets, column ids and values, CSR-style.
 ///
 /// Built through validated constructors; the invariants (offsets monotone,
-/// columns strictly ascending per row and below `n_cols`, no zero values)
-/// hold for every value of this type.
+/// columns strictly ascending per row and below `n_cols`, no zero values,
+/// every value finite) hold for every value of this type.
 #[derive(Debug, Clone)]
 pub struct SparseBatch {
     n_cols: usize,
@@ -46,6 +49,23 @@ pub(crate) fn is_zero(v: f64) -> bool {
     v == 0.0
 }
 
+/// The error for a value that is not finite at `row`, `col`.
+pub(crate) fn not_finite(row: usize, col: u64, value: f64) -> Error {
+    Error::InvalidNumber {
+        what: format!("row {row}, column {col}: value"),
+        value,
+        expected: "a finite number",
+    }
+}
+
+/// Checks that every value of row `row` (columns `cols`) is finite.
+fn check_finite(row: usize, cols: impl IntoIterator<Item = u64>, values: &[f64]) -> Result<()> {
+    match values.iter().zip(cols).find(|(v, _)| !v.is_finite()) {
+        Some((&v, c)) => Err(not_finite(row, c, v)),
+        None => Ok(()),
+    }
+}
+
 impl SparseBatch {
     /// An empty batch (no rows) with `n_cols` columns.
     ///
@@ -67,7 +87,8 @@ impl SparseBatch {
     /// # Errors
     /// [`Error::LengthMismatch`] if the slices differ in length,
     /// [`Error::ColumnOutOfRange`] or [`Error::ColumnsNotAscending`] for a bad
-    /// column. On error the batch is unchanged.
+    /// column, [`Error::InvalidNumber`] for a value that is not finite. On
+    /// error the batch is unchanged.
     pub fn push_row(&mut self, cols: &[u32], values: &[f64]) -> Result<()> {
         if cols.len() != values.len() {
             return Err(Error::LengthMismatch {
@@ -78,6 +99,7 @@ impl SparseBatch {
         }
         let row = self.n_rows();
         check_row(row, cols, self.n_cols)?;
+        check_finite(row, cols.iter().map(|&c| u64::from(c)), values)?;
         for (&c, &v) in cols.iter().zip(values) {
             if !is_zero(v) {
                 self.cols.push(c);
@@ -91,7 +113,9 @@ impl SparseBatch {
     /// Appends a dense row of exactly `n_cols` values; zeros are skipped.
     ///
     /// # Errors
-    /// [`Error::LengthMismatch`] if `row.len() != n_cols`.
+    /// [`Error::LengthMismatch`] if `row.len() != n_cols`;
+    /// [`Error::InvalidNumber`] for a value that is not finite. On error
+    /// the batch is unchanged.
     pub fn push_dense_row(&mut self, row: &[f64]) -> Result<()> {
         if row.len() != self.n_cols {
             return Err(Error::LengthMismatch {
@@ -100,6 +124,7 @@ impl SparseBatch {
                 found: row.len() as u64,
             });
         }
+        check_finite(self.n_rows(), 0.., row)?;
         for (c, &v) in row.iter().enumerate() {
             if !is_zero(v) {
                 self.cols.push(c as u32);
@@ -126,11 +151,15 @@ impl SparseBatch {
     /// memory layout).
     ///
     /// # Errors
-    /// [`Error::TooLarge`] if the view has more than [`MAX_COLS`] columns.
+    /// [`Error::TooLarge`] if the view has more than [`MAX_COLS`] columns;
+    /// [`Error::InvalidNumber`] for a value that is not finite.
     pub fn from_array(view: ArrayView2<'_, f64>) -> Result<Self> {
         let mut batch = Self::with_cols(view.ncols())?;
-        for row in view.rows() {
+        for (r, row) in view.rows().into_iter().enumerate() {
             for (c, &v) in row.iter().enumerate() {
+                if !v.is_finite() {
+                    return Err(not_finite(r, c as u64, v));
+                }
                 if !is_zero(v) {
                     batch.cols.push(c as u32);
                     batch.values.push(v);
@@ -147,7 +176,8 @@ impl SparseBatch {
     ///
     /// # Errors
     /// [`Error::BadOffsets`], [`Error::LengthMismatch`],
-    /// [`Error::ColumnOutOfRange`], [`Error::ColumnsNotAscending`].
+    /// [`Error::ColumnOutOfRange`], [`Error::ColumnsNotAscending`],
+    /// [`Error::InvalidNumber`] for a value that is not finite.
     pub fn from_csr(
         n_cols: usize,
         offsets: Vec<usize>,
@@ -187,7 +217,9 @@ impl SparseBatch {
                     expected: "non-decreasing and at most the number of entries",
                 });
             }
-            check_row(i, &cols[w[0]..w[1]], n_cols)?;
+            let row = &cols[w[0]..w[1]];
+            check_row(i, row, n_cols)?;
+            check_finite(i, row.iter().map(|&c| u64::from(c)), &values[w[0]..w[1]])?;
         }
         let last = offsets.len() - 1;
         if offsets[last] != cols.len() {
@@ -212,7 +244,8 @@ impl SparseBatch {
     ///
     /// # Errors
     /// [`Error::FieldOutOfRange`] for a row `>= n_rows`,
-    /// [`Error::ColumnOutOfRange`], [`Error::DuplicateEntry`].
+    /// [`Error::ColumnOutOfRange`], [`Error::DuplicateEntry`],
+    /// [`Error::InvalidNumber`] for a value that is not finite.
     pub fn from_triplets(
         n_rows: usize,
         n_cols: usize,
@@ -245,6 +278,9 @@ impl SparseBatch {
                     row: r,
                     col: c as u64,
                 });
+            }
+            if !v.is_finite() {
+                return Err(not_finite(r, u64::from(c), v));
             }
             while row < r {
                 batch.offsets.push(batch.cols.len());
@@ -394,7 +430,8 @@ impl SparseBatch {
     }
 }
 
-/// Equality compares value bits, so NaN equals an identical NaN.
+/// Equality compares value bits (a negative zero is never stored, so
+/// this is numeric equality).
 impl PartialEq for SparseBatch {
     fn eq(&self, other: &Self) -> bool {
         self.n_cols == other.n_cols

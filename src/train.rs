@@ -139,8 +139,8 @@ pub fn train<S: Source + 'static>(
             expected: "a decay in (0, 1] and a non-negative l2",
         });
     }
-    let mut grad = Gradient::new(model);
-    let mut state = OptimizerState::new(options.optimizer);
+    let mut grad = Gradient::try_new(model)?;
+    let mut state = OptimizerState::try_new(options.optimizer, model)?;
     let mut reports = Vec::with_capacity(options.epochs);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut helper: Option<GradientHelper> = None;

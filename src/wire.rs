@@ -125,9 +125,10 @@ impl<'a> Reader<'a> {
     /// [`Error::BadMagic`] with the bytes found (fewer than four if the
     /// input is shorter).
     pub(crate) fn magic(&mut self, expected: &[u8; 4]) -> Result<()> {
-        let found = self.magic_bytes()?;
+        let found = self.magic_bytes(expected)?;
         if found != *expected {
             return Err(Error::BadMagic {
+                expected: *expected,
                 found: found.to_vec(),
             });
         }
@@ -138,10 +139,12 @@ impl<'a> Reader<'a> {
     /// several magics apart.
     ///
     /// # Errors
-    /// [`Error::BadMagic`] with what remains if fewer than four bytes do.
-    pub(crate) fn magic_bytes(&mut self) -> Result<[u8; 4]> {
+    /// [`Error::BadMagic`] (expecting `expected`) with what remains if
+    /// fewer than four bytes do.
+    pub(crate) fn magic_bytes(&mut self, expected: &[u8; 4]) -> Result<[u8; 4]> {
         let rest = &self.buf[self.pos..];
         self.array("magic").map_err(|_| Error::BadMagic {
+            expected: *expected,
             found: rest.to_vec(),
         })
     }
@@ -557,12 +560,14 @@ mod tests {
         assert_eq!(
             Reader::new(b"TOCB").magic(b"TOCX"),
             Err(Error::BadMagic {
+                expected: *b"TOCX",
                 found: b"TOCB".to_vec()
             })
         );
         assert_eq!(
             Reader::new(b"TO").magic(b"TOCX"),
             Err(Error::BadMagic {
+                expected: *b"TOCX",
                 found: b"TO".to_vec()
             })
         );

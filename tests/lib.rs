@@ -6,6 +6,7 @@ mod support;
 mod limits;
 
 mod architecture;
+mod atomic;
 mod codec;
 mod dataset;
 mod dist;

@@ -145,6 +145,7 @@ fn kernels(args: &KernelArgs) -> Outcome {
         clock: args.clock,
         ..KernelBenchConfig::default()
     };
+    dense_fits(&batches, &config.formats, &args.input)?;
     let report = kernel_table(&batches, &config).map_err(|e| Failure::about(&args.input, e))?;
     if args.json {
         return emit_json(&to_json(&args.input.display().to_string(), &report));
@@ -162,6 +163,58 @@ fn kernels(args: &KernelArgs) -> Outcome {
         report.to_markdown(),
         report.csr_micros()
     ))
+}
+
+/// The formats that build a batch's dense matrix (DEN, DVI, snappy, gzip,
+/// LZ4) hold every batch's, and decompress one at a time, about twice the
+/// matrices of all batches and twice one more: refused, naming them, when
+/// that is more than the process may allocate (a 4-row file with column
+/// 6,000,000 has 192 MB matrices, which aborted under a 1 GB limit).
+fn dense_fits(
+    batches: &[tocpile::SparseBatch],
+    formats: &[FormatKind],
+    input: &std::path::Path,
+) -> Outcome {
+    let dense: Vec<&str> = formats
+        .iter()
+        .filter(|f| {
+            matches!(
+                f,
+                FormatKind::Den
+                    | FormatKind::Dvi
+                    | FormatKind::Snappy
+                    | FormatKind::Gzip
+                    | FormatKind::Lz4
+            )
+        })
+        .map(|f| f.name())
+        .collect();
+    let Some(first) = batches.first() else {
+        return Ok(());
+    };
+    if dense.is_empty() {
+        return Ok(());
+    }
+    let matrix = |b: &tocpile::SparseBatch| 8 * b.n_rows() as u64 * b.n_cols() as u64;
+    let largest = batches.iter().map(matrix).max().unwrap_or(0);
+    let need = 2 * batches.iter().map(matrix).sum::<u64>() + 2 * largest;
+    match crate::measure::memory_ceiling() {
+        Some((ceiling, source)) if need > ceiling / 2 => Err(Failure::about(
+            input,
+            format!(
+                "the dense formats ({}) of {} batches of {} x {} need about {} MiB, more than \
+                 half of {source}, {} MiB: measure the others (--formats csr,cvi,toc) or fewer \
+                 rows (--batch-rows, --batches)",
+                dense.join(", "),
+                batches.len(),
+                first.n_rows(),
+                first.n_cols(),
+                need >> 20,
+                ceiling >> 20
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn to_json(dataset: &str, report: &KernelReport) -> KernelJson {

@@ -14,6 +14,12 @@ use crate::output::emit;
 use crate::train::{model_kind, prepare, warn, Table, TrainArgs};
 use crate::{Failure, Outcome};
 
+/// Most ranks `--ranks` runs as threads: each is a thread with its own
+/// loader (a read-ahead thread or two) and model, and the in-process
+/// group holds a channel between every two ranks; 256 ranks of a
+/// 100,000-row file peak at 380 MB, 1,000 took 2 GB.
+const MAX_RANKS: u64 = 256;
+
 /// The options of `tocpile train` that concern several ranks.
 #[derive(Debug, Args)]
 pub struct DistArgs {
@@ -23,8 +29,10 @@ pub struct DistArgs {
     #[arg(long)]
     pub distributed: bool,
     /// Train data-parallel on N ranks run as threads of this process (the
-    /// same model, bit for bit, as N ranks under mpirun).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024), conflicts_with = "distributed")]
+    /// same model, bit for bit, as N ranks under mpirun). At most 256 (a
+    /// rank is a thread and its loader's threads, about 2 MB each) and at
+    /// most the file's blocks (each rank reads whole blocks).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=MAX_RANKS), conflicts_with = "distributed")]
     pub ranks: Option<u64>,
     /// With several ranks: average the models every K steps (and at the
     /// end of each epoch) instead of the gradients every step.
@@ -76,20 +84,59 @@ pub fn on_mpi(f: impl FnOnce(&tocpile::dist::Mpi) -> Outcome) -> Outcome {
 }
 
 fn in_process(args: &TrainArgs, n: usize) -> Outcome {
+    // Each rank reads whole blocks of every epoch's permutation: more ranks
+    // than blocks would leave some with nothing to read.
+    let blocks = crate::input::open_dataset(&args.file)?.n_blocks();
+    check_ranks(n, blocks, &args.file)?;
     let ranks = InProcess::group(n)?;
     std::thread::scope(|s| {
-        let handles: Vec<_> = ranks
-            .into_iter()
-            .map(|comm| s.spawn(move || on_rank(args, &comm)))
-            .collect();
-        // Rank 0's outcome is the run's; another rank's error is also
-        // rank 0's (every rank fails together).
+        let mut handles = Vec::with_capacity(n);
+        let mut spawned = Ok(());
+        for comm in ranks {
+            let rank = comm.rank();
+            let thread = std::thread::Builder::new().name(format!("tocpile-rank-{rank}"));
+            match thread.spawn_scoped(s, move || on_rank(args, &comm)) {
+                Ok(handle) => handles.push(handle),
+                Err(e) => {
+                    // The ranks not started are dropped with the loop: the
+                    // started ones fail at their first message to them.
+                    spawned = Err(Failure(format!(
+                        "could not start the thread of rank {rank} of {n}: {e}; give fewer \
+                         --ranks"
+                    )));
+                    break;
+                }
+            }
+        }
         let outcomes: Vec<Outcome> = handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect();
-        outcomes.into_iter().next().expect("rank 0")
+        spawned?;
+        // Every rank fails together: the run's error is the first that
+        // is not a peer's having stopped (the cause, on whichever rank),
+        // else rank 0's.
+        let cause = outcomes
+            .iter()
+            .position(|o| matches!(o, Err(Failure(m)) if !m.contains("the peer has stopped")));
+        let mut outcomes = outcomes;
+        outcomes.swap_remove(cause.unwrap_or(0))
     })
+}
+
+/// More ranks than blocks is an error: some ranks would read nothing.
+fn check_ranks(ranks: usize, blocks: usize, file: &std::path::Path) -> Outcome {
+    if ranks <= blocks.max(1) {
+        return Ok(());
+    }
+    Err(Failure::about(
+        file,
+        format!(
+            "{ranks} ranks for {blocks} blocks: each rank reads whole blocks, so at most \
+             {blocks} ranks can share this file (give fewer ranks, or encode it with smaller \
+             --block-bytes)"
+        ),
+    ))
 }
 
 /// One rank's part of the run.
@@ -106,6 +153,8 @@ fn on_rank<C: Communicator>(args: &TrainArgs, comm: &C) -> Outcome {
     if dataset.info().n_rows == 0 {
         return Err(Failure::about(&args.file, "no rows to train on"));
     }
+    // Under mpirun too.
+    check_ranks(size, dataset.n_blocks(), &args.file)?;
     let eval = match &args.eval {
         Some(path) if rank == 0 => Some(Arc::new(crate::input::open_dataset(path)?)),
         _ => None,

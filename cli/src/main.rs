@@ -94,6 +94,12 @@ struct Cli {
     /// vector is allocated for; default 67108864 (2^26).
     #[arg(long, global = true, value_name = "N")]
     max_cols: Option<u64>,
+    /// Resource limit: most parameters (weights and biases) of a model
+    /// built for training, columns times the first layer's width and the
+    /// rest; default 67108864 (2^26, 512 MiB per copy, about five copies
+    /// while training).
+    #[arg(long, global = true, value_name = "N")]
+    max_params: Option<u64>,
 }
 
 /// The commands. A new one is a variant here, its arguments struct, and
@@ -130,8 +136,9 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             if !e.use_stderr() {
-                // --help and --version: to stdout, success.
-                print!("{e}");
+                // --help and --version: to stdout, success; a reader that
+                // stops early (`| head`) ends it quietly, as `emit` does.
+                let _ = output::emit(&e.to_string());
                 return ExitCode::SUCCESS;
             }
             let text = e.to_string();
@@ -141,10 +148,20 @@ fn main() -> ExitCode {
         }
     };
     signals::install();
+    // The kernels' thread pool, started now so that a limit on threads or
+    // on address space is this error rather than a panic at first use.
+    if let Err(e) = rayon::ThreadPoolBuilder::new().build_global() {
+        eprintln!(
+            "tocpile: could not start the worker threads: {e} (a limit on threads or on \
+             address space was reached)"
+        );
+        return ExitCode::from(1);
+    }
     let defaults = tocpile::limits::limits();
     tocpile::limits::set_limits(tocpile::limits::Limits {
         max_page_nnz: cli.max_page_nnz.unwrap_or(defaults.max_page_nnz),
         max_cols: cli.max_cols.unwrap_or(defaults.max_cols),
+        max_params: cli.max_params.unwrap_or(defaults.max_params),
     });
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,

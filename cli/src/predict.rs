@@ -71,6 +71,10 @@ fn lines(p: &Predictions, first: u64, args: &PredictArgs, out: &mut Vec<u8>) {
 }
 
 pub fn run(args: &PredictArgs) -> Outcome {
+    // Written at the end: checked first.
+    if let Some(path) = &args.output {
+        tocpile::atomic::check_writable(path)?;
+    }
     let model = Model::load(&args.model)?;
     let dataset = Arc::new(crate::input::open_dataset(&args.file)?);
     let info = dataset.info();
@@ -95,26 +99,7 @@ pub fn run(args: &PredictArgs) -> Outcome {
         }
     }
     match &args.output {
-        Some(path) => write_atomically(path, &out).map_err(|e| Failure::about(path, e)),
+        Some(path) => Ok(tocpile::atomic::write(path, &out)?),
         None => emit(&String::from_utf8(out).expect("UTF-8")),
     }
-}
-
-/// Writes `bytes` to a temporary file beside `path`, fsyncs it and renames
-/// it over `path`, so a failed run never leaves a partial file.
-fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    let name = path
-        .file_name()
-        .map_or("predictions".into(), |n| n.to_string_lossy());
-    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        std::fs::remove_file(&tmp).ok();
-    }
-    result
 }

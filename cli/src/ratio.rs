@@ -57,7 +57,10 @@ pub struct RatioArgs {
     #[command(flatten)]
     rows: RowArgs,
     /// Skip the formats that build a dense matrix (DEN, DVI, snappy, gzip,
-    /// lz4) on batches whose dense f64 size exceeds this many MiB.
+    /// lz4) on batches whose dense f64 size exceeds this many MiB (lowered
+    /// to an eighth of what the process may allocate, its address-space
+    /// limit or the memory available, when that is less: a dense batch
+    /// takes about four times its matrix, two batches at once).
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
     max_dense_mib: u64,
     /// Skip the file-level figure (default .toc file against the input
@@ -95,8 +98,17 @@ pub struct DatasetRatios {
 }
 
 pub fn run(args: &RatioArgs) -> Outcome {
+    // Written after every measurement: checked first.
+    if let Some(svg) = &args.plot {
+        tocpile::atomic::check_writable(svg)?;
+    }
+    // A 4-row file with column 6,000,000 has 192 MB dense batches, which
+    // the compressed formats hold about four times over: bounded by what
+    // the process may allocate, they are skipped rather than aborting it.
+    let (max_dense_bytes, lowered) =
+        crate::measure::dense_budget(args.max_dense_mib.saturating_mul(1 << 20));
     let config = RatioConfig {
-        max_dense_bytes: args.max_dense_mib.saturating_mul(1 << 20),
+        max_dense_bytes,
         ..RatioConfig::default()
     };
     let batch_rows: Vec<usize> = args
@@ -109,7 +121,7 @@ pub fn run(args: &RatioArgs) -> Outcome {
         let r = measure(path, args, &batch_rows, &config)?;
         check_exact(&r)?;
         if !args.json {
-            emit(&markdown(&r))?;
+            emit(&markdown(&r, lowered.as_deref()))?;
         }
         results.push(r);
     }
@@ -215,7 +227,9 @@ fn table(out: &mut String, first: &str, formats: &[FormatKind], rows: &[(String,
     }
 }
 
-fn markdown(r: &DatasetRatios) -> String {
+/// The tables of `r`; `lowered`: why --max-dense-mib was lowered, if it
+/// was.
+fn markdown(r: &DatasetRatios, lowered: Option<&str>) -> String {
     let mut s = String::new();
     let order = match r.shuffle {
         Some(seed) => format!("rows shuffled once (seed {seed})"),
@@ -249,16 +263,18 @@ fn markdown(r: &DatasetRatios) -> String {
             .map(|(share, b)| (format!("{share}% ({} rows)", b.batch_rows), b))
             .collect();
         table(&mut s, "batch", &FormatKind::ALL, &large);
-        let skipped = r
-            .large
-            .iter()
-            .any(|(_, b)| b.cells.iter().any(|c| c.bytes.is_none()));
-        if skipped {
-            let _ = writeln!(
-                s,
-                "\n- : skipped, the batch's dense matrix exceeds --max-dense-mib"
-            );
-        }
+    }
+    let skipped = r
+        .batches
+        .iter()
+        .chain(r.large.iter().map(|(_, b)| b))
+        .any(|b| b.cells.iter().any(|c| c.bytes.is_none()));
+    if skipped {
+        let _ = writeln!(
+            s,
+            "\n- : skipped, the batch's dense matrix exceeds --max-dense-mib{}",
+            lowered.map(|why| format!(" ({why})")).unwrap_or_default()
+        );
     }
     if let Some(sizes) = &r.file {
         s.push('\n');

@@ -65,24 +65,29 @@ pub fn install() {
     let Ok(mut signals) = Signals::new([SIGINT, SIGTERM]) else {
         return;
     };
-    std::thread::spawn(move || {
-        let Some(first) = signals.forever().next() else {
-            return;
-        };
-        RECEIVED.store(first, Ordering::SeqCst);
-        tocpile::cleanup::interrupt();
-        let deadline = Instant::now() + GRACE;
-        while Instant::now() < deadline {
-            if signals.pending().next().is_some() {
-                break;
+    // No thread (a limit on threads or on address space): signals keep
+    // their default action, as where no handler can be installed.
+    let spawned = std::thread::Builder::new()
+        .name("tocpile-signals".into())
+        .spawn(move || {
+            let Some(first) = signals.forever().next() else {
+                return;
+            };
+            RECEIVED.store(first, Ordering::SeqCst);
+            tocpile::cleanup::interrupt();
+            let deadline = Instant::now() + GRACE;
+            while Instant::now() < deadline {
+                if signals.pending().next().is_some() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
             }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        tocpile::cleanup::remove_registered();
-        eprintln!(
-            "tocpile: interrupted by {}; temporary files removed",
-            name()
-        );
-        std::process::exit(i32::from(exit_code()));
-    });
+            tocpile::cleanup::remove_registered();
+            eprintln!(
+                "tocpile: interrupted by {}; temporary files removed",
+                name()
+            );
+            std::process::exit(i32::from(exit_code()));
+        });
+    drop(spawned);
 }

@@ -65,8 +65,9 @@ fn infer_classes(name: &str, dataset: &Dataset, path: &Path) -> Result<usize, Fa
             return Err(Failure::about(
                 path,
                 format!(
-                    "row {row}: label {y} is not a class index (an integer in 0..{MAX_CLASSES}): \
-                     {name} needs labels 0, 1, 2, ...; give --classes N if some classes are absent"
+                    "row {row}: label {} is not a class index (an integer in 0..{MAX_CLASSES}): \
+                     {name} needs labels 0, 1, 2, ...; give --classes N if some classes are absent",
+                    crate::output::number(y)
                 ),
             ));
         }
@@ -97,6 +98,7 @@ pub fn warn(loader: &Loader) {
 }
 
 pub fn run(args: &TrainArgs) -> Outcome {
+    checks::outputs(args.save.as_deref(), args.plot.as_deref())?;
     if let Some(outcome) = crate::distributed::train(args) {
         return outcome;
     }
@@ -207,8 +209,20 @@ pub fn run(args: &TrainArgs) -> Outcome {
     let bar = spinner();
     let mut runs = Vec::new();
     let mut models = Vec::new();
-    for (strategy, loader) in loaders {
-        let mut model = initial.clone();
+    let strategies = loaders.len();
+    // One copy of the model per strategy, the last one the initial model
+    // itself: a single strategy trains with no copy at all.
+    let mut initial = Some(initial);
+    for (i, (strategy, loader)) in loaders.into_iter().enumerate() {
+        let mut model = match initial.take() {
+            Some(last) if i + 1 == strategies => last,
+            Some(first) => {
+                let copy = first.try_clone()?;
+                initial = Some(first);
+                copy
+            }
+            None => unreachable!("the initial model is kept until the last strategy"),
+        };
         bar.set_message(format!("{strategy}: epoch 0 of {}", options.epochs));
         let mut printed = Ok(());
         let reports = train(&mut model, &loader, &options, eval.as_ref(), |report| {

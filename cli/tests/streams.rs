@@ -416,14 +416,24 @@ fn killing_train_shuffle_once_removes_its_scratch_copy() {
 #[test]
 fn stale_temporaries_of_dead_processes_are_removed() {
     // SIGKILL cannot be caught: the next encode of the same output removes
-    // what a killed one left, and leaves a live process's file alone.
+    // what a killed one left (its lock is free), and leaves a live
+    // writer's file alone (locked), whatever process ids their names
+    // carry (issue 23, 4).
     let (_guard, dir) = fixture();
     let dead = ".small.toc.tmp-99999999-0";
-    let live = format!(".small.toc.tmp-{}-0", std::process::id());
+    let live = ".small.toc.tmp-99999998-0";
     std::fs::write(dir.join(dead), b"partial").unwrap();
-    std::fs::write(dir.join(&live), b"being written").unwrap();
+    std::fs::write(dir.join(live), b"being written").unwrap();
+    let held = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join(live))
+        .unwrap();
+    held.lock().unwrap();
     ok(&["encode", "small.libsvm", "-o", "small.toc"], &dir);
     assert_eq!(hidden(&dir), [live]);
+    drop(held);
+    ok(&["encode", "small.libsvm", "-o", "small.toc"], &dir);
+    assert_eq!(hidden(&dir), Vec::<String>::new());
 }
 
 #[test]

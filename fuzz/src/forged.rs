@@ -15,11 +15,13 @@ use crate::{arbitrary_batch, arbitrary_options};
 
 /// Limits low enough that any allocation the policy misses stands out
 /// under libFuzzer's `-malloc_limit_mb` (a page may decode to 4M
-/// non-zeros, 48 MiB; models and dense pages get 1M columns).
+/// non-zeros, 48 MiB; models and dense pages get 1M columns, models 4M
+/// parameters, 32 MiB a copy).
 pub fn set_fuzz_limits() {
     set_limits(Limits {
         max_page_nnz: 1 << 22,
         max_cols: 1 << 20,
+        max_params: 1 << 22,
     });
 }
 

@@ -55,9 +55,10 @@ const SIGN: u64 = 1 << 63;
 const MANTISSA: u64 = (1 << 52) - 1;
 
 /// One value, weighted towards the edge cases of the value encodings:
-/// zeros (dropped by the batch), NaNs with payloads, infinities,
-/// subnormals, integers at the limits of the integer dictionary, and raw
-/// bits.
+/// zeros (dropped by the batch), NaNs with payloads and infinities
+/// (rejected by the batch: [`arbitrary_batch`] checks that, then folds
+/// them onto finite values), subnormals, integers at the limits of the
+/// integer dictionary, and raw bits.
 pub fn arbitrary_value(u: &mut Unstructured<'_>) -> Result<f64> {
     let sign = if u.arbitrary::<bool>()? { SIGN } else { 0 };
     Ok(match u.int_in_range(0u8..=16)? {
@@ -196,6 +197,17 @@ pub fn arbitrary_batch(
             vals.push(pick_value(u, &pool)?);
             next = c + 1;
         }
+        if vals.iter().any(|v| !v.is_finite()) {
+            // Batches hold finite values only: the row is rejected, the
+            // batch left as it was; its values folded onto finite ones.
+            let before = batch.clone();
+            match batch.push_row(&cols, &vals) {
+                Err(tocpile::Error::InvalidNumber { .. }) => {}
+                other => panic!("a non-finite value was not rejected: {other:?}"),
+            }
+            assert!(batch == before, "a rejected row changed the batch");
+            vals.iter_mut().for_each(|v| *v = finite(*v));
+        }
         batch
             .push_row(&cols, &vals)
             .expect("generated rows are valid");
@@ -206,6 +218,16 @@ pub fn arbitrary_batch(
         rows,
         batch,
     })
+}
+
+/// `v` if finite, else the finite value of the same bits with the top
+/// exponent bit cleared.
+pub fn finite(v: f64) -> f64 {
+    if v.is_finite() {
+        v
+    } else {
+        f64::from_bits(v.to_bits() & !(1 << 62))
+    }
 }
 
 fn pick_value(u: &mut Unstructured<'_>, pool: &[f64]) -> Result<f64> {

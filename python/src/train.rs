@@ -6,7 +6,6 @@
 //! bit, as the command line (the tests compare them).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use pyo3::exceptions::{PyUserWarning, PyValueError};
@@ -148,18 +147,22 @@ fn holdout(
     seed: u64,
     choice: ScaleChoice,
 ) -> tocpile::Result<Holdout> {
-    static SPLITS: AtomicU64 = AtomicU64::new(0);
     let kind = match choice {
         ScaleChoice::Auto => dataset.info().scaling.as_ref().map(Scaling::kind),
         ScaleChoice::Kind(k) => k,
     };
     let dir = std::env::temp_dir();
     cleanup::remove_stale(&dir, ".tocpile-holdout-");
-    let n = SPLITS.fetch_add(1, Ordering::Relaxed);
-    let stem = format!(".tocpile-holdout-{}-{seed}-py{n}", std::process::id());
-    let train: PathBuf = dir.join(format!("{stem}-train.toc"));
-    let test: PathBuf = dir.join(format!("{stem}-test.toc"));
-    let guards = [ScratchFile::new(&train), ScratchFile::new(&test)];
+    let pid = std::process::id();
+    let train = ScratchFile::claim(&dir, |n| {
+        format!(".tocpile-holdout-{pid}-{seed}-py{n}-train.toc")
+    })?;
+    let test_path = train
+        .path()
+        .to_string_lossy()
+        .replace("-train.toc", "-test.toc");
+    let guards = [train, ScratchFile::new(test_path)?];
+    let (train, test): (PathBuf, PathBuf) = (guards[0].path().into(), guards[1].path().into());
     split_holdout(dataset, fraction, seed, kind, &train, &test)?;
     Ok(Holdout {
         train: Arc::new(Dataset::open(&train)?),

@@ -4,7 +4,8 @@
 //! values inline or through a dictionary of raw `f64`s, integers, or
 //! scaled integers (decimals, in the spirit of ALP: Afroozeh et al.,
 //! SIGMOD 2024). Every column is checked against `n_cols` and every value
-//! against zero on the way.
+//! against zero and for being finite (a NaN would turn every score it
+//! touches into NaN) on the way.
 
 use super::gaps::{count_elements, running_totals};
 use super::layout::{Dict, Layout, Values};
@@ -113,6 +114,9 @@ impl DecodeTree {
                             index: i,
                         });
                     }
+                    if !v.is_finite() {
+                        return Err(not_finite("inline value", i, start + 8 * i, v));
+                    }
                     self.pair_vals.push(v);
                 }
             }
@@ -150,8 +154,19 @@ impl DecodeTree {
     }
 }
 
-/// Resolves the dictionary to `f64` values, rejecting zeros (and integer
-/// entries whose `base + offset` overflows).
+/// The error for a stored value `what` number `index`, at byte `offset`,
+/// that is NaN or infinite.
+fn not_finite(what: &str, index: usize, offset: usize, value: f64) -> Error {
+    Error::InvalidNumber {
+        what: format!("{what} {index} (at byte {offset})"),
+        value,
+        expected: "a finite number",
+    }
+}
+
+/// Resolves the dictionary to `f64` values, rejecting zeros and values
+/// that are not finite (and integer entries whose `base + offset`
+/// overflows; integer and scaled entries are always finite).
 fn resolve_dict(
     blob: &[u8],
     dict: &Dict,
@@ -171,6 +186,9 @@ fn resolve_dict(
                 let v = f64_at(blob, start + 8 * i);
                 if is_zero(v) {
                     return Err(zero(i));
+                }
+                if !v.is_finite() {
+                    return Err(not_finite("dictionary value", i, start + 8 * i, v));
                 }
                 out.push(v);
             }

@@ -150,20 +150,40 @@ pub(super) fn parse_footer(
             .unwrap_or(0)
             .into(),
     })?;
+    let page_rows_at = r.offset();
     let page_rows = r.varint_max("page_rows", u32::MAX as u64)? as usize;
+    let block_bytes_at = r.offset();
     let block_bytes = r.varint_max("block_bytes", u32::MAX as u64)? as usize;
+    // The writer's options, at least 1 each (a copy written with them,
+    // Shuffle Once's, needs them).
+    for (what, offset, value) in [
+        ("page_rows (rows per page)", page_rows_at, page_rows),
+        (
+            "block_bytes (target block size)",
+            block_bytes_at,
+            block_bytes,
+        ),
+    ] {
+        if value == 0 {
+            return Err(Error::FieldBelowMinimum {
+                what,
+                offset,
+                value: 0,
+                min: 1,
+            });
+        }
+    }
     let n_pages = r.varint("n_pages")?;
     let payload_bytes = r.varint("payload bytes")?;
     let schema_len = r.varint("schema length")?;
     let schema_at = r.offset();
-    let schema = String::from_utf8(r.bytes(schema_len, "schema")?.to_vec()).map_err(|_| {
-        Error::FieldOutOfRange {
-            what: "schema (not UTF-8)",
+    let schema =
+        String::from_utf8(r.bytes(schema_len, "schema")?.to_vec()).map_err(|e| Error::NotUtf8 {
+            what: "the schema",
             offset: schema_at,
-            value: schema_len,
-            max: schema_len,
-        }
-    })?;
+            len: schema_len,
+            invalid_at: schema_at + e.utf8_error().valid_up_to(),
+        })?;
     // Every entry takes at least 7 bytes: bound the count before allocating.
     let n_blocks = r.varint_max("block count", r.remaining() as u64 / 7)? as usize;
     let mut index = Vec::with_capacity(n_blocks);

@@ -37,6 +37,18 @@ pub(crate) fn read_labels(
     let dict_len = r.varint_max("label dictionary length", u32::MAX as u64)?;
     let dict_at = r.offset();
     let dict = r.bytes(dict_len * 8, "label dictionary")?;
+    // A NaN or infinite label is no label: rejected with the file, as the
+    // text readers reject it at its line.
+    for i in 0..dict_len as usize {
+        let label = f64_at(dict, 8 * i);
+        if !label.is_finite() {
+            return Err(Error::InvalidNumber {
+                what: format!("label dictionary entry {i} (at byte {})", dict_at + 8 * i),
+                value: label,
+                expected: "a finite number",
+            });
+        }
+    }
     let ids = read_packed(r, "label ids", false)?;
     if ids.count != rows {
         return Err(Error::LengthMismatch {

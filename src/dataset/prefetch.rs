@@ -55,7 +55,7 @@ impl<S: Source + 'static> Dataset<S> {
                     }
                 }
             })
-            .map_err(|e| Error::io(self.path(), e))?;
+            .map_err(|e| Error::spawn_failed(self.path(), "prefetch", e))?;
         Ok(Prefetch {
             rx: Some(rx),
             handle: Some(handle),

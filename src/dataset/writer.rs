@@ -115,8 +115,8 @@ impl DatasetWriter {
         }
         // The largest values a reader accepts (the footer's limits).
         for (what, value) in [
-            ("WriterOptions::page_rows", options.page_rows),
-            ("WriterOptions::block_bytes", options.block_bytes),
+            ("page_rows (rows per page)", options.page_rows),
+            ("block_bytes (target block size)", options.block_bytes),
         ] {
             if value as u64 > u64::from(u32::MAX) {
                 return Err(Error::TooLarge {
@@ -171,7 +171,9 @@ impl DatasetWriter {
     ///
     /// # Errors
     /// [`Error::LengthMismatch`] if `labels` does not hold one label per
-    /// row or the column counts differ; I/O and encoding errors.
+    /// row or the column counts differ; [`Error::InvalidNumber`] for a
+    /// label that is not finite (nothing of the call is written then); I/O
+    /// and encoding errors.
     pub fn push(&mut self, batch: &SparseBatch, labels: &[f64]) -> Result<()> {
         if batch.n_cols() != self.pending.n_cols() {
             return Err(Error::LengthMismatch {
@@ -187,6 +189,14 @@ impl DatasetWriter {
                 found: labels.len() as u64,
             });
         }
+        // Readers reject NaN and infinite labels: never write one.
+        if let Some(i) = labels.iter().position(|y| !y.is_finite()) {
+            return Err(Error::InvalidNumber {
+                what: format!("the label of row {i} pushed"),
+                value: labels[i],
+                expected: "a finite number",
+            });
+        }
         if let Some((_, stats)) = &mut self.scale {
             stats.add(batch)?;
         }
@@ -198,7 +208,7 @@ impl DatasetWriter {
             self.pending.push_row(cols, vals)?;
             self.pending_labels.push(label);
             let rows = self.pending.n_rows();
-            if rows % page_rows == 0
+            if rows.is_multiple_of(page_rows)
                 && (rows >= page_rows.saturating_mul(PAGES_PER_ROUND)
                     || 12 * self.pending.nnz() + 16 * rows >= ROUND_BYTES)
             {

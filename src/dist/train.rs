@@ -106,14 +106,14 @@ where
     let (rank, size) = (comm.rank(), comm.size());
     // Everyone starts from rank 0's parameters.
     let n = broadcast_params(comm, model)?.len();
-    let mut grad = Gradient::new(model);
+    let mut grad = Gradient::try_new(model)?;
     // Every rank applies the step rule to the same averaged gradient, so
     // their optimizer states stay equal (with model averaging each rank
     // steps on its own gradients and keeps its own state).
-    let mut state = OptimizerState::new(options.optimizer);
+    let mut state = OptimizerState::try_new(options.optimizer, model)?;
     // Per step: the gradient (times rows), then rows, active ranks, and a
     // failure flag per rank.
-    let mut buffer = vec![0.0; n + 2 + size];
+    let mut buffer = crate::limits::try_filled(n + 2 + size, 0.0, "the gradient exchanged")?;
     let mut reports = Vec::with_capacity(options.epochs);
     for epoch in 0..options.epochs {
         let lr = options.learning_rate * options.decay.powi(epoch as i32);
@@ -146,7 +146,7 @@ where
                     match sync {
                         Averaging::Gradients => {
                             let rows = stats.rows as f64;
-                            for (b, g) in buffer.iter_mut().zip(grad.to_vec()) {
+                            for (b, g) in buffer.iter_mut().zip(gradient_values(&grad)) {
                                 *b = g * rows;
                             }
                             buffer[n] = rows;
@@ -259,10 +259,26 @@ fn check<C: Communicator + ?Sized, S: Source + 'static>(
     Ok(())
 }
 
+/// The gradient's values in parameter order, without a copy (it is as
+/// large as the model).
+fn gradient_values(grad: &Gradient) -> impl Iterator<Item = f64> + '_ {
+    grad.layers()
+        .iter()
+        .flat_map(|l| l.weights().iter().chain(l.bias().iter()))
+        .copied()
+}
+
 /// Replaces every rank's parameters by rank 0's; returns them.
 fn broadcast_params<C: Communicator + ?Sized>(comm: &C, model: &mut Model) -> Result<Vec<f64>> {
-    let mut params = model.params();
-    let mut bytes: Vec<u8> = params.iter().flat_map(|p| p.to_le_bytes()).collect();
+    let mut params = model.try_params()?;
+    let mut bytes: Vec<u8> = Vec::new();
+    bytes
+        .try_reserve_exact(8 * params.len())
+        .map_err(|_| Error::OutOfMemory {
+            what: "the model broadcast",
+            bytes: 8 * params.len() as u64,
+        })?;
+    bytes.extend(params.iter().flat_map(|p| p.to_le_bytes()));
     comm.broadcast(0, &mut bytes)?;
     if bytes.len() != params.len() * 8 {
         return Err(Error::Communication {
@@ -305,8 +321,8 @@ where
     let (rank, size) = (comm.rank(), comm.size());
     let mut params = broadcast_params(comm, model)?;
     let n = params.len();
-    let mut grad = Gradient::new(model);
-    let mut buffer = vec![0.0; n + 2 + size];
+    let mut grad = Gradient::try_new(model)?;
+    let mut buffer = crate::limits::try_filled(n + 2 + size, 0.0, "the gradient exchanged")?;
     let mut local = BatchStats::default();
     let (mut batches, mut steps, mut read) = (batches.into_iter(), 0, 0);
     let mut failure = None;
@@ -318,7 +334,7 @@ where
                     read += 1;
                     local.merge(&stats);
                     let rows = stats.rows as f64;
-                    for (b, g) in buffer.iter_mut().zip(grad.to_vec()) {
+                    for (b, g) in buffer.iter_mut().zip(gradient_values(&grad)) {
                         *b = g * rows;
                     }
                     buffer[n] = rows;
@@ -369,7 +385,7 @@ fn check_rates(options: &TrainOptions) -> Result<()> {
 
 /// Replaces the parameters of every rank by their mean over the ranks.
 fn average<C: Communicator + ?Sized>(comm: &C, model: &mut Model) -> Result<()> {
-    let mut params = model.params();
+    let mut params = model.try_params()?;
     comm.allreduce_sum(&mut params)?;
     let scale = 1.0 / comm.size() as f64;
     params.iter_mut().for_each(|p| *p *= scale);
@@ -451,8 +467,8 @@ pub fn train_lockstep<S: Source + 'static>(
         });
     }
     check_rates(options)?;
-    let mut grad = Gradient::new(model);
-    let mut state = OptimizerState::new(options.optimizer);
+    let mut grad = Gradient::try_new(model)?;
+    let mut state = OptimizerState::try_new(options.optimizer, model)?;
     let mut steps = Vec::with_capacity(options.epochs);
     for epoch in 0..options.epochs {
         let lr = options.learning_rate * options.decay.powi(epoch as i32);

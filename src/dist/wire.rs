@@ -160,11 +160,11 @@ pub fn plan_from_bytes(
         let at = r.offset();
         let n_parts = r.varint_max("parts of a packet", n_workers as u64)? as usize;
         if n_parts == 0 {
-            return Err(Error::FieldOutOfRange {
-                what: "parts of a packet (at least 1)",
+            return Err(Error::FieldBelowMinimum {
+                what: "parts of a packet",
                 offset: at,
                 value: 0,
-                max: n_workers as u64,
+                min: 1,
             });
         }
         let mut parts = Vec::with_capacity(n_parts);

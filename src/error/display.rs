@@ -17,12 +17,7 @@ impl fmt::Display for Error {
                 f,
                 "truncated input: {what} at byte {offset} needs {needed} bytes, {available} left"
             ),
-            Error::BadMagic { found } => {
-                write!(
-                f,
-                "unknown magic bytes {found:02x?}: not a TOC batch (\"TOCB\") nor a page of the expected format"
-            )
-            }
+            Error::BadMagic { expected, found } => bad_magic(f, expected, found),
             Error::WrongFormat { expected, found } => {
                 write!(f, "expected a {expected} page, found a {found} page")
             }
@@ -42,6 +37,12 @@ impl fmt::Display for Error {
                 value,
                 max,
             } => write!(f, "{what} at byte {offset} is {value}, at most {max} allowed"),
+            Error::FieldBelowMinimum {
+                what,
+                offset,
+                value,
+                min,
+            } => write!(f, "{what} at byte {offset} is {value}, at least {min} required"),
             Error::BadWidth {
                 what,
                 offset,
@@ -81,11 +82,14 @@ impl fmt::Display for Error {
                 n_cols,
             } => write!(
                 f,
-                "row {row}, entry {position}: column {col} out of range (n_cols = {n_cols})"
+                "row {row}, entry {position}: column {col} out of range (the batch has {n_cols} \
+                 columns, 0 to {})",
+                n_cols.saturating_sub(1)
             ),
             Error::PairColumnOutOfRange { index, col, n_cols } => write!(
                 f,
-                "pair {index}: column {col} out of range (n_cols = {n_cols})"
+                "pair {index}: column {col} out of range (the batch has {n_cols} columns, 0 to {})",
+                n_cols.saturating_sub(1)
             ),
             Error::ValueIdOutOfRange {
                 position,
@@ -115,6 +119,12 @@ impl fmt::Display for Error {
             Error::DuplicateEntry { row, col } => {
                 write!(f, "duplicate entry at row {row}, column {col}")
             }
+            // u64::MAX stands for a count that overflowed.
+            Error::TooLarge {
+                what,
+                value: u64::MAX,
+                max,
+            } => write!(f, "{what} is more than 64 bits can count, at most {max} supported"),
             Error::TooLarge { what, value, max } => {
                 write!(f, "{what} is {value}, at most {max} supported")
             }
@@ -165,7 +175,8 @@ impl fmt::Display for Error {
                 expected,
             } => write!(
                 f,
-                "page {page}, row {row}: label {label} is not {expected}"
+                "page {page}, row {row}: label {} is not {expected}",
+                Number(*label)
             ),
             Error::Diverged {
                 epoch,
@@ -173,7 +184,8 @@ impl fmt::Display for Error {
             } => write!(
                 f,
                 "training diverged in epoch {epoch} (the loss is not finite) with learning \
-                 rate {learning_rate}: lower the learning rate"
+                 rate {}: lower the learning rate",
+                Number(*learning_rate)
             ),
             Error::BadValue {
                 path,
@@ -191,6 +203,21 @@ impl fmt::Display for Error {
                 found,
                 expected,
             } => write!(f, "{path}: column {column:?} ({found}): expected {expected}"),
+            Error::InFile {
+                path,
+                section,
+                offset,
+                error,
+            } if section.is_empty() => write!(f, "{path}: {error}"),
+            // A section at the start of the file (a model file read whole,
+            // a header): its offsets are the file's, "at byte 0" says
+            // nothing.
+            Error::InFile {
+                path,
+                section,
+                offset: 0,
+                error,
+            } => write!(f, "{path}: {section}: {error}"),
             Error::InFile {
                 path,
                 section,
@@ -217,9 +244,25 @@ impl fmt::Display for Error {
                 f,
                 "{what} is {value}, above the limit of {max}; if the input is trusted, raise the limit with {raise}"
             ),
+            Error::InvalidNumber {
+                what,
+                value,
+                expected,
+            } => write!(f, "{what} is {}, expected {expected}", Number(*value)),
+            Error::NotUtf8 {
+                what,
+                offset,
+                len,
+                invalid_at,
+            } => write!(
+                f,
+                "{what} ({len} bytes at byte {offset}) is not UTF-8 text: the byte at {invalid_at} \
+                 is not valid UTF-8"
+            ),
             Error::OutOfMemory { what, bytes } => write!(
                 f,
-                "cannot allocate {bytes} bytes for {what}: not enough memory"
+                "could not allocate {bytes} bytes ({}) for {what}: not enough memory",
+                Bytes(*bytes)
             ),
             Error::TruncatedFile { path, len, needed } => write!(
                 f,
@@ -227,5 +270,126 @@ impl fmt::Display for Error {
                  (a copy or write that did not complete)"
             ),
         }
+    }
+}
+
+/// What a tocpile magic number stands for.
+fn magic_name(magic: &[u8]) -> Option<&'static str> {
+    Some(match magic {
+        b"TOCB" => "an encoded TOC batch",
+        b"TOCD" => "a tocpile dataset file",
+        b"TOCF" => "the footer of a dataset file",
+        b"TOCM" => "a tocpile model file",
+        b"SCAL" => "a scaling section",
+        b"TOCS" => "a shuffle session message",
+        b"TOCP" => "a shuffle plan message",
+        b"TDEN" => "a DEN page",
+        b"TCSR" => "a CSR page",
+        b"TCVI" => "a CVI page",
+        b"TDVI" => "a DVI page",
+        b"TSNP" => "a snappy page",
+        b"TGZP" => "a gzip page",
+        b"TLZ4" => "an LZ4 page",
+        _ => return None,
+    })
+}
+
+/// The message of [`Error::BadMagic`]: what was expected, and what was
+/// found when that is another tocpile file (a dataset file given as a
+/// model) or nothing.
+fn bad_magic(f: &mut fmt::Formatter<'_>, expected: &[u8; 4], found: &[u8]) -> fmt::Result {
+    let want = String::from_utf8_lossy(expected);
+    let name = magic_name(expected).unwrap_or("the expected format");
+    if found.is_empty() {
+        return write!(f, "the input is empty; expected {name} (magic \"{want}\")");
+    }
+    if let Some(other) = magic_name(found) {
+        return write!(
+            f,
+            "this is {other} (magic \"{}\"), not {name} (magic \"{want}\")",
+            String::from_utf8_lossy(found)
+        );
+    }
+    let hex: Vec<String> = found.iter().map(|b| format!("{b:02x}")).collect();
+    write!(
+        f,
+        "not {name}: the first bytes are {}, not its magic \"{want}\"",
+        hex.join(" ")
+    )
+}
+
+/// A number for a message: plain decimals for everyday magnitudes, the
+/// shortest exponent form for the very large and the very small (1e300,
+/// not three hundred digits).
+pub(crate) struct Number(pub(crate) f64);
+
+impl fmt::Display for Number {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0;
+        let magnitude = v.abs();
+        if v.is_finite() && v != 0.0 && !(1e-4..1e15).contains(&magnitude) {
+            write!(f, "{v:e}")
+        } else {
+            write!(f, "{v}")
+        }
+    }
+}
+
+/// A byte count in the largest binary unit that keeps it at least 1.
+pub(crate) struct Bytes(pub(crate) u64);
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const UNITS: [&str; 6] = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB"];
+        let mut v = self.0 as f64;
+        let mut unit = 0;
+        while v >= 1024.0 && unit + 1 < UNITS.len() {
+            v /= 1024.0;
+            unit += 1;
+        }
+        if unit == 0 {
+            write!(f, "{} bytes", self.0)
+        } else {
+            write!(f, "{v:.1} {}", UNITS[unit])
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_as_a_person_writes_them() {
+        assert_eq!(Number(1e300).to_string(), "1e300");
+        assert_eq!(Number(-2.5e-9).to_string(), "-2.5e-9");
+        assert_eq!(Number(0.75).to_string(), "0.75");
+        assert_eq!(Number(12345.5).to_string(), "12345.5");
+        assert_eq!(Number(0.0).to_string(), "0");
+        assert_eq!(Number(f64::NAN).to_string(), "NaN");
+        assert_eq!(Number(f64::NEG_INFINITY).to_string(), "-inf");
+        assert_eq!(Bytes(512).to_string(), "512 bytes");
+        assert_eq!(Bytes(536_870_912).to_string(), "512.0 MiB");
+    }
+
+    #[test]
+    fn a_wrong_magic_names_what_was_found() {
+        let text = |found: &[u8]| {
+            Error::BadMagic {
+                expected: *b"TOCM",
+                found: found.to_vec(),
+            }
+            .to_string()
+        };
+        assert_eq!(
+            text(b"TOCD"),
+            "this is a tocpile dataset file (magic \"TOCD\"), not a tocpile model file (magic \"TOCM\")"
+        );
+        assert!(text(b"").starts_with("the input is empty"), "{}", text(b""));
+        assert!(
+            text(b"\x89PNG").contains("89 50 4e 47"),
+            "{}",
+            text(b"\x89PNG")
+        );
     }
 }

@@ -68,7 +68,7 @@ pub(super) fn write_header(out: &mut Vec<u8>, kind: FormatKind, shape: Shape, ex
 /// `n_cols <= 2^32`).
 pub(super) fn read_header(bytes: &[u8], kind: FormatKind) -> Result<(Reader<'_>, Shape)> {
     let mut r = Reader::new(bytes);
-    let found = r.magic_bytes()?;
+    let found = r.magic_bytes(magic(kind))?;
     if found != *magic(kind) {
         let other = MAGICS
             .iter()
@@ -81,6 +81,7 @@ pub(super) fn read_header(bytes: &[u8], kind: FormatKind) -> Result<(Reader<'_>,
                 found: other,
             },
             None => Error::BadMagic {
+                expected: *magic(kind),
                 found: found.to_vec(),
             },
         });
@@ -207,5 +208,21 @@ impl<'a> Structure<'a> {
             offsets,
             cols,
         })
+    }
+}
+
+/// Checks that every one of `values` (stored `what`s, the first at byte
+/// `offset`) is finite: a NaN would make every score it touches NaN.
+///
+/// # Errors
+/// [`Error::InvalidNumber`] naming the first that is not, and its byte.
+pub(super) fn check_finite(values: &[f64], what: &str, offset: usize) -> Result<()> {
+    match values.iter().position(|v| !v.is_finite()) {
+        Some(i) => Err(Error::InvalidNumber {
+            what: format!("{what} {i} (at byte {})", offset + 8 * i),
+            value: values[i],
+            expected: "a finite number",
+        }),
+        None => Ok(()),
     }
 }

@@ -6,7 +6,7 @@
 
 use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
-use super::bytes::{check_rows, finish, header_len, read_header, write_header};
+use super::bytes::{check_finite, check_rows, finish, header_len, read_header, write_header};
 use super::ids::{index_values, read_ids, with_ids, write_ids, Ids};
 use super::FormatKind;
 use crate::error::{Error, Result};
@@ -26,7 +26,8 @@ pub fn den_len(n_rows: usize, n_cols: usize) -> u64 {
 /// The batch as a dense row-major `f64` matrix.
 ///
 /// # Errors
-/// [`Error::TooLarge`] if the dense matrix cannot be allocated.
+/// [`Error::LimitExceeded`] above the resource limits;
+/// [`Error::OutOfMemory`] if the dense matrix cannot be allocated.
 pub(super) fn dense_values(batch: &SparseBatch) -> Result<Vec<f64>> {
     let shape = Shape::of(batch);
     check_rows(shape)?;
@@ -36,16 +37,9 @@ pub(super) fn dense_values(batch: &SparseBatch) -> Result<Vec<f64>> {
     Ok(out)
 }
 
-/// `len` zeros, or [`Error::TooLarge`] if they cannot be allocated.
+/// `len` zeros, or [`Error::OutOfMemory`] if they cannot be allocated.
 fn try_zeros<T: Copy + Default>(len: usize) -> Result<Vec<T>> {
-    let mut out = Vec::new();
-    out.try_reserve_exact(len).map_err(|_| Error::TooLarge {
-        what: "dense matrix bytes (allocation failed)",
-        value: (len as u64).saturating_mul(std::mem::size_of::<T>() as u64),
-        max: isize::MAX as u64,
-    })?;
-    out.resize(len, T::default());
-    Ok(out)
+    crate::limits::try_filled(len, T::default(), "a dense matrix")
 }
 
 /// Writes `items` (one per stored entry of `batch`) at their row-major
@@ -211,7 +205,7 @@ impl Den {
     /// Encodes `batch` densely.
     ///
     /// # Errors
-    /// [`Error::TooLarge`] if the dense matrix cannot be allocated.
+    /// [`Error::OutOfMemory`] if the dense matrix cannot be allocated.
     pub(crate) fn encode(batch: &SparseBatch) -> Result<Self> {
         Ok(Den {
             shape: Shape::of(batch),
@@ -224,7 +218,8 @@ impl Den {
     ///
     /// # Errors
     /// Header errors, or [`Error::LengthMismatch`] for any other payload
-    /// length (checked before allocating).
+    /// length (checked before allocating); [`Error::InvalidNumber`] for a
+    /// value that is not finite.
     pub(crate) fn load(bytes: &[u8]) -> Result<Self> {
         let (mut r, shape) = read_header(bytes, FormatKind::Den)?;
         let want = shape.n_rows as u128 * shape.n_cols as u128 * 8;
@@ -235,8 +230,10 @@ impl Den {
                 found: r.remaining() as u64,
             });
         }
+        let at = r.offset();
         let values = r.f64s((want / 8) as u64, "values")?;
         finish(&r)?;
+        check_finite(&values, "value", at)?;
         Ok(Den { shape, values })
     }
 
@@ -335,8 +332,9 @@ impl Dvi {
     /// Encodes `batch` as dense value ids.
     ///
     /// # Errors
-    /// [`Error::TooLarge`] if the dense matrix cannot be allocated or the
-    /// batch has more distinct values than `u32` ids can number.
+    /// [`Error::OutOfMemory`] if the dense matrix cannot be allocated;
+    /// [`Error::TooLarge`] if the batch has more distinct values than
+    /// `u32` ids can number.
     pub(crate) fn encode(batch: &SparseBatch) -> Result<Self> {
         let shape = Shape::of(batch);
         check_rows(shape)?;
@@ -357,7 +355,8 @@ impl Dvi {
     ///
     /// # Errors
     /// Header errors, [`Error::Truncated`], [`Error::ValueIdOutOfRange`]
-    /// (`dict_len` counting the implicit zero), [`Error::TrailingBytes`].
+    /// (`dict_len` counting the implicit zero), [`Error::TrailingBytes`],
+    /// [`Error::InvalidNumber`] for a dictionary value that is not finite.
     pub(crate) fn load(bytes: &[u8]) -> Result<Self> {
         let (mut r, shape) = read_header(bytes, FormatKind::Dvi)?;
         let dict_len = r.varint_max("dictionary length", u32::MAX.into())?;
@@ -365,9 +364,11 @@ impl Dvi {
         // One byte or more per cell: more cells than bytes left is truncated.
         let cells = u64::try_from(cells).unwrap_or(u64::MAX);
         let ids = read_ids(&mut r, cells, dict_len + 1, "value ids")?;
+        let at = r.offset();
         let mut dict = vec![0.0];
         dict.extend(r.f64s(dict_len, "dictionary")?);
         finish(&r)?;
+        check_finite(&dict[1..], "dictionary value", at)?;
         Ok(Dvi { shape, ids, dict })
     }
 }

@@ -70,7 +70,8 @@ impl Codec {
     /// Checks that `packed` decompresses to exactly `expected` bytes,
     /// allocating `expected` bytes and no more: the decompressor's output
     /// is capped, so a stream inflating beyond it (a decompression bomb)
-    /// is an error. `start`: offset of `packed` in the page.
+    /// is an error. Then that every value is finite. `start`: offset of
+    /// `packed` in the page.
     fn check(self, packed: &[u8], expected: usize, start: usize) -> Result<()> {
         let what = match self {
             Codec::Snappy => "decompressed bytes of a snappy page (8 * n_rows * n_cols)",
@@ -82,7 +83,7 @@ impl Codec {
             expected: expected as u64,
             found,
         };
-        let found = match self {
+        let (found, raw) = match self {
             Codec::Snappy => {
                 let len =
                     snap::raw::decompress_len(packed).map_err(|e| corrupt(self, e.to_string()))?;
@@ -90,9 +91,10 @@ impl Codec {
                     return Err(mismatch(len as u64));
                 }
                 let mut raw = vec![0u8; expected];
-                snap::raw::Decoder::new()
+                let n = snap::raw::Decoder::new()
                     .decompress(packed, &mut raw)
-                    .map_err(|e| corrupt(self, e.to_string()))?
+                    .map_err(|e| corrupt(self, e.to_string()))?;
+                (n, raw)
             }
             Codec::Gzip => {
                 let mut dec = flate2::bufread::GzDecoder::new(packed);
@@ -112,19 +114,33 @@ impl Codec {
                         });
                     }
                 }
-                raw.len()
+                (raw.len(), raw)
             }
             Codec::Lz4 => {
                 let mut raw = vec![0u8; expected];
-                match lz4_flex::block::decompress_into(packed, &mut raw) {
+                let n = match lz4_flex::block::decompress_into(packed, &mut raw) {
                     Ok(n) => n,
                     Err(lz4_flex::block::DecompressError::OutputTooSmall { .. }) => expected + 1,
                     Err(e) => return Err(corrupt(self, e.to_string())),
-                }
+                };
+                (n, raw)
             }
         };
         if found != expected {
             return Err(mismatch(found as u64));
+        }
+        // The values, as every other format's, must be finite.
+        let values = raw
+            .chunks_exact(8)
+            .map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes")));
+        for (i, v) in values.enumerate() {
+            if !v.is_finite() {
+                return Err(Error::InvalidNumber {
+                    what: format!("value {i} (at byte {} of the decompressed payload)", 8 * i),
+                    value: v,
+                    expected: "a finite number",
+                });
+            }
         }
         Ok(())
     }
@@ -214,7 +230,8 @@ impl Compressed {
     /// bounds; [`Error::Io`] for a corrupt stream; [`Error::LengthMismatch`]
     /// if it decompresses to another size (`found` is `expected + 1` when
     /// decompression stopped at the cap); [`Error::TrailingBytes`] after a
-    /// gzip member.
+    /// gzip member; [`Error::InvalidNumber`] for a value that is not
+    /// finite.
     pub(crate) fn load(bytes: &[u8], codec: Codec) -> Result<Self> {
         let (mut r, shape) = read_header(bytes, codec.kind())?;
         let start = r.offset();

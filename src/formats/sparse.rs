@@ -6,7 +6,7 @@
 
 use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
-use super::bytes::{check_rows, finish, header_len, write_header, Structure};
+use super::bytes::{check_finite, check_rows, finish, header_len, write_header, Structure};
 use super::ids::{index_values, read_ids, with_ids, write_ids, Ids};
 use super::FormatKind;
 use crate::error::{Error, Result};
@@ -201,7 +201,8 @@ impl Csr {
     /// kernels multiply by them and `decode` drops them.
     ///
     /// # Errors
-    /// The first broken rule: header, offsets, columns, length.
+    /// The first broken rule: header, offsets, columns, length, values
+    /// (finite).
     pub(crate) fn load(bytes: &[u8]) -> Result<Self> {
         let Structure {
             mut r,
@@ -210,8 +211,10 @@ impl Csr {
             cols,
             ..
         } = Structure::read(bytes, FormatKind::Csr)?;
+        let at = r.offset();
         let values = r.f64s(cols.len() as u64, "values")?;
         finish(&r)?;
+        check_finite(&values, "value", at)?;
         Ok(Csr {
             shape,
             offsets,
@@ -348,7 +351,8 @@ impl Cvi {
     /// repeated values.
     ///
     /// # Errors
-    /// The first broken rule: header, offsets, columns, ids, length.
+    /// The first broken rule: header, offsets, columns, ids, length,
+    /// dictionary values (finite).
     pub(crate) fn load(bytes: &[u8]) -> Result<Self> {
         let Structure {
             mut r,
@@ -358,8 +362,10 @@ impl Cvi {
             cols,
         } = Structure::read(bytes, FormatKind::Cvi)?;
         let ids = read_ids(&mut r, cols.len() as u64, dict_len, "value ids")?;
+        let at = r.offset();
         let dict = r.f64s(dict_len, "dictionary")?;
         finish(&r)?;
+        check_finite(&dict, "dictionary value", at)?;
         Ok(Cvi {
             shape,
             offsets,

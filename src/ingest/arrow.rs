@@ -291,10 +291,7 @@ impl ArrowEncoder {
                     unseen += n;
                 }
                 Err(e) => {
-                    if first_error
-                        .as_ref()
-                        .map_or(true, |f| row_of(&e) < row_of(f))
-                    {
+                    if first_error.as_ref().is_none_or(|f| row_of(&e) < row_of(f)) {
                         first_error = Some(e);
                     }
                 }

@@ -2,7 +2,9 @@
 //! quoting: fields in double quotes may hold the delimiter, line breaks
 //! and doubled quotes `""`).
 //!
-//! - The first record is the header; its names must be unique. One column,
+//! - The first record is the header (after a UTF-8 byte order mark, which
+//!   is skipped, as the LIBSVM reader skips it; byte columns then count
+//!   from after it); its names must be unique. One column,
 //!   named by [`CsvOptions::label`], is the label: a finite number in every
 //!   row.
 //! - Every other column is a feature, numeric or categorical, as the
@@ -200,7 +202,7 @@ impl CsvReader {
     ) -> Result<CsvReader> {
         let Some(schema) = options.schema else {
             return Err(Error::BadArgument {
-                what: "CsvOptions::schema",
+                what: "the schema of CSV input (CsvOptions::schema)",
                 expected: "given when reading a stream (it cannot be read twice to infer it)",
             });
         };
@@ -240,10 +242,16 @@ impl CsvReader {
             });
             base += column.width();
         }
-        for (i, name) in table.header.iter().enumerate() {
-            if i != label && !schema.columns().iter().any(|c| c.name() == name) {
-                return Err(table.header_error(i, "a column named in the schema, or the label"));
-            }
+        // Every header column is the label or a schema column: the plans
+        // mark the fields they read (a lookup per schema column above, not
+        // a scan of the schema per header column).
+        let mut planned = vec![false; table.header.len()];
+        planned[label] = true;
+        for plan in &plans {
+            planned[plan.field] = true;
+        }
+        if let Some(i) = planned.iter().position(|&p| !p) {
+            return Err(table.header_error(i, "a column named in the schema, or the label"));
         }
         Ok(CsvReader {
             table,

@@ -127,7 +127,7 @@ impl LibsvmReader {
     ) -> Result<LibsvmReader> {
         let Some(n_cols) = options.n_cols else {
             return Err(Error::BadArgument {
-                what: "LibsvmOptions::n_cols",
+                what: "the column count of LIBSVM input (LibsvmOptions::n_cols)",
                 expected: "given when reading a stream (it cannot be read twice to infer it)",
             });
         };
@@ -138,7 +138,7 @@ impl LibsvmReader {
     fn with_lines(lines: Lines, n_cols: usize, options: LibsvmOptions) -> Result<LibsvmReader> {
         if n_cols > MAX_COLS {
             return Err(Error::TooLarge {
-                what: "LibsvmOptions::n_cols",
+                what: "the column count of LIBSVM input",
                 value: n_cols as u64,
                 max: MAX_COLS as u64,
             });

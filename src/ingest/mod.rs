@@ -41,7 +41,8 @@
 //! # Memory and threads
 //!
 //! Memory is bounded by the chunk, never the file: a reader holds the text
-//! of at most `max_rows` rows (one line may be up to [`MAX_LINE_BYTES`])
+//! of at most `max_rows` rows (one line may be up to [`MAX_LINE_BYTES`],
+//! a CSV record up to 255 MiB)
 //! plus the parsed chunk. The rows of a chunk are read sequentially, then
 //! parsed in parallel with rayon in sub-chunks; results keep file order.
 //!
@@ -71,7 +72,12 @@ mod table;
 
 /// The longest line (LIBSVM) a reader accepts, in bytes: 1 GiB. A longer
 /// line (or a binary file with no line breaks) is a [`Error::Parse`]
-/// rather than an unbounded allocation.
+/// rather than an unbounded allocation. The line is held as it is read,
+/// growing fallibly: a line the memory cannot hold is an
+/// [`Error::Io`] saying so (or, if it is longer than this anyway, the
+/// line error), never an abort. A CSV record may be up to 255 MiB (the
+/// `csv` crate holds a record in buffers of its own, which double as they
+/// grow: a longer record would need more than twice its length).
 pub const MAX_LINE_BYTES: usize = 1 << 30;
 
 /// Characters of an offending token kept in [`Error::Parse`]'s `found`.

@@ -212,7 +212,7 @@ impl Schema {
                 .filter_map(|s| s.overflow_row.map(|r| (r, s.field)))
                 .min();
             match (bad_utf8, overflow) {
-                (Some(b), o) if o.map_or(true, |o| b < o) => {
+                (Some(b), o) if o.is_none_or(|o| b < o) => {
                     return Err(table.field_error(b.0, b.1, "a categorical value in UTF-8"))
                 }
                 (_, Some((_, field))) => {

@@ -5,9 +5,10 @@
 //!
 //! [`CsvReader`]: super::csv::CsvReader
 
-use std::io::{BufRead, Read};
+use std::io::{BufRead, Cursor, Read};
 
 use ::csv::{ByteRecord, Reader, ReaderBuilder};
+use hashbrown::HashMap;
 
 use super::{io_error, shorten};
 use crate::error::{Error, Result};
@@ -16,17 +17,45 @@ use crate::error::{Error, Result};
 /// about this many characters.
 const HEADER_CHARS: usize = 200;
 
-/// Copies every byte the `csv` reader pulls, from `base` on.
+/// The longest CSV record (a line, or several within quotes) read: 255
+/// MiB. A record is held twice while it is read (in the `csv` crate's
+/// buffer, which doubles as it grows, without a limit of its own, and as
+/// text kept here for the messages), so the LIBSVM reader's 1 GiB would
+/// need up to 4 GiB; just under a power of two, the crate's buffer stops
+/// at 256 MiB. A file with no line break would otherwise be held whole.
+pub(crate) const MAX_RECORD_BYTES: u64 = (1 << 28) - (1 << 20);
+
+/// Copies every byte the `csv` reader pulls, from `base` on, and stops a
+/// record longer than [`MAX_RECORD_BYTES`].
 struct Recorder {
     inner: Box<dyn BufRead + Send>,
     buf: Vec<u8>,
     /// Stream offset of `buf[0]`.
     base: u64,
+    /// Stream offset where the record being read starts.
+    record: u64,
 }
 
 impl Read for Recorder {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let held = self.base + self.buf.len() as u64 - self.record;
+        if held > MAX_RECORD_BYTES {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "a record (line) longer than 255 MiB (267386880 bytes)",
+            ));
+        }
         let n = self.inner.read(out)?;
+        // Fallibly: the text is kept for the messages' line and column.
+        if self.buf.try_reserve(n).is_err() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                format!(
+                    "could not allocate memory for a record of {} bytes",
+                    held + n as u64
+                ),
+            ));
+        }
         self.buf.extend_from_slice(&out[..n]);
         Ok(n)
     }
@@ -48,6 +77,10 @@ pub(crate) struct Table {
     delimiter: u8,
     /// The header's column names.
     pub(crate) header: Vec<String>,
+    /// Each name's index in `header`: looking a column up is linear in
+    /// nothing (a header of 100,000 columns took a minute to check
+    /// name by name).
+    index: HashMap<String, usize>,
     header_record: ByteRecord,
     header_end: u64,
     /// The current chunk's records (only the first `len` are current).
@@ -57,8 +90,33 @@ pub(crate) struct Table {
     len: usize,
 }
 
+/// The UTF-8 byte order mark.
+const BOM: &[u8] = b"\xef\xbb\xbf";
+
+/// `input` without a UTF-8 byte order mark at its start (as the LIBSVM
+/// reader skips it): a header written by a spreadsheet would otherwise
+/// name its first column "\u{feff}label". Byte columns in messages then
+/// count from after it.
+fn skip_bom(mut input: Box<dyn BufRead + Send>) -> std::io::Result<Box<dyn BufRead + Send>> {
+    let mut head = Vec::with_capacity(BOM.len());
+    while head.len() < BOM.len() && BOM.starts_with(&head) {
+        let buf = input.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        let take = (BOM.len() - head.len()).min(buf.len());
+        head.extend_from_slice(&buf[..take]);
+        input.consume(take);
+    }
+    if head == BOM {
+        return Ok(input);
+    }
+    Ok(Box::new(Cursor::new(head).chain(input)))
+}
+
 impl Table {
-    /// Reads the header. The header needs unique UTF-8 names.
+    /// Reads the header, after a UTF-8 byte order mark if there is one.
+    /// The header needs unique UTF-8 names.
     pub(crate) fn new(
         input: Box<dyn BufRead + Send>,
         name: String,
@@ -66,14 +124,16 @@ impl Table {
     ) -> Result<Table> {
         if matches!(delimiter, b'"' | b'\n' | b'\r') {
             return Err(Error::BadArgument {
-                what: "CsvOptions::delimiter",
+                what: "the CSV delimiter",
                 expected: "a byte other than a quote or a line end",
             });
         }
+        let input = skip_bom(input).map_err(|e| io_error(&name, e, Some(1)))?;
         let recorder = Recorder {
             inner: input,
             buf: Vec::new(),
             base: 0,
+            record: 0,
         };
         let reader = ReaderBuilder::new()
             .delimiter(delimiter)
@@ -86,6 +146,7 @@ impl Table {
             reader,
             delimiter,
             header: Vec::new(),
+            index: HashMap::new(),
             header_record: ByteRecord::new(),
             header_end: 0,
             records: Vec::new(),
@@ -113,7 +174,7 @@ impl Table {
                 Ok(name) => name.to_string(),
                 Err(_) => return Err(table.header_error(i, "a column name in UTF-8")),
             };
-            if table.header.contains(&name) {
+            if table.index.insert(name.clone(), i).is_some() {
                 return Err(table.header_error(i, "a column name not used before in the header"));
             }
             table.header.push(name);
@@ -123,9 +184,9 @@ impl Table {
 
     /// Index of the header column `name`.
     pub(crate) fn column(&self, name: &str) -> Result<usize> {
-        self.header
-            .iter()
-            .position(|h| h == name)
+        self.index
+            .get(name)
+            .copied()
             .ok_or_else(|| Error::MissingColumn {
                 path: self.name.clone(),
                 name: name.to_string(),
@@ -161,6 +222,8 @@ impl Table {
                 self.records.push(ByteRecord::new());
             }
             let line = self.reader.position().line();
+            let at = self.reader.position().byte();
+            self.reader.get_mut().record = at;
             let got = self.reader.read_byte_record(&mut self.records[self.len]);
             match got {
                 Ok(true) => {}

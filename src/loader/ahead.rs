@@ -121,7 +121,7 @@ impl Ahead {
                         }
                     }
                 })
-                .map_err(|e| Error::io(dataset.path(), e))?;
+                .map_err(|e| Error::spawn_failed(dataset.path(), "read-ahead", e))?;
             rxs.push(rx);
             handles.push(handle);
         }

@@ -210,7 +210,7 @@ pub(crate) fn available_under(root: &Path) -> Option<(u64, MemorySource)> {
         .and_then(|t| meminfo_available(&t))
         .map(|b| (b, MemorySource::MemAvailable));
     let mut consider = |bytes: u64, source: MemorySource| {
-        if best.as_ref().map_or(true, |(b, _)| bytes < *b) {
+        if best.as_ref().is_none_or(|(b, _)| bytes < *b) {
             best = Some((bytes, source));
         }
     };

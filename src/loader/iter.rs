@@ -147,7 +147,7 @@ impl Epoch {
                 }
                 shared.store(most.max(producer.peak_bytes()), Ordering::Relaxed);
             })
-            .map_err(|e| crate::error::Error::io(path, e))?;
+            .map_err(|e| crate::error::Error::spawn_failed(path, "loader", e))?;
         Ok(Epoch {
             source: EpochSource::Thread {
                 rx: Some(rx),

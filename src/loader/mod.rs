@@ -111,7 +111,6 @@ pub use working_set::memory_budget_for;
 
 use std::fs::File;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use epoch::{EpochState, Produce};
@@ -255,18 +254,17 @@ impl<S: Source + 'static> Loader<S> {
                             None => std::env::temp_dir(),
                         }
                     });
-                    // Copies left by killed runs (their process is gone).
-                    for prefix in [".tocpile-shuffled-", "..tocpile-shuffled-"] {
-                        cleanup::remove_stale(&dir, prefix);
+                    // Copies, buckets and their temporaries left by killed
+                    // runs (their locks are free).
+                    for prefix in [".", "..", "..."] {
+                        cleanup::remove_stale(&dir, &format!("{prefix}tocpile-shuffled-"));
                     }
                     // Guarded before it exists: an interruption while it is
                     // written or read removes it, as does dropping the loader.
-                    let path = ScratchFile::new(dir.join(format!(
-                        ".tocpile-shuffled-{}-{}-{}.toc",
-                        std::process::id(),
-                        options.seed,
-                        SCRATCH.fetch_add(1, Ordering::Relaxed)
-                    )));
+                    let pid = std::process::id();
+                    let path = ScratchFile::claim(&dir, |n| {
+                        format!(".tocpile-shuffled-{pid}-{}-{n}.toc", options.seed)
+                    })?;
                     let (_, origin) = shuffle_file_mapped(&dataset, path.path(), options.seed)?;
                     let copy = Dataset::open(path.path())?;
                     Some((Arc::new(copy), path, origin))
@@ -397,7 +395,6 @@ impl<S: Source + 'static> Loader<S> {
 }
 
 const STREAM_BLOCKS: u64 = 1;
-static SCRATCH: AtomicUsize = AtomicUsize::new(0);
 
 fn make_plan<T: Source>(ds: &Dataset<T>, o: &LoaderOptions) -> (Plan, Vec<String>) {
     let n_blocks = ds.n_blocks();

@@ -76,7 +76,7 @@ pub(crate) fn shuffle_file_mapped<S: Source>(
         write_permuted(&mut out, (&rows, &labels, &ids), rng, &mut origin)?;
         return Ok((out.finish()?, origin));
     }
-    let buckets = Buckets::new(output, n_buckets);
+    let buckets = Buckets::new(output, n_buckets)?;
     let bucket_options = WriterOptions {
         page_rows: 1024,
         block_bytes: 1 << 20,
@@ -127,14 +127,14 @@ pub(crate) fn shuffle_file_mapped<S: Source>(
 }
 
 /// Bucket file paths, removed when dropped (success or error) or on an
-/// interruption ([`crate::cleanup`]).
+/// interruption, and locked while they live ([`crate::cleanup`]).
 struct Buckets {
     paths: Vec<PathBuf>,
     _guards: Vec<ScratchFile>,
 }
 
 impl Buckets {
-    fn new(output: &Path, n: usize) -> Buckets {
+    fn new(output: &Path, n: usize) -> Result<Buckets> {
         let name = output
             .file_name()
             .map_or_else(|| "shuffled".into(), |n| n.to_string_lossy().into_owned());
@@ -142,11 +142,11 @@ impl Buckets {
         let paths: Vec<PathBuf> = (0..n)
             .map(|k| dir.join(format!(".{name}.bucket-{k}")))
             .collect();
-        let guards = paths.iter().map(ScratchFile::new).collect();
-        Buckets {
+        let guards = paths.iter().map(ScratchFile::new).collect::<Result<_>>()?;
+        Ok(Buckets {
             paths,
             _guards: guards,
-        }
+        })
     }
 }
 

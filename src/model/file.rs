@@ -26,42 +26,72 @@ use std::path::Path;
 use super::{check_dims, param_count, Layer, Model, ModelKind};
 use crate::error::{Error, Result};
 use crate::scale::Scaling;
-use crate::wire::{write_f64s, write_u32, write_u64, Reader};
+use crate::wire::{write_u32, write_u64, Reader};
 
 const MAGIC: [u8; 4] = *b"TOCM";
 const VERSION: u8 = 2;
 /// Magic, version, kind, two reserved bytes, `n_cols`, `n_layers`.
 const FIXED: usize = 8 + 8 + 4;
+/// Parameters handed over at a time when a model file is written.
+const PARAMS_PER_PIECE: usize = 8192;
 
 impl Model {
     /// The model file bytes (see the module docs and `docs/FORMAT.md`).
     pub fn to_bytes(&self) -> Vec<u8> {
         let widths = self.kind.widths();
         let mut out = Vec::with_capacity(FIXED + 8 * widths.len() + 8 * self.n_params() + 12);
+        self.write_file(|bytes| {
+            out.extend_from_slice(bytes);
+            Ok(())
+        })
+        .expect("writing to memory");
+        out
+    }
+
+    /// Hands the model file's bytes to `sink` in pieces (the parameters
+    /// a few thousand at a time, never a copy of them all), the checksum
+    /// computed on the way.
+    fn write_file(&self, mut sink: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        let mut crc = crc32fast::Hasher::new();
+        let mut put = |bytes: &[u8]| {
+            crc.update(bytes);
+            sink(bytes)
+        };
+        let widths = self.kind.widths();
         let version = if self.scaling.is_none() && self.schema == 0 {
             1
         } else {
             VERSION
         };
-        out.extend_from_slice(&MAGIC);
-        out.extend_from_slice(&[version, self.kind.code(), 0, 0]);
-        write_u64(&mut out, self.n_cols as u64);
-        write_u32(&mut out, widths.len() as u32);
+        let mut head = MAGIC.to_vec();
+        head.extend_from_slice(&[version, self.kind.code(), 0, 0]);
+        write_u64(&mut head, self.n_cols as u64);
+        write_u32(&mut head, widths.len() as u32);
         for w in widths {
-            write_u64(&mut out, w as u64);
+            write_u64(&mut head, w as u64);
         }
-        write_u64(&mut out, self.n_params() as u64);
-        write_f64s(&mut out, &self.params());
-        if version == 2 {
-            write_u32(&mut out, self.schema);
-            out.push(u8::from(self.scaling.is_some()));
-            if let Some(s) = &self.scaling {
-                s.write(&mut out);
+        write_u64(&mut head, self.n_params() as u64);
+        put(&head)?;
+        let mut chunk = Vec::with_capacity(PARAMS_PER_PIECE * 8);
+        for p in self.layers.iter().flat_map(Layer::values) {
+            chunk.extend_from_slice(&p.to_le_bytes());
+            if chunk.len() == chunk.capacity() {
+                put(&chunk)?;
+                chunk.clear();
             }
         }
-        let crc = crc32fast::hash(&out);
-        write_u32(&mut out, crc);
-        out
+        put(&chunk)?;
+        if version == 2 {
+            let mut tail = Vec::new();
+            write_u32(&mut tail, self.schema);
+            tail.push(u8::from(self.scaling.is_some()));
+            if let Some(s) = &self.scaling {
+                s.write(&mut tail);
+            }
+            put(&tail)?;
+        }
+        let crc = crc.finalize();
+        sink(&crc.to_le_bytes())
     }
 
     /// Reads a model from untrusted bytes. Never panics; allocates at most
@@ -72,7 +102,8 @@ impl Model {
     /// [`Error::Truncated`], [`Error::BadMagic`],
     /// [`Error::UnsupportedVersion`], [`Error::FieldOutOfRange`] (kind,
     /// reserved bytes, dimensions), [`Error::LengthMismatch`] (parameter
-    /// count), [`Error::TrailingBytes`], then
+    /// count), [`Error::InvalidNumber`] (a parameter that is NaN or
+    /// infinite), [`Error::TrailingBytes`], then
     /// [`Error::ChecksumMismatch`] (with the path `"(memory)"`).
     pub fn from_bytes(bytes: &[u8]) -> Result<Model> {
         parse(bytes, "(memory)")
@@ -82,9 +113,21 @@ impl Model {
     /// file beside it, which is fsynced and then renamed over `path`.
     ///
     /// # Errors
+    /// [`Error::InvalidNumber`] for a parameter that is NaN or infinite (a
+    /// file [`load`](Self::load) would reject: nothing is written);
     /// [`Error::Io`]; `path` is then untouched.
     pub fn save(&self, path: impl AsRef<Path>) -> Result<()> {
-        crate::atomic::write(path.as_ref(), &self.to_bytes())
+        let params = self.layers.iter().flat_map(Layer::values);
+        if let Some((i, &p)) = params.enumerate().find(|(_, p)| !p.is_finite()) {
+            return Err(Error::InvalidNumber {
+                what: format!("parameter {i} of the model to save"),
+                value: p,
+                expected: "a finite number",
+            });
+        }
+        let mut file = crate::atomic::AtomicFile::create(path.as_ref())?;
+        self.write_file(|bytes| file.write_all(bytes))?;
+        file.commit()
     }
 
     /// Reads a model file written by [`save`](Self::save).
@@ -100,6 +143,14 @@ impl Model {
         let name = path.display().to_string();
         parse(&bytes, &name).map_err(|error| match error {
             e @ Error::ChecksumMismatch { .. } => e,
+            // Not a model file at all (a dataset file, an empty file): the
+            // file and what it is, without a section.
+            error @ Error::BadMagic { .. } => Error::InFile {
+                path: name.clone(),
+                section: String::new(),
+                offset: 0,
+                error: Box::new(error),
+            },
             error => Error::InFile {
                 path: name.clone(),
                 section: "model file".into(),
@@ -144,11 +195,11 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
     let n_layers = r.u32("n_layers")? as usize;
     // The widths must fit in what remains before they are allocated.
     if n_layers == 0 {
-        return Err(Error::FieldOutOfRange {
+        return Err(Error::FieldBelowMinimum {
             what: "n_layers",
             offset: r.offset() - 4,
             value: 0,
-            max: 0,
+            min: 1,
         });
     }
     if n_layers > r.remaining() / 8 {
@@ -177,11 +228,24 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
         });
     }
     if code <= 2 && widths[0] != 1 {
-        return Err(Error::FieldOutOfRange {
-            what: "output width of a linear model",
-            offset: FIXED,
-            value: widths[0] as u64,
-            max: 1,
+        let (value, what) = (
+            widths[0] as u64,
+            "output width of a linear model (exactly 1)",
+        );
+        return Err(if value == 0 {
+            Error::FieldBelowMinimum {
+                what,
+                offset: FIXED,
+                value,
+                min: 1,
+            }
+        } else {
+            Error::FieldOutOfRange {
+                what,
+                offset: FIXED,
+                value,
+                max: 1,
+            }
         });
     }
     let kind = ModelKind::from_code(code, &widths).ok_or(Error::FieldOutOfRange {
@@ -193,19 +257,23 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
     // Widths of 0 (and a softmax of one class) are rejected where they are.
     let min_width = if code == 3 { 2 } else { 1 };
     if let Some(i) = (0..n_layers).find(|&i| widths[i] < min_width) {
-        return Err(Error::FieldOutOfRange {
-            what: "layer width (at least 1; a softmax's at least 2)",
+        return Err(Error::FieldBelowMinimum {
+            what: if code == 3 {
+                "classes of a softmax model (its layer width)"
+            } else {
+                "layer width"
+            },
             offset: FIXED + 8 * i,
             value: widths[i] as u64,
-            max: u32::MAX as u64,
+            min: min_width as u64,
         });
     }
     if n_cols == 0 {
-        return Err(Error::FieldOutOfRange {
-            what: "n_cols (at least 1)",
+        return Err(Error::FieldBelowMinimum {
+            what: "n_cols",
             offset: 8,
             value: 0,
-            max: crate::MAX_COLS as u64,
+            min: 1,
         });
     }
     check_dims(&kind, n_cols, &widths)?;
@@ -230,6 +298,16 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
         });
     }
     let params = r.f64s(expected as u64, "parameters")?;
+    // A NaN or infinite parameter makes every score NaN (or infinite): a
+    // model that answers nothing, rejected here rather than at its first
+    // prediction.
+    if let Some(i) = params.iter().position(|p| !p.is_finite()) {
+        return Err(Error::InvalidNumber {
+            what: format!("parameter {i} (at byte {})", params_at + 8 * i),
+            value: params[i],
+            expected: "a finite number",
+        });
+    }
     let (mut schema, mut scaling) = (0, None);
     if version == 2 {
         schema = r.u32("schema fingerprint")?;
@@ -245,11 +323,12 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
             scaling = Some(Scaling::read(&mut r, n_cols)?);
         } else if schema == 0 {
             // Such a model is written as version 1: one encoding per model.
-            return Err(Error::FieldOutOfRange {
-                what: "version 2 without a schema or scaling (written as version 1)",
+            return Err(Error::FieldBelowMinimum {
+                what: "model flags of a version-2 file without a schema (such a model is \
+                       written as version 1; bit 0 means a scaling follows)",
                 offset: flags_at,
                 value: 0,
-                max: 1,
+                min: 1,
             });
         }
     }
@@ -273,7 +352,9 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
             found,
         });
     }
-    let mut model = Model::new(kind, n_cols, 0)?;
+    // Not Model::new: the file's bytes hold every parameter, so no limit
+    // applies (and there is no random start to draw).
+    let mut model = Model::zeros(kind, n_cols)?;
     model
         .layers
         .iter_mut()

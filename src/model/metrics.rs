@@ -179,12 +179,15 @@ impl Evaluation {
 /// The area under the ROC curve of `(score, positive)` pairs: the share of
 /// (positive, negative) pairs whose positive scores higher, a tie counting
 /// half (the Mann-Whitney U statistic over their product). `None` unless
-/// both classes occur; NaN scores are not expected (a model's scores are
-/// finite for finite parameters).
+/// both classes occur and every score is a number: a NaN score is ordered
+/// neither above nor below any other, so no area is defined. (Models
+/// with finite parameters give NaN scores on finite data only by
+/// overflow, and [`Model::predict`](super::Model::predict) reports those.)
+/// Infinite scores rank as the largest and smallest.
 pub fn auc(ranked: &[(f64, bool)]) -> Option<f64> {
     let positives = ranked.iter().filter(|r| r.1).count() as f64;
     let negatives = ranked.len() as f64 - positives;
-    if positives == 0.0 || negatives == 0.0 {
+    if positives == 0.0 || negatives == 0.0 || ranked.iter().any(|r| r.0.is_nan()) {
         return None;
     }
     let mut sorted = ranked.to_vec();
@@ -194,7 +197,9 @@ pub fn auc(ranked: &[(f64, bool)]) -> Option<f64> {
     let mut rank_sum = 0.0;
     let mut i = 0;
     while i < sorted.len() {
-        let mut j = i;
+        // Each group holds at least its first score: the loop advances
+        // whatever the scores compare like.
+        let mut j = i + 1;
         while j < sorted.len() && sorted[j].0 == sorted[i].0 {
             j += 1;
         }

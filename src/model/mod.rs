@@ -121,26 +121,42 @@ impl Model {
     /// [`Error::BadArgument`] for `n_cols == 0`, a softmax with fewer than
     /// two classes, or an MLP layer of width 0; [`Error::TooLarge`] for
     /// more than [`MAX_COLS`] columns or parameters that
-    /// cannot be addressed; [`Error::LimitExceeded`] for more columns than
-    /// [`limits`](crate::limits::limits) allow (`max_cols`);
-    /// [`Error::OutOfMemory`] if the parameters cannot be allocated.
+    /// cannot be addressed; [`Error::LimitExceeded`] for more columns or
+    /// parameters than [`limits`](crate::limits::limits) allow
+    /// (`max_cols`, `max_params`); [`Error::OutOfMemory`] if the
+    /// parameters cannot be allocated.
     pub fn new(kind: ModelKind, n_cols: usize, seed: u64) -> Result<Model> {
         let widths = kind.widths();
         check_dims(&kind, n_cols, &widths)?;
         // The resource policy: a one-line file with column id 2^32 must not
-        // make a model allocate 34 GB. (A model file's parameters are
-        // backed by its bytes, so loading one needs no such limit.)
+        // make a model allocate 34 GB, nor column 500,000 a network 100
+        // million parameters (3.9 GB to train). (A model file's parameters
+        // are backed by its bytes, so loading one needs no such limit.)
         crate::limits::check_cols(n_cols, "model columns")?;
-        let mut layers = Vec::with_capacity(widths.len());
-        let mut inputs = n_cols;
-        for (i, &w) in widths.iter().enumerate() {
-            let mut layer = Layer::try_zeros(inputs, w)?;
-            if matches!(kind, ModelKind::Mlp { .. }) {
+        crate::limits::check_params(param_count(n_cols, &widths).unwrap_or(usize::MAX))?;
+        let mut model = Model::zeros(kind, n_cols)?;
+        if matches!(model.kind, ModelKind::Mlp { .. }) {
+            let mut inputs = n_cols;
+            for (i, layer) in model.layers.iter_mut().enumerate() {
+                let w = layer.weights.ncols();
                 let r = (6.0 / (inputs + w) as f64).sqrt();
                 let mut rng = Rng::stream(seed, &[INIT_STREAM, i as u64]);
                 layer.weights.mapv_inplace(|_| (2.0 * rng.unit() - 1.0) * r);
+                inputs = w;
             }
-            layers.push(layer);
+        }
+        Ok(model)
+    }
+
+    /// A model of zeros, its dimensions checked (not against the resource
+    /// limits) and its parameters allocated fallibly.
+    fn zeros(kind: ModelKind, n_cols: usize) -> Result<Model> {
+        let widths = kind.widths();
+        check_dims(&kind, n_cols, &widths)?;
+        let mut layers = Vec::with_capacity(widths.len());
+        let mut inputs = n_cols;
+        for &w in &widths {
+            layers.push(Layer::try_zeros(inputs, w)?);
             inputs = w;
         }
         Ok(Model {
@@ -301,7 +317,7 @@ impl Model {
     /// use (see the module docs). `grad` is unspecified after an error.
     pub fn gradient(&self, pages: &[Page], l2: f64, grad: &mut Gradient) -> Result<BatchStats> {
         let rows = self.check_pages(pages)?;
-        grad.reset(self, pages.len());
+        grad.reset(self, pages.len())?;
         let stats = if self.is_linear() {
             linear::run(self, pages, Some(grad))?
         } else {
@@ -331,7 +347,7 @@ impl Model {
             return self.gradient(pages, l2, grad);
         }
         let rows = self.check_pages(pages)?;
-        grad.reset(self, pages.len());
+        grad.reset(self, pages.len())?;
         let layer = &self.layers[0];
         let w = linear::weights(layer);
         let w = &w[..];

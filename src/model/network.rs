@@ -16,7 +16,12 @@
 //!
 //! Pages run in parallel (rayon), one [`Workspace`] and one gradient buffer
 //! per page; the page gradients and figures are then summed in page order,
-//! so the result does not depend on scheduling.
+//! so the result does not depend on scheduling. A page's gradient is as
+//! large as the model (its first layer is `n_cols x h1`), so pages run in
+//! rounds of as many as there are threads, each round's gradients added
+//! before the next starts: at most that many copies exist at once (all the
+//! pages' were, five of a 250-row batch of 50-row pages), and each is
+//! allocated fallibly.
 
 use ndarray::{Array2, Axis};
 use rayon::prelude::*;
@@ -36,27 +41,32 @@ pub(super) fn run(
     let mut stats = BatchStats::default();
     match grad {
         Some(grad) => {
-            let results: Vec<(Vec<Layer>, BatchStats)> = pages
-                .par_iter()
-                .zip(grad.work.par_iter_mut())
-                .map(|(page, ws)| {
-                    let (g, s) = pass(model, page, ws, true);
-                    (g.expect("asked for a gradient"), s)
-                })
-                .collect();
-            for (page_grad, page_stats) in &results {
-                for (dst, src) in grad.layers.iter_mut().zip(page_grad) {
-                    dst.add(src);
+            let round = rayon::current_num_threads().max(1);
+            let work = &mut grad.work[..pages.len()];
+            for (pages, work) in pages.chunks(round).zip(work.chunks_mut(round)) {
+                let results: Vec<Result<(Option<Vec<Layer>>, BatchStats)>> = pages
+                    .par_iter()
+                    .zip(work.par_iter_mut())
+                    .map(|(page, ws)| pass(model, page, ws, true))
+                    .collect();
+                for result in results {
+                    let (page_grad, page_stats) = result?;
+                    let page_grad = page_grad.expect("asked for a gradient");
+                    for (dst, src) in grad.layers.iter_mut().zip(&page_grad) {
+                        dst.add(src);
+                    }
+                    stats.merge(&page_stats);
                 }
-                stats.merge(page_stats);
             }
         }
         None => {
-            let results: Vec<BatchStats> = pages
+            let results: Vec<Result<(Option<Vec<Layer>>, BatchStats)>> = pages
                 .par_iter()
-                .map(|page| pass(model, page, &mut Workspace::new(), false).1)
+                .map(|page| pass(model, page, &mut Workspace::new(), false))
                 .collect();
-            results.iter().for_each(|s| stats.merge(s));
+            for result in results {
+                stats.merge(&result?.1);
+            }
         }
     }
     Ok(stats)
@@ -64,12 +74,16 @@ pub(super) fn run(
 
 /// Forward (and with `want_grad` backward) pass over one page; labels are
 /// already checked. Returns the summed gradient of the page's losses.
+///
+/// # Errors
+/// [`Error::OutOfMemory`](crate::Error::OutOfMemory) if the page's
+/// gradient of the first layer cannot be allocated.
 fn pass(
     model: &Model,
     page: &Page,
     ws: &mut Workspace,
     want_grad: bool,
-) -> (Option<Vec<Layer>>, BatchStats) {
+) -> Result<(Option<Vec<Layer>>, BatchStats)> {
     let layers = &model.layers;
     let (batch, labels) = (page.batch(), page.labels());
     let rows = batch.n_rows();
@@ -115,7 +129,7 @@ fn pass(
         }
     }
     if !want_grad {
-        return (None, stats);
+        return Ok((None, stats));
     }
     // Backward: `delta` is dloss/dz of the layer being visited.
     let mut delta = z;
@@ -130,10 +144,10 @@ fn pass(
         back.zip_mut_with(input, |d, &h| *d *= h * (1.0 - h));
         delta = back;
     }
-    let mut g0 = Layer::zeros(first.weights.nrows(), first.weights.ncols());
+    let mut g0 = Layer::try_zeros(first.weights.nrows(), first.weights.ncols())?;
     batch.left_matmat_into(delta.t(), g0.weights.view_mut().reversed_axes(), ws);
     g0.bias = delta.sum_axis(Axis(0));
     grads.push(g0);
     grads.reverse();
-    (Some(grads), stats)
+    Ok((Some(grads), stats))
 }

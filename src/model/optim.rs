@@ -90,6 +90,23 @@ impl OptimizerState {
         }
     }
 
+    /// A fresh state of `rule` for `model`, its moments (two vectors as
+    /// large as the model) allocated now and
+    /// fallibly; [`new`](Self::new) allocates them at the first step,
+    /// aborting if the system refuses.
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`](crate::Error::OutOfMemory).
+    pub fn try_new(rule: Optimizer, model: &Model) -> crate::Result<OptimizerState> {
+        let mut state = OptimizerState::new(rule);
+        if rule != Optimizer::Sgd {
+            let n = model.n_params();
+            state.first = crate::limits::try_filled(n, 0.0, "the optimizer's first moments")?;
+            state.second = crate::limits::try_filled(n, 0.0, "the optimizer's second moments")?;
+        }
+        Ok(state)
+    }
+
     /// The rule.
     pub fn rule(&self) -> Optimizer {
         self.rule

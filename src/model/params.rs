@@ -23,16 +23,25 @@ impl Layer {
         }
     }
 
-    /// As [`Layer::zeros`], the weights allocated fallibly: a model sized
-    /// by its input must fail with an error, not abort.
+    /// As [`Layer::zeros`], allocated fallibly: a model sized by its
+    /// input must fail with an error, not abort.
     pub(super) fn try_zeros(inputs: usize, outputs: usize) -> crate::Result<Layer> {
         let cells = inputs.saturating_mul(outputs);
         let weights = crate::limits::try_filled(cells, 0.0, "model weights")?;
+        let bias = crate::limits::try_filled(outputs, 0.0, "model biases")?;
         Ok(Layer {
             weights: Array2::from_shape_vec((inputs, outputs), weights)
                 .expect("inputs x outputs cells"),
-            bias: Array1::zeros(outputs),
+            bias: Array1::from_vec(bias),
         })
+    }
+
+    /// A copy, allocated fallibly.
+    fn try_clone(&self) -> crate::Result<Layer> {
+        let mut copy = Layer::try_zeros(self.weights.nrows(), self.weights.ncols())?;
+        copy.weights.assign(&self.weights);
+        copy.bias.assign(&self.bias);
+        Ok(copy)
     }
 
     /// The weights, `inputs x outputs`.
@@ -91,7 +100,9 @@ pub struct Gradient {
 }
 
 impl Gradient {
-    /// A zero gradient shaped like `model`.
+    /// A zero gradient shaped like `model`. It is as large as the model:
+    /// [`try_new`](Self::try_new) reports a refused allocation instead of
+    /// aborting.
     pub fn new(model: &Model) -> Gradient {
         Gradient {
             layers: model
@@ -101,6 +112,22 @@ impl Gradient {
                 .collect(),
             work: Vec::new(),
         }
+    }
+
+    /// As [`new`](Self::new), allocated fallibly.
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] if the system refuses the allocation.
+    pub fn try_new(model: &Model) -> Result<Gradient> {
+        let layers = model
+            .layers
+            .iter()
+            .map(|l| Layer::try_zeros(l.weights.nrows(), l.weights.ncols()))
+            .collect::<Result<_>>()?;
+        Ok(Gradient {
+            layers,
+            work: Vec::new(),
+        })
     }
 
     /// The gradient of each layer's weights and bias.
@@ -145,7 +172,11 @@ impl Gradient {
 
     /// Makes sure the gradient has `model`'s shape and `pages` workspaces,
     /// then zeroes it.
-    pub(super) fn reset(&mut self, model: &Model, pages: usize) {
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] if a gradient of another shape cannot be
+    /// allocated.
+    pub(super) fn reset(&mut self, model: &Model, pages: usize) -> Result<()> {
         let same = self.layers.len() == model.layers.len()
             && self
                 .layers
@@ -155,13 +186,14 @@ impl Gradient {
         if !same {
             *self = Gradient {
                 work: std::mem::take(&mut self.work),
-                ..Gradient::new(model)
+                ..Gradient::try_new(model)?
             };
         }
         self.layers.iter_mut().for_each(|l| l.fill(0.0));
         if self.work.len() < pages.max(1) {
             self.work.resize_with(pages.max(1), Workspace::new);
         }
+        Ok(())
     }
 
     /// Divides the summed data gradient by `rows` and adds `l2 * w`.
@@ -184,5 +216,52 @@ impl Gradient {
                 _ => g.weights.scaled_add(l2, &l.weights),
             }
         }
+    }
+}
+
+impl Model {
+    /// A copy of the model, allocated fallibly (`clone` aborts when the
+    /// system refuses a model's worth of memory).
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`].
+    pub fn try_clone(&self) -> Result<Model> {
+        let mut layers = Vec::new();
+        layers
+            .try_reserve_exact(self.layers.len())
+            .map_err(|_| Error::OutOfMemory {
+                what: "model layers",
+                bytes: (self.layers.len() * std::mem::size_of::<Layer>()) as u64,
+            })?;
+        for layer in &self.layers {
+            layers.push(layer.try_clone()?);
+        }
+        let scaling = match &self.scaling {
+            Some(s) => Some(s.try_clone()?),
+            None => None,
+        };
+        Ok(Model {
+            kind: self.kind.clone(),
+            n_cols: self.n_cols,
+            layers,
+            scaling,
+            schema: self.schema,
+        })
+    }
+
+    /// Every parameter in [`params`](Self::params) order, allocated
+    /// fallibly.
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`].
+    pub fn try_params(&self) -> Result<Vec<f64>> {
+        let mut out = Vec::new();
+        out.try_reserve_exact(self.n_params())
+            .map_err(|_| Error::OutOfMemory {
+                what: "a copy of the model's parameters",
+                bytes: 8 * self.n_params() as u64,
+            })?;
+        out.extend(self.layers.iter().flat_map(Layer::values).copied());
+        Ok(out)
     }
 }

@@ -86,7 +86,9 @@ impl Model {
     ///
     /// # Errors
     /// [`Error::LengthMismatch`] for a page whose column count is not the
-    /// model's.
+    /// model's; [`Error::InvalidNumber`] for a score that is NaN (finite
+    /// parameters and values give one only by overflowing to infinities
+    /// of both signs), so that no NaN passes for class 0.
     pub fn predict(&self, pages: &[Page]) -> Result<Predictions> {
         for page in pages {
             if page.n_cols() != self.n_cols {
@@ -102,10 +104,21 @@ impl Model {
             .par_iter()
             .map(|page| self.forward(page, &mut Workspace::new()))
             .collect();
+        let scores = per_page.concat();
+        if let Some(i) = scores.iter().position(|s| s.is_nan()) {
+            return Err(Error::InvalidNumber {
+                what: format!(
+                    "the score of row {} (of the rows given; an overflow of large values)",
+                    i / outputs.max(1)
+                ),
+                value: f64::NAN,
+                expected: "a number",
+            });
+        }
         Ok(Predictions {
             kind: self.kind.clone(),
             outputs,
-            scores: per_page.concat(),
+            scores,
         })
     }
 

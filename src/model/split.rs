@@ -298,7 +298,7 @@ fn work(shared: &Shared) {
         }
         std::hint::spin_loop();
         spins = spins.wrapping_add(1);
-        if spins % 64 == 0 && idle_since.elapsed() > SPIN {
+        if spins.is_multiple_of(64) && idle_since.elapsed() > SPIN {
             // Park, unless a job came in between: the trainer reads
             // `sleeping` after posting, so one of the two sees the other.
             shared.sleeping.store(true, Ordering::SeqCst);

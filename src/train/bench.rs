@@ -352,8 +352,8 @@ fn in_memory(
         batches.push(pages);
     }
     let mut model = Model::new(options.model.clone(), rows.n_cols(), options.seed)?;
-    let mut grad = Gradient::new(&model);
-    let mut state = OptimizerState::new(options.optimizer);
+    let mut grad = Gradient::try_new(&model)?;
+    let mut state = OptimizerState::try_new(options.optimizer, &model)?;
     let train = train_options(options);
     let mut times = Vec::new();
     let mut loss = f64::NAN;

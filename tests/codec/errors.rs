@@ -96,19 +96,13 @@ fn the_hand_built_blob_is_valid() {
 
 #[test]
 fn bad_magic() {
-    assert_eq!(err(b""), Error::BadMagic { found: vec![] });
-    assert_eq!(
-        err(b"TO"),
-        Error::BadMagic {
-            found: b"TO".to_vec()
-        }
-    );
-    assert_eq!(
-        err(b"TOCX\x01\x00"),
-        Error::BadMagic {
-            found: b"TOCX".to_vec()
-        }
-    );
+    let bad = |found: &[u8]| Error::BadMagic {
+        expected: *b"TOCB",
+        found: found.to_vec(),
+    };
+    assert_eq!(err(b""), bad(b""));
+    assert_eq!(err(b"TO"), bad(b"TO"));
+    assert_eq!(err(b"TOCX\x01\x00"), bad(b"TOCX"));
 }
 
 #[test]

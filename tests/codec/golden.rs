@@ -1,17 +1,28 @@
 //! Golden blobs of format versions 1 and 2, committed once and never
 //! regenerated: whatever the encoder writes today, these bytes must keep
 //! decoding to the same batches.
+//!
+//! `edges_full_bits.toc` stores a NaN and an infinity in its value
+//! dictionary, which builds since issue 23 reject (values must be
+//! finite): the test checks the rejection, then decodes the blob with
+//! those two dictionary entries replaced by finite values, every other
+//! byte as committed.
 
 use crate::support::figure3;
 use tocpile::{Level, SparseBatch, TocBatch};
 
-/// Edge values and a huge column id, one row repeated to grow the tree.
+/// What the test puts in place of the committed NaN and infinity.
+const NAN_STANDIN: f64 = 2.0;
+const INFINITY_STANDIN: f64 = 4.0;
+
+/// Edge values and a huge column id, one row repeated to grow the tree
+/// (with the stand-ins for the committed NaN and infinity).
 pub fn edges() -> SparseBatch {
     let row_a: (&[u32], &[f64]) = (
         &[0, 7, 4096, u32::MAX],
-        &[f64::NAN, f64::INFINITY, f64::from_bits(1), -3.0],
+        &[NAN_STANDIN, INFINITY_STANDIN, f64::from_bits(1), -3.0],
     );
-    let row_b: (&[u32], &[f64]) = (&[0, 7, 9], &[f64::NAN, f64::INFINITY, 1e300]);
+    let row_b: (&[u32], &[f64]) = (&[0, 7, 9], &[NAN_STANDIN, INFINITY_STANDIN, 1e300]);
     let mut b = SparseBatch::with_cols(tocpile::MAX_COLS).unwrap();
     for r in [row_a, row_b, row_a, row_a, (&[][..], &[][..]), row_b] {
         b.push_row(r.0, r.1).unwrap();
@@ -44,10 +55,36 @@ fn golden_dir() -> std::path::PathBuf {
     std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v1")
 }
 
+/// `bytes` with the 8 bytes of `from` (once, exactly) replaced by `to`.
+fn replace_value(bytes: &mut [u8], from: f64, to: f64) {
+    let pattern = from.to_le_bytes();
+    let at: Vec<usize> = (0..bytes.len().saturating_sub(7))
+        .filter(|&i| bytes[i..i + 8] == pattern)
+        .collect();
+    assert_eq!(at.len(), 1, "{from} stored once");
+    bytes[at[0]..at[0] + 8].copy_from_slice(&to.to_le_bytes());
+}
+
 #[test]
 fn golden_v1_blobs_still_decode() {
     for &(file, level, batch) in GOLDEN {
-        let bytes = std::fs::read(golden_dir().join(file)).unwrap();
+        let mut bytes = std::fs::read(golden_dir().join(file)).unwrap();
+        if file == "edges_full_bits.toc" {
+            let e = TocBatch::from_bytes(&bytes[..]).unwrap_err();
+            assert!(
+                e.to_string().starts_with("dictionary value 0 (at byte ")
+                    && e.to_string()
+                        .ends_with(") is NaN, expected a finite number"),
+                "{e}"
+            );
+            replace_value(&mut bytes, f64::NAN, NAN_STANDIN);
+            let e = TocBatch::from_bytes(&bytes[..]).unwrap_err();
+            assert!(
+                e.to_string().contains("is inf, expected a finite number"),
+                "{e}"
+            );
+            replace_value(&mut bytes, f64::INFINITY, INFINITY_STANDIN);
+        }
         let toc = TocBatch::from_bytes(&bytes[..]).unwrap_or_else(|e| panic!("{file}: {e}"));
         assert_eq!(toc.level(), level, "{file}");
         assert!(toc.decode() == batch(), "{file}");

@@ -314,3 +314,67 @@ fn every_page_format_round_trips_through_a_file() {
         std::fs::remove_file(&path).unwrap();
     }
 }
+
+/// Issue 23, 2: a checksum-valid file holding a NaN value (or label) was
+/// called valid by `Dataset::verify` (`tocpile inspect`). Values and
+/// labels must be finite: reading the block (labels) or the page (values)
+/// says which, where; the writer refuses to write a NaN label.
+#[test]
+fn values_and_labels_that_are_not_finite_make_a_file_invalid() {
+    use crate::support::forge::{dataset_labelled, valued_batch, Claims, TOC_FULL};
+    let dir = temp_path("not-finite");
+    std::fs::create_dir_all(&dir).unwrap();
+    let claims = Claims {
+        n_cols: 3,
+        n_rows: 6,
+        nnz: 6,
+    };
+    let cases = [
+        (
+            "value",
+            f64::NAN,
+            1.0,
+            "block 0, page 0",
+            "dictionary value 0",
+        ),
+        (
+            "infinite",
+            f64::INFINITY,
+            1.0,
+            "block 0, page 0",
+            "dictionary value 0",
+        ),
+        (
+            "label",
+            1.0,
+            f64::NAN,
+            "block 0",
+            "label dictionary entry 0",
+        ),
+    ];
+    for (name, value, label, section, what) in cases {
+        let path = dir.join(format!("{name}.toc"));
+        let pages = [(6, valued_batch(6, 3, value))];
+        std::fs::write(&path, dataset_labelled(TOC_FULL, &pages, 1, claims, label)).unwrap();
+        let ds = Dataset::open(&path).unwrap();
+        let e = ds.verify(|_| {}).unwrap_err();
+        let text = e.to_string();
+        let shown = if value.is_finite() { label } else { value };
+        assert!(
+            text.starts_with(&path.display().to_string())
+                && text.contains(section)
+                && text.contains(&format!("{what} (at byte "))
+                && text.ends_with(&format!("is {shown}, expected a finite number")),
+            "{name}: {text}"
+        );
+    }
+    let mut w = DatasetWriter::create(dir.join("w.toc"), 2, WriterOptions::default()).unwrap();
+    let rows = SparseBatch::from_dense_rows(2, &[[1.0, 0.0], [0.0, 1.0]]).unwrap();
+    let e = w.push(&rows, &[0.0, f64::INFINITY]).unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidNumber { what, .. } if what.contains("row 1")),
+        "{e:?}"
+    );
+    drop(w);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

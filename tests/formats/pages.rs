@@ -19,7 +19,7 @@ fn small_batches() -> Vec<SparseBatch> {
     let mut mixed = SparseBatch::with_cols(6).unwrap();
     mixed.push_row(&[0, 2, 5], &[1.5, -2.0, 1.5]).unwrap();
     mixed.push_row(&[], &[]).unwrap();
-    mixed.push_row(&[1, 5], &[f64::NAN, 3.0]).unwrap();
+    mixed.push_row(&[1, 5], &[-1e300, 3.0]).unwrap();
     vec![figure3(), mixed, SparseBatch::with_cols(3).unwrap()]
 }
 
@@ -172,13 +172,17 @@ fn page_errors() {
             "empty input",
             FormatKind::Den,
             vec![],
-            Error::BadMagic { found: vec![] },
+            Error::BadMagic {
+                expected: *b"TDEN",
+                found: vec![],
+            },
         ),
         (
             "unknown magic",
             FormatKind::Csr,
             [b"XCSR".as_slice(), &good[4..]].concat(),
             Error::BadMagic {
+                expected: *b"TCSR",
                 found: b"XCSR".to_vec(),
             },
         ),
@@ -473,4 +477,55 @@ fn zero_column_pages_keep_their_rows() {
         assert_eq!((page.n_rows(), page.n_cols()), (5, 0), "{kind}");
         assert_eq!(page.decode(), batch, "{kind}");
     }
+}
+
+/// Issue 23, 2: a checksum-valid page holding a NaN value loaded, `inspect`
+/// called its file valid, and every score it touched was NaN. Every
+/// format rejects a stored value that is NaN or infinite, naming it.
+#[test]
+fn values_that_are_not_finite_are_rejected_by_every_format() {
+    // 0.1 + 0.2 is no short decimal: TOC keeps it in a raw f64
+    // dictionary, as the other formats keep every value.
+    let odd = 0.1 + 0.2;
+    let batch = SparseBatch::from_dense_rows(3, &[[1.0, 0.0, odd], [0.0, 2.0, 1.0]]).unwrap();
+    let den = FormatKind::Den.encode(&batch).unwrap().to_bytes();
+    for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        for kind in FormatKind::ALL {
+            let bytes = match kind {
+                FormatKind::Snappy | FormatKind::Gzip | FormatKind::Lz4 => {
+                    let mut raw = Vec::new();
+                    f64s(&mut raw, &[1.0, 0.0, bad, 0.0, 2.0, 1.0]);
+                    let payload = match kind {
+                        FormatKind::Snappy => snap::raw::Encoder::new().compress_vec(&raw).unwrap(),
+                        FormatKind::Gzip => gzip(&raw),
+                        _ => lz4_flex::block::compress(&raw),
+                    };
+                    let magic = &kind.encode(&batch).unwrap().to_bytes()[..4];
+                    compressed(magic.try_into().unwrap(), 2, 3, &payload)
+                }
+                _ => {
+                    let mut bytes = kind.encode(&batch).unwrap().to_bytes();
+                    let pattern = odd.to_le_bytes();
+                    let at: Vec<usize> = (0..bytes.len() - 7)
+                        .filter(|&i| bytes[i..i + 8] == pattern)
+                        .collect();
+                    assert_eq!(at.len(), 1, "{kind}: the value stored once");
+                    bytes[at[0]..at[0] + 8].copy_from_slice(&bad.to_le_bytes());
+                    bytes
+                }
+            };
+            let e = err(kind, &bytes);
+            assert!(
+                matches!(&e, Error::InvalidNumber { value, expected: "a finite number", .. }
+                    if value.to_bits() == bad.to_bits()),
+                "{kind}: {e:?}"
+            );
+            let text = e.to_string();
+            assert!(
+                text.contains("(at byte ") && text.contains(", expected a finite number"),
+                "{kind}: {text}"
+            );
+        }
+    }
+    assert!(FormatKind::Den.load(&den).is_ok());
 }

@@ -328,3 +328,80 @@ fn a_saved_schema_reads_back_and_leaves_no_temporary() {
     assert_eq!(leftovers, 0);
     std::fs::remove_file(&path).unwrap();
 }
+
+/// Issue 23, 7: a header of 100,000 columns took a minute to check (each
+/// name looked up by a scan of the others); it reads, every column
+/// numeric and in place.
+#[test]
+fn a_header_of_100_000_columns_reads() {
+    let n = 100_000;
+    let mut text = String::from("label");
+    for c in 0..n {
+        text.push_str(&format!(",c{c}"));
+    }
+    text.push('\n');
+    for r in 0..2u32 {
+        text.push_str(&r.to_string());
+        for c in 0..n {
+            text.push_str(if c % 7 == r as usize { ",2" } else { ",0" });
+        }
+        text.push('\n');
+    }
+    let file = TempFile::new("wide-header.csv", text.as_bytes(), false);
+    let mut reader = CsvReader::open(file.path(), CsvOptions::default()).unwrap();
+    assert_eq!(reader.n_cols(), n);
+    let names = reader.schema().columns();
+    assert_eq!((names[0].name(), names[n - 1].name()), ("c0", "c99999"));
+    let chunk = reader.next_chunk(10).unwrap().unwrap();
+    assert_eq!(chunk.labels, [0.0, 1.0]);
+    assert_eq!(chunk.batch.row(1).0[..2], [1, 8]);
+    // A repeated name is still found, at its place.
+    let repeated = text.replacen("c99999", "c5", 1);
+    let file = TempFile::new("repeated-header.csv", repeated.as_bytes(), false);
+    let e = CsvReader::open(file.path(), CsvOptions::default()).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("a column name not used before in the header"),
+        "{e}"
+    );
+}
+
+/// Issue 23, 7: a UTF-8 byte order mark before the header was kept as part
+/// of the first column's name ("\u{feff}label": "the header has no column
+/// named \"label\""). It is skipped, as the LIBSVM reader skips it, in
+/// files, gzip'd files and streams; a lone BOM-like prefix is kept.
+#[test]
+fn a_byte_order_mark_before_the_header_is_skipped() {
+    let text = "\u{feff}label,x,colour\n1,2.5,red\n0,1,blue\n";
+    for gzip in [false, true] {
+        let file = TempFile::new("bom.csv", text.as_bytes(), gzip);
+        let mut reader = CsvReader::open(file.path(), CsvOptions::default()).unwrap();
+        let names: Vec<&str> = reader.schema().columns().iter().map(Column::name).collect();
+        assert_eq!(names, ["x", "colour"], "gzip {gzip}");
+        let chunk = reader.next_chunk(10).unwrap().unwrap();
+        assert_eq!(chunk.labels, [1.0, 0.0]);
+        // The BOM before a first column that is not the label.
+        let file = TempFile::new("bom-x.csv", b"\xef\xbb\xbfx,label\n3,1\n", gzip);
+        let reader = CsvReader::open(file.path(), CsvOptions::default()).unwrap();
+        assert_eq!(reader.schema().columns()[0].name(), "x");
+    }
+    let schema = Schema::new(vec![
+        Column::Numeric { name: "x".into() },
+        Column::Categorical {
+            name: "colour".into(),
+            levels: vec!["blue".into(), "red".into()],
+        },
+    ])
+    .unwrap();
+    let options = CsvOptions {
+        schema: Some(schema),
+        ..CsvOptions::default()
+    };
+    let mut reader =
+        CsvReader::from_reader(Cursor::new(text.as_bytes().to_vec()), "stdin", options).unwrap();
+    assert_eq!(reader.next_chunk(10).unwrap().unwrap().labels, [1.0, 0.0]);
+    // Two bytes of a BOM and then text: a name that starts with them.
+    let file = TempFile::new("half-bom.csv", b"\xef\xbbx,label\n3,1\n", false);
+    let e = CsvReader::open(file.path(), CsvOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("UTF-8"), "{e}");
+}

@@ -208,7 +208,7 @@ fn libsvm_stream_needs_n_cols_and_missing_file_is_io() {
     assert!(matches!(
         e,
         Err(Error::BadArgument {
-            what: "LibsvmOptions::n_cols",
+            what: "the column count of LIBSVM input (LibsvmOptions::n_cols)",
             ..
         })
     ));

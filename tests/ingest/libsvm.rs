@@ -87,8 +87,8 @@ fn write_text(rows: &[Row], zero_based: bool, trailing_newline: bool) -> (String
     for (label, pairs, d) in rows {
         let end = if d.crlf { "\r\n" } else { "\n" };
         for _ in 0..d.blank_lines_before {
-            text.push_str(if line % 2 == 0 { end } else { "   \t" });
-            text.push_str(if line % 2 == 0 { "" } else { end });
+            text.push_str(if line.is_multiple_of(2) { end } else { "   \t" });
+            text.push_str(if line.is_multiple_of(2) { "" } else { end });
             line += 1;
         }
         if d.comment_before {

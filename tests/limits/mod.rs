@@ -136,6 +136,43 @@ fn models_refuse_columns_beyond_the_limit() {
     assert!(Model::new(ModelKind::Logistic, 1000, 0).is_ok());
 }
 
+/// Issue 23, 6: a 96-byte file with column id 500,000 made the TOC
+/// paper's network allocate 100 million parameters (3.9 GB to train).
+/// Parameters are limited (`max_params`, 2^26 by default); the columns
+/// alone are within theirs.
+#[test]
+fn models_refuse_parameters_beyond_the_limit() {
+    let e = Model::new(ModelKind::mlp(2), 500_000, 0).unwrap_err();
+    assert!(is_limit(&e, "model parameters"), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "model parameters (weights and biases) is 100010301, above the limit of 67108864; \
+         if the input is trusted, raise the limit with --max-params N (library: \
+         tocpile::limits::set_limits)"
+    );
+    let e = Model::new(ModelKind::Softmax { classes: 10 }, 10_000_000, 0).unwrap_err();
+    assert!(is_limit(&e, "model parameters"), "{e}");
+    // The limit is on parameters, not columns: a softmax of 2 classes
+    // over 10,000,000 columns has 20,000,002.
+    assert!(tocpile::limits::check_params(20_000_002).is_ok());
+}
+
+/// Issue 23, 6: `Model::clone` of a model at the limits aborted when the
+/// system refused (the first allocation was fallible, the clone not).
+/// `try_clone` copies exactly, fallibly; training paths use it.
+#[test]
+fn models_copy_fallibly() {
+    let mut m = Model::new(ModelKind::mlp(3), 50, 7).unwrap();
+    m.set_scaling(Some(
+        tocpile::scale::Scaling::new(ScaleKind::MaxAbs, vec![0.5; 50]).unwrap(),
+    ))
+    .unwrap();
+    let copy = m.try_clone().unwrap();
+    assert_eq!(copy, m);
+    assert_eq!(copy.to_bytes(), m.to_bytes());
+    assert_eq!(m.try_params().unwrap(), m.params());
+}
+
 #[test]
 fn dense_formats_refuse_columns_beyond_the_limit() {
     let mut batch = SparseBatch::with_cols(100_000_001).unwrap();

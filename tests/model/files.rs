@@ -33,7 +33,7 @@ fn model(kind: ModelKind, n_cols: usize) -> Model {
     let mut p = numbers(4, m.n_params());
     p[0] = -0.0;
     let n = p.len();
-    p[n - 1] = f64::from_bits(0x7ff8_0000_dead_beef); // a NaN payload
+    p[n - 1] = -f64::MAX;
     if n > 2 {
         p[1] = 5e-324;
     }
@@ -161,5 +161,82 @@ fn errors_name_the_field_and_the_file() {
     );
     let missing = Model::load(dir.join("missing.model")).unwrap_err();
     assert!(matches!(missing, Error::Io { .. }));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue 23, 2: a model file with one NaN weight loaded, then `evaluate`
+/// never ended and `predict` answered class 0 for every row. Loading
+/// names the parameter, its byte and the file; saving refuses to write
+/// what loading would reject.
+#[test]
+fn a_parameter_that_is_not_finite_is_rejected_at_load_and_save() {
+    let m = model(ModelKind::Logistic, 3);
+    let mut bytes = m.to_bytes();
+    let n = bytes.len();
+    // Version 1: the 4 parameters end right before the checksum.
+    for (bad, shown) in [(f64::NAN, "NaN"), (f64::NEG_INFINITY, "-inf")] {
+        let at = n - 4 - 16;
+        bytes[at..at + 8].copy_from_slice(&bad.to_le_bytes());
+        let crc = crate::support::forge::crc32(&bytes[..n - 4]);
+        bytes[n - 4..].copy_from_slice(&crc.to_le_bytes());
+        let e = Model::from_bytes(&bytes).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("parameter 2 (at byte {at}) is {shown}, expected a finite number")
+        );
+        let dir = dir().join("nan");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("nan.model");
+        std::fs::write(&path, &bytes).unwrap();
+        let text = Model::load(&path).unwrap_err().to_string();
+        assert!(text.starts_with(&path.display().to_string()), "{text}");
+        assert!(text.contains("parameter 2"), "{text}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    let mut params = m.params();
+    params[1] = f64::INFINITY;
+    let mut inf = m.clone();
+    inf.set_params(&params).unwrap();
+    let dir = dir().join("save-nan");
+    std::fs::create_dir_all(&dir).unwrap();
+    let e = inf.save(dir.join("inf.model")).unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidNumber { what, .. } if what.contains("parameter 1")),
+        "{e:?}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "nothing written"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue 23, 11: a dataset file (or an empty file) given as a model said
+/// "unknown magic bytes [54, 4f, 43, 44]: not a TOC batch".
+#[test]
+fn a_dataset_or_empty_file_given_as_a_model_says_what_it_is() {
+    let dir = dir().join("not-a-model");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("data.toc");
+    std::fs::write(
+        &path,
+        b"TOCD\x01\x00\x00\x00 and the rest of a dataset file",
+    )
+    .unwrap();
+    let text = Model::load(&path).unwrap_err().to_string();
+    assert_eq!(
+        text,
+        format!(
+            "{}: this is a tocpile dataset file (magic \"TOCD\"), not a tocpile model file (magic \"TOCM\")",
+            path.display()
+        )
+    );
+    std::fs::write(&path, b"").unwrap();
+    let text = Model::load(&path).unwrap_err().to_string();
+    assert!(
+        text.contains("the input is empty; expected a tocpile model file"),
+        "{text}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

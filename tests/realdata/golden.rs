@@ -127,7 +127,14 @@ fn files_without_sections_read_with_no_scaling() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v1");
     let ds = Dataset::open(root.join("dataset/toc_full.toc")).unwrap();
     assert_eq!(ds.info().scaling, None);
-    let model = Model::load(root.join("model/lr.model")).unwrap();
+    // The committed model's last parameter is a NaN payload, which loads
+    // now reject (tests/model/golden.rs): made finite, checksum fixed.
+    let mut bytes = std::fs::read(root.join("model/lr.model")).unwrap();
+    let n = bytes.len();
+    bytes[n - 12..n - 4].copy_from_slice(&1.0f64.to_le_bytes());
+    let crc = crate::support::forge::crc32(&bytes[..n - 4]);
+    bytes[n - 4..].copy_from_slice(&crc.to_le_bytes());
+    let model = Model::from_bytes(&bytes).unwrap();
     assert!(model.scaling().is_none());
     // A model without scaling or schema is still written as version 1.
     assert_eq!(model.to_bytes()[4], 1);
@@ -145,7 +152,22 @@ fn damaged_scaling_sections_are_errors() {
     let crc = crate::support::forge::crc32(&bad[..n]);
     bad[n..].copy_from_slice(&crc.to_le_bytes());
     let e = Model::from_bytes(&bad).unwrap_err();
-    assert!(e.to_string().contains("scaling factor"), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.starts_with(&format!("scaling factor 0 (column 0, at byte {at})"))
+            && text.ends_with("is 0, expected a positive finite number"),
+        "{e}"
+    );
+    // Issue 23, 11: a NaN factor was shown as its raw bits ("is
+    // 9221120237041090560").
+    bad[at..at + 8].copy_from_slice(&f64::NAN.to_le_bytes());
+    let crc = crate::support::forge::crc32(&bad[..n]);
+    bad[n..].copy_from_slice(&crc.to_le_bytes());
+    let text = Model::from_bytes(&bad).unwrap_err().to_string();
+    assert!(
+        text.ends_with("is NaN, expected a positive finite number"),
+        "{text}"
+    );
     // Version 2 with neither schema nor scaling: not how such a model is
     // written (version 1), so not accepted (one encoding per model).
     let plain = Model::new(ModelKind::Logistic, COLS, 0).unwrap().to_bytes();
@@ -155,7 +177,10 @@ fn damaged_scaling_sections_are_errors() {
     let crc = crate::support::forge::crc32(&v2);
     v2.extend_from_slice(&crc.to_le_bytes());
     let e = Model::from_bytes(&v2).unwrap_err();
-    assert!(e.to_string().contains("version 2 without"), "{e}");
+    assert!(
+        e.to_string().contains("version-2 file without a schema"),
+        "{e}"
+    );
     // Truncated inside the section.
     for cut in [bytes.len() - 5, bytes.len() - 30] {
         assert!(Model::from_bytes(&bytes[..cut]).is_err());

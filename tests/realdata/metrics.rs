@@ -46,6 +46,37 @@ fn auc_extremes() {
     assert_eq!(auc(&[(0.5, true)]), None);
 }
 
+/// Issue 23, 2: `evaluate` never ended on a NaN score (the tie loop did
+/// not advance past it). AUC is undefined with a NaN score: `None`, at
+/// once, wherever the NaNs sort; infinities rank at the ends.
+#[test]
+fn auc_with_nan_scores_ends_and_is_undefined() {
+    let nan = f64::NAN;
+    let negative_nan = f64::from_bits(0xfff8_0000_0000_0001);
+    for ranked in [
+        vec![(nan, true), (0.0, false)],
+        vec![(nan, true), (nan, false), (1.0, true), (-1.0, false)],
+        vec![
+            (0.3, true),
+            (negative_nan, false),
+            (nan, true),
+            (0.1, false),
+        ],
+    ] {
+        assert_eq!(auc(&ranked), None, "{ranked:?}");
+    }
+    let infinite = [
+        (f64::INFINITY, true),
+        (f64::NEG_INFINITY, false),
+        (0.0, true),
+    ];
+    assert_eq!(auc(&infinite), Some(1.0));
+    assert_eq!(
+        auc(&[(f64::INFINITY, true), (f64::INFINITY, false)]),
+        Some(0.5)
+    );
+}
+
 /// A model with random parameters.
 fn random_model(kind: ModelKind, cols: usize, seed: u64) -> Model {
     let mut m = Model::new(kind, cols, seed).unwrap();

@@ -104,8 +104,51 @@ fn bad_input_is_reported() {
 
 #[test]
 fn equality_compares_bits() {
-    let nan =
-        |bits| SparseBatch::from_csr(1, vec![0, 1], vec![0], vec![f64::from_bits(bits)]).unwrap();
-    assert_eq!(nan(0x7ff8_0000_0000_0000), nan(0x7ff8_0000_0000_0000));
-    assert_ne!(nan(0x7ff8_0000_0000_0000), nan(0x7ff8_0000_0000_0001));
+    let one = |bits| SparseBatch::from_csr(1, vec![0, 1], vec![0], vec![f64::from_bits(bits)]);
+    let tiny = one(1).unwrap();
+    assert_eq!(tiny, one(1).unwrap());
+    assert_ne!(tiny, one(2).unwrap());
+}
+
+/// Issue 23, 2: a NaN value made every score it touched NaN, and
+/// `predict` answered class 0. Every constructor rejects NaN and
+/// infinities, naming the row and column, and leaves the batch unchanged.
+#[test]
+fn every_constructor_rejects_values_that_are_not_finite() {
+    for bad in [
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::from_bits(0x7ff0_0000_0000_0001),
+    ] {
+        let named = |e: Error| match e {
+            Error::InvalidNumber { what, value, .. } => {
+                assert_eq!(value.to_bits(), bad.to_bits());
+                what
+            }
+            other => panic!("{other:?}"),
+        };
+        let mut b = SparseBatch::with_cols(4).unwrap();
+        b.push_row(&[0], &[1.0]).unwrap();
+        let e = b.push_row(&[1, 3], &[2.0, bad]).unwrap_err();
+        assert_eq!(named(e), "row 1, column 3: value");
+        assert_eq!((b.n_rows(), b.nnz()), (1, 1), "unchanged");
+        let e = b.push_dense_row(&[0.0, bad, 0.0, 0.0]).unwrap_err();
+        assert_eq!(named(e), "row 1, column 1: value");
+        assert_eq!(b.n_rows(), 1, "unchanged");
+        let e = SparseBatch::from_dense_rows(2, &[[1.0, 1.0], [bad, 0.0]]).unwrap_err();
+        assert_eq!(named(e), "row 1, column 0: value");
+        let array = ndarray::arr2(&[[1.0, 0.0], [0.0, bad]]);
+        let e = SparseBatch::from_array(array.view()).unwrap_err();
+        assert_eq!(named(e), "row 1, column 1: value");
+        let e = SparseBatch::from_csr(3, vec![0, 1, 2], vec![0, 2], vec![1.0, bad]).unwrap_err();
+        assert_eq!(named(e), "row 1, column 2: value");
+        let e = SparseBatch::from_triplets(2, 3, &[(1, 2, bad), (0, 0, 1.0)]).unwrap_err();
+        assert_eq!(named(e), "row 1, column 2: value");
+    }
+    let e = SparseBatch::from_dense_rows(1, &[[f64::NAN]]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "row 0, column 0: value is NaN, expected a finite number"
+    );
 }

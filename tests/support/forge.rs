@@ -105,6 +105,18 @@ pub fn dataset_of(
     per_block: usize,
     claims: Claims,
 ) -> Vec<u8> {
+    dataset_labelled(format, pages, per_block, claims, 0.0)
+}
+
+/// [`dataset_of`] with every label `label` (any bits: a NaN for the tests
+/// of the finite-number rule).
+pub fn dataset_labelled(
+    format: u8,
+    pages: &[(u64, Vec<u8>)],
+    per_block: usize,
+    claims: Claims,
+    label: f64,
+) -> Vec<u8> {
     let mut file = b"TOCD\x01\x00\x00\x00".to_vec();
     let mut entries = Vec::new();
     for group in pages.chunks(per_block.max(1)) {
@@ -112,7 +124,7 @@ pub fn dataset_of(
         for (rows, payload) in group {
             varint(&mut block, *rows);
             varint(&mut block, 1); // label dictionary: one label
-            block.extend_from_slice(&0.0f64.to_le_bytes());
+            block.extend_from_slice(&label.to_le_bytes());
             packed(&mut block, &vec![0; *rows as usize], 1);
             varint(&mut block, payload.len() as u64);
             block.extend_from_slice(payload);
@@ -167,6 +179,12 @@ pub fn bomb_file(rows: u64, honest: bool) -> Vec<u8> {
 /// A flat TOC page (version 1, INDEXED, no tree) of `rows` rows over
 /// `n_cols` columns, row `k` holding column `k % n_cols` with value 1.0.
 pub fn small_batch(rows: u64, n_cols: u64) -> Vec<u8> {
+    valued_batch(rows, n_cols, 1.0)
+}
+
+/// [`small_batch`] with every value `value` (any bits: a NaN for the
+/// tests of the finite-number rule).
+pub fn valued_batch(rows: u64, n_cols: u64, value: f64) -> Vec<u8> {
     let mut out = b"TOCB".to_vec();
     out.push(1);
     out.push(0b10); // INDEXED
@@ -177,7 +195,7 @@ pub fn small_batch(rows: u64, n_cols: u64) -> Vec<u8> {
     packed(&mut out, &vec![0; rows as usize], 0);
     out.push(0x00);
     varint(&mut out, 1);
-    out.extend_from_slice(&1.0f64.to_le_bytes());
+    out.extend_from_slice(&value.to_le_bytes());
     out
 }
 

@@ -14,7 +14,6 @@
 use std::fs::File;
 use std::io::{BufReader, Cursor, Read, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tocpile::cleanup::{self, ScratchFile};
 
@@ -24,9 +23,6 @@ use crate::Failure;
 /// (dataset, Parquet, gzip), and up to the first line break within this
 /// many (a CSV header on a stream named by no extension).
 const HEAD: usize = 4096;
-
-/// Distinguishes the copies of one process.
-static NEXT: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether `path` is a stream: `-`, or a FIFO, character device or socket
 /// (`/dev/stdin` on a pipe resolves to a pipe).
@@ -91,11 +87,17 @@ impl Stream {
     /// dropped. Stops with an error on an interruption.
     pub fn spill(self, dir: &Path) -> Result<ScratchFile, Failure> {
         cleanup::remove_stale(dir, ".tocpile-stream-");
-        let guard = ScratchFile::new(dir.join(format!(
-            ".tocpile-stream-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        )));
+        let pid = std::process::id();
+        let guard =
+            ScratchFile::claim(dir, |n| format!(".tocpile-stream-{pid}-{n}")).map_err(|e| {
+                Failure(format!(
+                    "{}: copying it to a scratch file in {} (give --scratch-dir DIR to put it \
+                     elsewhere, or the options that let it be read as it comes: --cols for \
+                     LIBSVM, --schema for CSV): {e}",
+                    self.name,
+                    dir.display()
+                ))
+            })?;
         let Stream {
             name,
             head,

@@ -237,6 +237,8 @@ pub fn kernel_table(batches: &[SparseBatch], config: &KernelBenchConfig) -> Resu
     if !formats.contains(&FormatKind::Csr) {
         formats.insert(0, FormatKind::Csr);
     }
+    // The matrices of A.M and M.A are checked before any page is encoded.
+    tocpile::limits::check_matrix(n_cols.saturating_mul(config.p), MATRIX)?;
     let mut encoded: Vec<(FormatKind, Vec<Batch>)> = Vec::new();
     for &kind in &formats {
         let pages = batches
@@ -245,13 +247,13 @@ pub fn kernel_table(batches: &[SparseBatch], config: &KernelBenchConfig) -> Resu
             .collect::<Result<Vec<_>>>()?;
         encoded.push((kind, pages));
     }
-    let operands = Operands::new(batches, n_cols, config.p);
+    let mut operands = Operands::new(batches, n_cols, config.p)?;
     let mut ws = Workspace::new();
     let mut samples = vec![Vec::with_capacity(config.rounds); formats.len() * Op::ALL.len()];
     for _ in 0..config.rounds.max(1) {
         for (f, (_, pages)) in encoded.iter_mut().enumerate() {
             for (o, &op) in Op::ALL.iter().enumerate() {
-                let secs = time_op(pages, op, &operands, &mut ws, config)?;
+                let secs = time_op(pages, op, &mut operands, &mut ws, config)?;
                 samples[f * Op::ALL.len() + o].push(secs);
             }
         }
@@ -305,22 +307,41 @@ struct Operands {
     out_left: Array2<f64>,
 }
 
+/// What the limit on the matrices of `A.M` and `M.A` is about.
+const MATRIX: &str = "cells of the matrices of A.M and M.A (columns x p)";
+
 impl Operands {
-    fn new(batches: &[SparseBatch], n_cols: usize, p: usize) -> Self {
+    /// The vectors and matrices of the kernels, allocated fallibly: the
+    /// `n_cols x p` matrices of `A.M` and `M.A` are as large as a model's
+    /// first layer of `p` outputs, so they answer to the parameter limit
+    /// (a 4-row file with column 6,000,000 asked for 120 million cells
+    /// each, and more copies of them, 4.8 GB).
+    fn new(batches: &[SparseBatch], n_cols: usize, p: usize) -> Result<Self> {
+        let cells = n_cols.saturating_mul(p);
+        tocpile::limits::check_matrix(cells, MATRIX)?;
         let rows = batches.iter().map(|b| b.n_rows()).max().unwrap_or(0);
         // Values in [-0.5, 0.5) from the library's seeded generator.
         let mut rng = tocpile::rng::Rng::new(0x2545_f491_4f6c_dd1d);
         let mut next = move || rng.unit() - 0.5;
-        Operands {
-            v_cols: Array1::from_shape_simple_fn(n_cols, &mut next),
-            v_rows: Array1::from_shape_simple_fn(rows, &mut next),
-            m_right: Array2::from_shape_simple_fn((n_cols, p), &mut next),
-            m_left: Array2::from_shape_simple_fn((p, rows), &mut next),
-            out_rows: Array1::zeros(rows),
-            out_cols: Array1::zeros(n_cols),
-            out_right: Array2::zeros((rows, p)),
-            out_left: Array2::zeros((p, n_cols)),
-        }
+        let mut random = |len: usize, what: &'static str| -> Result<Vec<f64>> {
+            let mut v = tocpile::limits::try_filled(len, 0.0, what)?;
+            v.iter_mut().for_each(|x| *x = next());
+            Ok(v)
+        };
+        let zeros = |len: usize, what: &'static str| tocpile::limits::try_filled(len, 0.0, what);
+        let shaped = |shape: (usize, usize), v: Vec<f64>| {
+            Array2::from_shape_vec(shape, v).expect("rows x columns values")
+        };
+        Ok(Operands {
+            v_cols: Array1::from_vec(random(n_cols, "the vector of A.v")?),
+            v_rows: Array1::from_vec(random(rows, "the vector of v.A")?),
+            m_right: shaped((n_cols, p), random(cells, "the matrix of A.M")?),
+            m_left: shaped((p, rows), random(p * rows, "the matrix of M.A")?),
+            out_rows: Array1::from_vec(zeros(rows, "the result of A.v")?),
+            out_cols: Array1::from_vec(zeros(n_cols, "the result of v.A")?),
+            out_right: shaped((rows, p), zeros(rows * p, "the result of A.M")?),
+            out_left: shaped((p, n_cols), zeros(cells, "the result of M.A")?),
+        })
     }
 }
 
@@ -329,14 +350,26 @@ impl Operands {
 fn time_op(
     pages: &mut [Batch],
     op: Op,
-    x: &Operands,
+    x: &mut Operands,
     ws: &mut Workspace,
     config: &KernelBenchConfig,
 ) -> Result<f64> {
-    let mut out_rows = x.out_rows.clone();
-    let mut out_cols = x.out_cols.clone();
-    let mut out_right = x.out_right.clone();
-    let mut out_left = x.out_left.clone();
+    // The results, zeroed once per measurement (not copied: the matrices
+    // are as large as the data is wide).
+    let Operands {
+        v_cols,
+        v_rows,
+        m_right,
+        m_left,
+        out_rows,
+        out_cols,
+        out_right,
+        out_left,
+    } = x;
+    out_rows.fill(0.0);
+    out_cols.fill(0.0);
+    out_right.fill(0.0);
+    out_left.fill(0.0);
     let min_time = config.min_time.as_secs_f64();
     let start = config.clock.now()?;
     let mut passes = 0u64;
@@ -354,24 +387,24 @@ fn time_op(
                 // the same data.
                 Op::Scale => page.scale(black_box(1.0)),
                 Op::MatVec => {
-                    page.matvec_into(x.v_cols.view(), out_rows.slice_mut(ndarray::s![..n]), ws)
+                    page.matvec_into(v_cols.view(), out_rows.slice_mut(ndarray::s![..n]), ws)
                 }
                 Op::VecMat => {
-                    page.vecmat_into(x.v_rows.slice(ndarray::s![..n]), out_cols.view_mut(), ws)
+                    page.vecmat_into(v_rows.slice(ndarray::s![..n]), out_cols.view_mut(), ws)
                 }
                 Op::MatMat => page.matmat_into(
-                    x.m_right.view(),
+                    m_right.view(),
                     out_right.slice_mut(ndarray::s![..n, ..]),
                     ws,
                 ),
                 Op::LeftMatMat => page.left_matmat_into(
-                    x.m_left.slice(ndarray::s![.., ..n]),
+                    m_left.slice(ndarray::s![.., ..n]),
                     out_left.view_mut(),
                     ws,
                 ),
                 Op::Grad | Op::GradSeparate => {
-                    let (w, y) = (slice(&x.v_cols), slice(&x.v_rows));
-                    let out = out_cols.as_slice_mut().expect("a new vector");
+                    let (w, y) = (slice(v_cols), slice(v_rows));
+                    let out = out_cols.as_slice_mut().expect("a contiguous vector");
                     let slope = |r: usize, z: f64| z - y[r];
                     if op == Op::Grad {
                         page.linear_gradient_add(w, slope, out, ws)

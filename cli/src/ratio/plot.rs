@@ -37,34 +37,40 @@ fn color(format: FormatKind) -> RGBColor {
 
 pub fn draw(path: &Path, results: &[DatasetRatios]) -> Result<(), Box<dyn Error>> {
     let n = results.len() as u32;
-    let root = SVGBackend::new(path, (2 * SIZE.0, n * SIZE.1)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let areas = root.split_evenly((results.len(), 2));
-    for (r, pair) in results.iter().zip(areas.chunks(2)) {
-        let name = Path::new(&r.path)
-            .file_name()
-            .map_or(r.path.clone(), |n| n.to_string_lossy().into_owned());
-        let fixed: Vec<(String, &RatioRow)> = r
-            .batches
-            .iter()
-            .map(|b| (b.batch_rows.to_string(), b))
-            .collect();
-        chart(
-            &pair[0],
-            &format!("{name}: ratio vs DEN by batch size"),
-            "rows per batch",
-            &fixed,
-        )?;
-        let large: Vec<(String, &RatioRow)> =
-            r.large.iter().map(|(s, b)| (format!("{s}%"), b)).collect();
-        chart(
-            &pair[1],
-            &format!("{name}: large batches"),
-            "batch size, % of the rows",
-            &large,
-        )?;
+    // Drawn in memory, then written atomically (through a link, to a
+    // FIFO or a device as well): a failed plot never leaves half a file.
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (2 * SIZE.0, n * SIZE.1)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let areas = root.split_evenly((results.len(), 2));
+        for (r, pair) in results.iter().zip(areas.chunks(2)) {
+            let name = Path::new(&r.path)
+                .file_name()
+                .map_or(r.path.clone(), |n| n.to_string_lossy().into_owned());
+            let fixed: Vec<(String, &RatioRow)> = r
+                .batches
+                .iter()
+                .map(|b| (b.batch_rows.to_string(), b))
+                .collect();
+            chart(
+                &pair[0],
+                &format!("{name}: ratio vs DEN by batch size"),
+                "rows per batch",
+                &fixed,
+            )?;
+            let large: Vec<(String, &RatioRow)> =
+                r.large.iter().map(|(s, b)| (format!("{s}%"), b)).collect();
+            chart(
+                &pair[1],
+                &format!("{name}: large batches"),
+                "batch size, % of the rows",
+                &large,
+            )?;
+        }
+        root.present()?;
     }
-    root.present()?;
+    tocpile::atomic::write(path, svg.as_bytes())?;
     Ok(())
 }
 

@@ -1,12 +1,26 @@
 //! Checks made before the first epoch, so that a mistake costs no
-//! training time: the --eval file's columns, and labels a binary model
-//! cannot take as they are.
+//! training time: the outputs written at the end, the --eval file's
+//! columns, and labels a binary model cannot take as they are.
 
 use std::path::Path;
 
 use tocpile::dataset::Dataset;
 
 use crate::Failure;
+
+/// The files written after the last epoch (--save, --plot) must be
+/// writable: checked before the first (the directory exists and takes a
+/// file, the path is no directory), so that a typo costs a second, not
+/// the training.
+pub fn outputs(save: Option<&Path>, plot: Option<&Path>) -> Result<(), Failure> {
+    for (option, path) in [("--save", save), ("--plot", plot)] {
+        if let Some(path) = path {
+            // The error starts with the path: "--save PATH: what is wrong".
+            tocpile::atomic::check_writable(path).map_err(|e| Failure(format!("{option} {e}")))?;
+        }
+    }
+    Ok(())
+}
 
 /// The --eval file must have the training file's columns; said before the
 /// first epoch, naming both files.
@@ -69,7 +83,7 @@ pub fn warn_multiclass(model: &str, dataset: &Dataset, path: &Path) -> Result<()
     }
     let seen = first_labels(dataset)?;
     if seen.len() > 2 {
-        let shown: Vec<String> = seen.iter().map(|y| y.to_string()).collect();
+        let shown: Vec<String> = seen.iter().map(|&y| crate::output::number(y)).collect();
         eprintln!(
             "tocpile: warning: {}: more than two distinct labels ({}, ...): {model} is a binary \
              model and takes label > 0 as the positive class; for classes use --model softmax \

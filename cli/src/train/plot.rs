@@ -26,20 +26,26 @@ const COLORS: [RGBColor; 7] = [
 ];
 
 pub fn draw(path: &Path, runs: &[Run], metric: &str) -> Result<(), Box<dyn Error>> {
-    let root = SVGBackend::new(path, (2 * SIZE.0, SIZE.1)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let areas = root.split_evenly((1, 2));
-    chart(&areas[0], "training loss per epoch", "loss", runs, |r| {
-        r.train.loss
-    })?;
-    chart(
-        &areas[1],
-        &format!("training {metric} per epoch"),
-        metric,
-        runs,
-        |r| r.train.accuracy,
-    )?;
-    root.present()?;
+    // Drawn in memory, then written atomically (through a link, to a
+    // FIFO or a device as well): a failed plot never leaves half a file.
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (2 * SIZE.0, SIZE.1)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let areas = root.split_evenly((1, 2));
+        chart(&areas[0], "training loss per epoch", "loss", runs, |r| {
+            r.train.loss
+        })?;
+        chart(
+            &areas[1],
+            &format!("training {metric} per epoch"),
+            metric,
+            runs,
+            |r| r.train.accuracy,
+        )?;
+        root.present()?;
+    }
+    tocpile::atomic::write(path, svg.as_bytes())?;
     Ok(())
 }
 

@@ -116,10 +116,20 @@ pub fn holdout(
     };
     let dir = std::env::temp_dir();
     cleanup::remove_stale(&dir, ".tocpile-holdout-");
-    let stem = format!(".tocpile-holdout-{}-{seed}", std::process::id());
-    let train = dir.join(format!("{stem}-train.toc"));
-    let test = dir.join(format!("{stem}-test.toc"));
-    let guards = [ScratchFile::new(&train), ScratchFile::new(&test)];
+    let pid = std::process::id();
+    let claimed = ScratchFile::claim(&dir, |n| {
+        format!(".tocpile-holdout-{pid}-{seed}-{n}-train.toc")
+    })
+    .and_then(|train| {
+        let test = train
+            .path()
+            .to_string_lossy()
+            .replace("-train.toc", "-test.toc");
+        Ok([train, ScratchFile::new(test)?])
+    });
+    let guards = claimed.map_err(|e| Failure::about(path, format!("--holdout: {e}")))?;
+    let train = guards[0].path().to_path_buf();
+    let test = guards[1].path().to_path_buf();
     let (train_info, test_info) = split_holdout(dataset, fraction, seed, kind, &train, &test)
         .map_err(|e| Failure::about(path, format!("splitting off the held-out rows: {e}")))?;
     let split = Holdout {

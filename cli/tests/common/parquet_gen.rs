@@ -188,7 +188,7 @@ pub fn convert(
                     Group::Numeric { col, .. } => {
                         let null = options
                             .null_every
-                            .is_some_and(|every| (row * 7 + g as u64) % every == 0);
+                            .is_some_and(|every| (row * 7 + g as u64).is_multiple_of(every));
                         columns[g].push((!null).then_some(dense[*col as usize]));
                     }
                     Group::Categorical { levels, .. } => {

@@ -222,7 +222,7 @@ impl<'a> Text<'a> {
                         .normalized_keys()
                         .into_iter()
                         .enumerate()
-                        .map(|(i, k)| nulls.as_ref().map_or(true, |n| n.is_valid(i)).then_some(k))
+                        .map(|(i, k)| nulls.as_ref().is_none_or(|n| n.is_valid(i)).then_some(k))
                         .collect()
                 };
                 Some(Text::Dictionary { keys, values })
