@@ -49,6 +49,27 @@ pub struct TrainOptions {
     /// the trainer's thread alone and the other core would stand idle.
     /// The same steps up to rounding; false gives the one-thread sums.
     pub split_gradient: bool,
+    /// Which iterates make the final model (default
+    /// [`Average::LastEpoch`]).
+    pub average: Average,
+}
+
+/// Which iterates make the model a training run returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Average {
+    /// The last step's parameters.
+    None,
+    /// The mean of the iterates over the last epoch's steps
+    /// (Polyak-Ruppert tail averaging). On label-sorted data CorgiPile's
+    /// last buffers have a label mix of their own (a buffer holds a
+    /// random tenth of the blocks, each of one label), and the last
+    /// step's model follows it: on census_fertility sorted by label, the
+    /// last iterate ended at 0.54, 0.63 and 0.61 test accuracy for seeds
+    /// 1 to 3 against Shuffle Once's 0.63; the mean of the last epoch
+    /// ended at 0.634, 0.634 and 0.635 (`docs/RESULTS.md`). The mean over
+    /// the epoch weighs every buffer alike. Costs one pass over the
+    /// parameters per step.
+    LastEpoch,
 }
 
 impl Default for TrainOptions {
@@ -60,6 +81,7 @@ impl Default for TrainOptions {
             l2: 0.0,
             optimizer: Optimizer::Sgd,
             split_gradient: true,
+            average: Average::LastEpoch,
         }
     }
 }
@@ -158,6 +180,11 @@ pub fn train<S: Source + 'static>(
             h.new_epoch();
         }
         let mut steps = 0;
+        // The mean of this epoch's iterates, when they make the final model.
+        let mut mean = match options.average == Average::LastEpoch && epoch + 1 == options.epochs {
+            true => Some(model.try_clone()?),
+            false => None,
+        };
         for batch in batches.by_ref() {
             let batch = batch?;
             let stats = match helper.as_mut().filter(|_| split) {
@@ -166,9 +193,15 @@ pub fn train<S: Source + 'static>(
             };
             model.step_with(&grad, lr, &mut state);
             steps += 1;
+            if let Some(mean) = mean.as_mut() {
+                mean.average_towards(model, 1.0 / steps as f64);
+            }
             if !batch.replay {
                 metrics.add(&stats);
             }
+        }
+        if let Some(mean) = mean {
+            *model = mean;
         }
         let seconds = start.elapsed().as_secs_f64();
         let train = Score::of(&metrics);

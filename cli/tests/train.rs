@@ -285,6 +285,24 @@ fn train_divergence_exits_1_naming_the_epoch() {
     assert!(err.contains("lower the learning rate"), "{err}");
 }
 
+/// The lines of a gzip-compressed text file in a fixed pseudo-random order.
+fn shuffled_lines(gz: &str) -> String {
+    use std::io::Read;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(gz).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for i in (1..lines.len()).rev() {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        lines.swap(i, (state % (i as u64 + 1)) as usize);
+    }
+    lines.join("\n") + "\n"
+}
+
 #[test]
 fn the_header_names_the_mode_the_loader_uses() {
     let dir = tempfile::tempdir().unwrap();
@@ -304,18 +322,47 @@ fn the_header_names_the_mode_the_loader_uses() {
         ],
         dir,
     );
-    // The defaults: 50-row pages, so page mode.
+    // The file as it comes is sorted by label (label mix about 27): rows
+    // are shuffled whatever the page size.
     ok(&["encode", data, "-o", "default.toc", "--cols", "98"], dir);
+    // The same rows in a random order: pages as mixed as random rows, so
+    // whole pages are shuffled (page mode), unless a batch is smaller than
+    // a page.
+    let shuffled = dir.join("shuffled.libsvm");
+    std::fs::write(&shuffled, shuffled_lines(data)).unwrap();
+    ok(
+        &[
+            "encode",
+            shuffled.to_str().unwrap(),
+            "-o",
+            "mixed.toc",
+            "--cols",
+            "98",
+        ],
+        dir,
+    );
     for (file, extra, header, json_mode) in [
-        ("default.toc", &[][..], "page (auto) mode", "page"),
-        ("m.toc", &[][..], "page (auto) mode", "page"),
-        ("big.toc", &[][..], "exact (auto) mode", "exact"),
         (
-            "m.toc",
-            &["--batch-size", "100"][..],
-            "exact (auto) mode",
+            "default.toc",
+            &[][..],
+            "exact (auto: pages hold clustered labels",
             "exact",
         ),
+        (
+            "m.toc",
+            &[][..],
+            "exact (auto: pages hold clustered labels",
+            "exact",
+        ),
+        ("big.toc", &[][..], "exact (auto: ", "exact"),
+        ("mixed.toc", &[][..], "page (auto: ", "page"),
+        (
+            "mixed.toc",
+            &["--batch-size", "40"][..],
+            "exact (auto: ",
+            "exact",
+        ),
+        ("mixed.toc", &["--mode", "page"][..], "; page mode", "page"),
         ("m.toc", &["--mode", "exact"][..], "; exact mode", "exact"),
     ] {
         let mut args = vec!["train", file, "--epochs", "1"];

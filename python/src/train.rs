@@ -279,6 +279,7 @@ pub(crate) fn train(
         l2,
         optimizer: rule,
         split_gradient: true,
+        average: tocpile::train::Average::LastEpoch,
     };
     py.detach(|| {
         let split = match holdout {

@@ -111,6 +111,22 @@ pub struct Model {
 const INIT_STREAM: u64 = 0x4d4f_4445_4c49_4e49; // "MODELINI"
 
 impl Model {
+    /// Moves every parameter a share `weight` of the way towards
+    /// `current`'s (`self += weight * (current - self)`): with `weight =
+    /// 1 / (k + 1)` after the `k`-th of a run of steps, `self` is the mean
+    /// of the run's iterates (Polyak-Ruppert averaging).
+    ///
+    /// # Panics
+    /// If `current` is not of the same kind and shape.
+    pub(crate) fn average_towards(&mut self, current: &Model, weight: f64) {
+        assert_eq!(self.layers.len(), current.layers.len(), "the same layers");
+        for (a, c) in self.layers.iter_mut().zip(&current.layers) {
+            for (x, &y) in a.values_mut().zip(c.values()) {
+                *x += weight * (y - *x);
+            }
+        }
+    }
+
     /// A new model over rows of `n_cols` columns. Linear and softmax
     /// models start at zero (weights and intercepts); an MLP's weights are
     /// drawn uniformly from `+-sqrt(6 / (fan_in + fan_out))` (Glorot and

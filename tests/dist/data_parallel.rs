@@ -30,6 +30,7 @@ const OPTIONS: TrainOptions = TrainOptions {
     optimizer: Optimizer::Sgd,
     // The ranks' sums are compared with one process's to the last bit.
     split_gradient: false,
+    average: tocpile::train::Average::None,
 };
 
 /// Linear regression on 22 one-hot columns a row needs a smaller rate.

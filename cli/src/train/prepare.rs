@@ -10,7 +10,7 @@ use tocpile::cleanup::{self, ScratchFile};
 use tocpile::dataset::{split_holdout, Dataset, DatasetInfo};
 use tocpile::model::{Model, ModelKind, Optimizer};
 use tocpile::scale::{ScaleKind, Scaling};
-use tocpile::train::TrainOptions;
+use tocpile::train::{Average, TrainOptions};
 
 use super::TrainArgs;
 use crate::Failure;
@@ -172,6 +172,7 @@ pub fn start(
         l2: args.l2,
         optimizer: args.optimizer.rule(),
         split_gradient: args.gradient_threads > 1,
+        average: Average::LastEpoch,
     };
     Ok((model, options, name))
 }
