@@ -26,6 +26,14 @@ use crate::error::{Error, Result};
 /// as a decoded `SparseBatch`, 12 bytes an entry). A 65,536-row page of
 /// 784 dense columns holds 51M.
 pub const DEFAULT_MAX_PAGE_NNZ: u64 = 1 << 27;
+/// Default ceiling on the non-zeros decoded at once from many pages: the
+/// pages of one block, or of one CorgiPile buffer (decoded whole to
+/// shuffle its rows): 2^27 like one page, 1.5 GiB decoded (the buffer's
+/// decoding takes up to twice that at its peak). Pages each under
+/// [`DEFAULT_MAX_PAGE_NNZ`] can add up to far more: sixteen prefix-tree
+/// bombs in 1.5 MB asked for 2 billion. Real buffers hold a few million
+/// (flights3m's 10% buffer: 9M).
+pub const DEFAULT_MAX_DECODE_NNZ: u64 = 1 << 27;
 /// Default ceiling on the columns a model, a dense format or a kernel
 /// vector allocates for: 2^26 (512 MiB per `f64` vector). The widest
 /// common LIBSVM sets (kdd2010, 29M features) fit.
@@ -40,6 +48,7 @@ pub const DEFAULT_MAX_COLS: u64 = 1 << 26;
 pub const DEFAULT_MAX_PARAMS: u64 = 1 << 26;
 
 static MAX_PAGE_NNZ: AtomicU64 = AtomicU64::new(DEFAULT_MAX_PAGE_NNZ);
+static MAX_DECODE_NNZ: AtomicU64 = AtomicU64::new(DEFAULT_MAX_DECODE_NNZ);
 static MAX_COLS: AtomicU64 = AtomicU64::new(DEFAULT_MAX_COLS);
 static MAX_PARAMS: AtomicU64 = AtomicU64::new(DEFAULT_MAX_PARAMS);
 
@@ -49,6 +58,10 @@ pub struct Limits {
     /// Most non-zeros one page (one encoded batch) may decode to; for a
     /// dense format, most cells (`rows x columns`) of one page.
     pub max_page_nnz: u64,
+    /// Most non-zeros decoded at once from the pages of one block, or of
+    /// one CorgiPile buffer in exact mode (the buffer is decoded whole so
+    /// that its rows can be shuffled).
+    pub max_decode_nnz: u64,
     /// Most columns a model, a dense page or a kernel's vectors may be
     /// allocated for.
     pub max_cols: u64,
@@ -62,6 +75,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_page_nnz: DEFAULT_MAX_PAGE_NNZ,
+            max_decode_nnz: DEFAULT_MAX_DECODE_NNZ,
             max_cols: DEFAULT_MAX_COLS,
             max_params: DEFAULT_MAX_PARAMS,
         }
@@ -72,6 +86,7 @@ impl Default for Limits {
 pub fn limits() -> Limits {
     Limits {
         max_page_nnz: MAX_PAGE_NNZ.load(Ordering::Relaxed),
+        max_decode_nnz: MAX_DECODE_NNZ.load(Ordering::Relaxed),
         max_cols: MAX_COLS.load(Ordering::Relaxed),
         max_params: MAX_PARAMS.load(Ordering::Relaxed),
     }
@@ -81,6 +96,7 @@ pub fn limits() -> Limits {
 /// after the call).
 pub fn set_limits(limits: Limits) {
     MAX_PAGE_NNZ.store(limits.max_page_nnz, Ordering::Relaxed);
+    MAX_DECODE_NNZ.store(limits.max_decode_nnz, Ordering::Relaxed);
     MAX_COLS.store(limits.max_cols, Ordering::Relaxed);
     MAX_PARAMS.store(limits.max_params, Ordering::Relaxed);
 }
@@ -88,6 +104,9 @@ pub fn set_limits(limits: Limits) {
 /// How a user raises the page limit (the command-line option, then the
 /// library call).
 const RAISE_PAGE_NNZ: &str = "--max-page-nnz N (library: tocpile::limits::set_limits)";
+/// How a user raises the limit on what many pages decode to.
+const RAISE_DECODE_NNZ: &str =
+    "--max-decode-nnz N, or a smaller --buffer (library: tocpile::limits::set_limits)";
 /// How a user raises the column limit.
 const RAISE_COLS: &str = "--max-cols N (library: tocpile::limits::set_limits)";
 /// How a user raises the parameter limit.
@@ -172,6 +191,20 @@ pub fn check_params(params: usize) -> Result<()> {
 /// [`Error::LimitExceeded`].
 pub fn check_matrix(cells: usize, what: &'static str) -> Result<()> {
     check_limit(what, cells as u64, limits().max_params, RAISE_PARAMS)
+}
+
+/// Checks the non-zeros `nnz` that the pages of one block or one buffer
+/// (`what`) decode to at once against [`Limits::max_decode_nnz`].
+///
+/// # Errors
+/// [`Error::LimitExceeded`] above the ceiling.
+pub fn check_decode_nnz(nnz: u64, what: &'static str) -> Result<()> {
+    check_limit(
+        what,
+        nnz,
+        MAX_DECODE_NNZ.load(Ordering::Relaxed),
+        RAISE_DECODE_NNZ,
+    )
 }
 
 fn check_limit(what: &'static str, value: u64, max: u64, raise: &'static str) -> Result<()> {

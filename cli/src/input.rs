@@ -349,7 +349,7 @@ impl Input {
                 let mut labels = Vec::with_capacity(block.n_rows());
                 for p in 0..block.n_pages() {
                     let page = block.page(p)?;
-                    for (cols, vals) in page.batch().decode().rows() {
+                    for (cols, vals) in page.batch().try_decode()?.rows() {
                         batch.push_row(cols, vals)?;
                     }
                     labels.extend_from_slice(page.labels());

@@ -90,6 +90,11 @@ struct Cli {
     /// for trusted files.
     #[arg(long, global = true, value_name = "N")]
     max_page_nnz: Option<u64>,
+    /// Resource limit: most non-zeros decoded at once from many pages (a
+    /// block's pages, or a CorgiPile buffer's in exact mode); default
+    /// 134217728 (2^27, 1.5 GiB decoded). Raise it only for trusted files.
+    #[arg(long, global = true, value_name = "N")]
+    max_decode_nnz: Option<u64>,
     /// Resource limit: most columns a model, a dense format or a kernel
     /// vector is allocated for; default 67108864 (2^26).
     #[arg(long, global = true, value_name = "N")]
@@ -160,6 +165,7 @@ fn main() -> ExitCode {
     let defaults = tocpile::limits::limits();
     tocpile::limits::set_limits(tocpile::limits::Limits {
         max_page_nnz: cli.max_page_nnz.unwrap_or(defaults.max_page_nnz),
+        max_decode_nnz: cli.max_decode_nnz.unwrap_or(defaults.max_decode_nnz),
         max_cols: cli.max_cols.unwrap_or(defaults.max_cols),
         max_params: cli.max_params.unwrap_or(defaults.max_params),
     });

@@ -363,3 +363,56 @@ fn encoding_a_file_too_wide_for_a_scaling_warns_and_stores_none() {
     let inspect = ok(&["inspect", "h.toc"], &dir);
     assert!(!inspect.contains("scaling"), "{inspect}");
 }
+
+/// Sixteen pages, each under the page limit (16,383 rows of a prefix-tree
+/// bomb: 134M non-zeros, 2^27 less 8,192), together 2.1 billion non-zeros
+/// in 1.5 MB: in one block, and in a block each.
+fn in_limit_bombs(dir: &Path) {
+    let rows = 16_383;
+    let pages: Vec<(u64, Vec<u8>)> = (0..16).map(|_| (rows, forge::bomb_batch(rows))).collect();
+    let claims = Claims {
+        n_cols: rows,
+        n_rows: 16 * rows,
+        nnz: 16 * forge::bomb_nnz(rows),
+    };
+    for (name, per_block) in [("bombs-1.toc", 16), ("bombs-16.toc", 1)] {
+        let bytes = forge::dataset_of(forge::TOC_FULL, &pages, per_block, claims);
+        std::fs::write(dir.join(name), bytes).unwrap();
+    }
+}
+
+#[test]
+fn pages_in_the_page_limit_that_add_up_to_a_bomb_are_an_error_under_512_mib() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    in_limit_bombs(dir);
+    for file in ["bombs-1.toc", "bombs-16.toc"] {
+        let mut commands = readers(file);
+        commands.push(vec!["train", file, "--epochs", "1"]);
+        commands.push(vec!["train", file, "--epochs", "1", "--holdout", "0.2"]);
+        for args in commands {
+            // `inspect` checks without decoding (the file is well formed):
+            // it may succeed; the others decode, and must fail cleanly.
+            let code = exit_code_under_512_mib(&args, dir);
+            let expected: &[i32] = if args[0] == "inspect" { &[0, 1] } else { &[1] };
+            assert!(
+                code.is_some_and(|c| expected.contains(&c)),
+                "{args:?} on pages of in-limit bombs: exit {code:?}"
+            );
+        }
+    }
+    // One block's pages add up past the limit on decoded non-zeros: the
+    // error names it and how to raise it.
+    fails(
+        &["train", "bombs-1.toc", "--epochs", "1", "--mode", "exact"],
+        dir,
+        &["bombs-1.toc", "block 0", "--max-decode-nnz"],
+    );
+    // A block each: two blocks make the default 10% buffer, which is over
+    // the limit.
+    fails(
+        &["train", "bombs-16.toc", "--epochs", "1"],
+        dir,
+        &["bombs-16.toc", "buffer", "--max-decode-nnz"],
+    );
+}

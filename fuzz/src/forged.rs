@@ -20,6 +20,7 @@ use crate::{arbitrary_batch, arbitrary_options};
 pub fn set_fuzz_limits() {
     set_limits(Limits {
         max_page_nnz: 1 << 22,
+        max_decode_nnz: 1 << 23,
         max_cols: 1 << 20,
         max_params: 1 << 22,
     });

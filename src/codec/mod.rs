@@ -57,7 +57,7 @@ pub fn decode_bytes(bytes: &[u8]) -> Result<SparseBatch> {
     let mut tree = DecodeTree::default();
     TocBatch::from_bytes_with_tree(bytes, &mut tree)?;
     let mut out = SparseBatch::default();
-    tree.decode_into(&mut out);
+    tree.try_decode_into(&mut out)?;
     Ok(out)
 }
 

@@ -27,6 +27,7 @@
 
 use super::layout::Layout;
 use crate::error::{Error, Result};
+use crate::limits::try_reserve;
 use crate::sparse::SparseBatch;
 use crate::wire::unpack_into;
 
@@ -363,15 +364,34 @@ impl DecodeTree {
 
     /// Decodes the batch into `out` (Algorithm 6's decoding step), reusing
     /// its allocations.
+    ///
+    /// # Panics
+    /// If the system refuses the memory (an abort, as for any `Vec`): use
+    /// [`try_decode_into`](Self::try_decode_into) where the batch's size
+    /// comes from untrusted input.
     pub fn decode_into(&self, out: &mut SparseBatch) {
+        if let Err(e) = self.try_decode_into(out) {
+            panic!("{e}");
+        }
+    }
+
+    /// [`decode_into`](Self::decode_into), with every allocation fallible.
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`](crate::Error::OutOfMemory) if the system
+    /// refuses the decoded batch's memory (`out` is then empty).
+    pub fn try_decode_into(&self, out: &mut SparseBatch) -> Result<()> {
+        const DECODED: &str = "a decoded batch";
         let nnz = self.decoded_nnz as usize;
         let (_, mut offsets, mut cols, mut vals) = std::mem::take(out).into_parts();
         offsets.clear();
-        offsets.reserve(self.n_rows() + 1);
-        offsets.push(0usize);
         cols.clear();
-        cols.resize(nnz, 0);
         vals.clear();
+        try_reserve(&mut offsets, self.n_rows() + 1, DECODED)?;
+        try_reserve(&mut cols, nnz, DECODED)?;
+        try_reserve(&mut vals, nnz, DECODED)?;
+        offsets.push(0usize);
+        cols.resize(nnz, 0);
         vals.resize(nnz, 0.0);
         let mut pos = 0usize;
         for row in 0..self.n_rows() {
@@ -395,6 +415,7 @@ impl DecodeTree {
         } else {
             SparseBatch::from_parts_unchecked(self.n_cols, offsets, cols, vals)
         };
+        Ok(())
     }
 }
 

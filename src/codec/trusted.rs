@@ -25,8 +25,11 @@ use super::layout::{self, Dict, Layout, Values};
 use super::pairs::scaled_value;
 use super::DecodeTree;
 use crate::error::Result;
+use crate::limits::try_reserve;
 use crate::sparse::SparseBatch;
 use crate::wire::{f64_at, unpack_into};
+
+const DECODED_PAGE: &str = "a decoded page";
 
 /// Entries past the end of [`PageRows`]'s column and value arrays that
 /// may be read (they hold zeros): a row is copied in chunks of this many
@@ -147,6 +150,14 @@ impl DecodeTree {
         self.load_pairs_trusted(blob, &layout, &mut rows.dict);
         rows.ids.clear();
         rows.ends.clear();
+        rows.cols.clear();
+        rows.vals.clear();
+        // The sizes were validated against the page limit; the memory may
+        // still be refused (many such pages at once, a process limit).
+        try_reserve(&mut rows.ids, nnz, DECODED_PAGE)?;
+        try_reserve(&mut rows.ends, self.n_rows(), DECODED_PAGE)?;
+        try_reserve(&mut rows.cols, nnz + PAD, DECODED_PAGE)?;
+        try_reserve(&mut rows.vals, nnz + PAD, DECODED_PAGE)?;
         if layout.has_tree() {
             self.decode_codes(rows, nnz);
         } else {

@@ -214,11 +214,19 @@ impl Block {
     pub fn pack(self) -> Result<PackedBlock> {
         let mut packed = Vec::with_capacity(self.pages.len());
         let mut tree = crate::formats::take_tree();
+        let mut block_nnz = 0u64;
         let checked = crate::formats::with_build_scratch(&mut tree, |tree| {
             for (j, span) in self.pages.iter().enumerate() {
                 let payload = &self.bytes[span.payload.clone()];
                 let page = validate_payload(self.format, payload, (span.rows, self.n_cols), tree)
                     .and_then(|nnz| {
+                        // Pages each in the page limit can add up to far
+                        // more: the block's total is bounded too.
+                        block_nnz = block_nnz.saturating_add(nnz);
+                        crate::limits::check_decode_nnz(
+                            block_nnz,
+                            "non-zeros one block's pages decode to",
+                        )?;
                         packed_page(span.rows, span.labels_at, span.payload.clone(), nnz)
                     });
                 packed.push(page.map_err(|error| self.page_error(j, error))?);

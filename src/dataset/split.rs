@@ -37,7 +37,7 @@ impl<S: Source + 'static> Dataset<S> {
         let mut stats = ColumnStats::new(self.info().n_cols)?;
         for block in self.prefetch((0..self.n_blocks()).collect(), 2)? {
             for page in block?.pages()? {
-                stats.add(&page.batch().decode())?;
+                stats.add(&page.batch().try_decode()?)?;
             }
         }
         Ok(stats.scaling(kind))
@@ -91,7 +91,7 @@ pub fn split_holdout<S: Source + 'static>(
     let mut row = 0u64;
     for block in source.prefetch((0..source.n_blocks()).collect(), 2)? {
         for page in block?.pages()? {
-            let rows = page.batch().decode();
+            let rows = page.batch().try_decode()?;
             for (i, (cols, vals)) in rows.rows().enumerate() {
                 let side = usize::from(is_held_out(seed, row, fraction));
                 parts[side].push_row(cols, vals)?;

@@ -27,7 +27,7 @@ impl<S: Source> Dataset<S> {
                 let page = block.page(p)?;
                 nnz += match page.batch().as_toc() {
                     Some(toc) => toc.tree().decoded_nnz(),
-                    None => page.batch().decode().nnz() as u64,
+                    None => page.batch().try_decode()?.nnz() as u64,
                 };
             }
             rows += block.n_rows() as u64;

@@ -130,8 +130,31 @@ impl Batch {
     }
 
     /// The batch in sparse row form.
+    ///
+    /// # Panics
+    /// If the system refuses the memory (an abort, as for any `Vec`): a
+    /// TOC page may decode to far more than its bytes; use
+    /// [`try_decode`](Self::try_decode) for pages of untrusted files.
     pub fn decode(&self) -> SparseBatch {
         dispatch!(self, b => b.decode())
+    }
+
+    /// [`decode`](Self::decode), with a TOC page's allocations fallible
+    /// (the other formats decode to at most a small multiple of their
+    /// bytes).
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`](crate::Error::OutOfMemory) if the system
+    /// refuses the decoded batch's memory.
+    pub fn try_decode(&self) -> crate::Result<SparseBatch> {
+        match self {
+            Batch::Toc(page) => {
+                let mut out = SparseBatch::default();
+                page.tree().try_decode_into(&mut out)?;
+                Ok(out)
+            }
+            other => Ok(dispatch!(other, b => b.decode())),
+        }
     }
 
     /// `A * c` in place.

@@ -210,6 +210,8 @@ pub(crate) struct RowEpoch<S: Source + 'static> {
     input_done: bool,
     failed: bool,
     peak: usize,
+    /// The file, for the errors that concern a buffer (several blocks).
+    path: std::path::PathBuf,
 }
 
 impl<S: Source + 'static> RowEpoch<S> {
@@ -221,6 +223,7 @@ impl<S: Source + 'static> RowEpoch<S> {
         order: Vec<usize>,
         resident: Arc<Resident>,
     ) -> Result<Self> {
+        let path = dataset.path().to_path_buf();
         let feed = Feed::start(dataset, &plan, order, resident)?;
         let shuffle = matches!(plan.strategy, Strategy::CorgiPile | Strategy::EpochShuffle);
         Ok(RowEpoch {
@@ -242,6 +245,7 @@ impl<S: Source + 'static> RowEpoch<S> {
             input_done: false,
             failed: false,
             peak: 0,
+            path,
         })
     }
 
@@ -265,6 +269,19 @@ impl<S: Source + 'static> RowEpoch<S> {
         let blocks = self.next_blocks()?;
         let n: usize = blocks.iter().map(|(_, b)| b.n_rows()).sum();
         let nnz: u64 = blocks.iter().map(|(_, b)| b.nnz()).sum();
+        // Known before anything is decoded: the pages' counts were
+        // validated with the block.
+        crate::limits::check_decode_nnz(nnz, "non-zeros one buffer's pages decode to").map_err(
+            |error| {
+                let numbers: Vec<String> = blocks.iter().map(|(b, _)| b.to_string()).collect();
+                Error::InFile {
+                    path: self.path.display().to_string(),
+                    section: format!("the buffer of blocks {}", numbers.join(", ")),
+                    offset: 0,
+                    error: Box::new(error),
+                }
+            },
+        )?;
         if u32::try_from(n).is_err() || u32::try_from(nnz).is_err() {
             return Err(Error::TooLarge {
                 what: "rows or non-zeros of one buffer (u32 offsets)",

@@ -97,7 +97,7 @@ pub(crate) fn shuffle_file_mapped<S: Source>(
     for b in 0..input.n_blocks() {
         let block = input.read_block(b)?;
         for page in block.pages()? {
-            for (row, &label) in page.batch().decode().rows().zip(page.labels()) {
+            for (row, &label) in page.batch().try_decode()?.rows().zip(page.labels()) {
                 nnz += row.0.len() as u64;
                 let k = pick.below(n_buckets as u64) as usize;
                 bucket_ids[k].push(next_id);
@@ -157,7 +157,7 @@ fn read_all<S: Source>(ds: &Dataset<S>) -> Result<(SparseBatch, Vec<f64>)> {
     for b in 0..ds.n_blocks() {
         let block = ds.read_block(b)?;
         for page in block.pages()? {
-            for (cols, values) in page.batch().decode().rows() {
+            for (cols, values) in page.batch().try_decode()?.rows() {
                 rows.push_row(cols, values)?;
             }
             labels.extend_from_slice(page.labels());

@@ -198,7 +198,7 @@ fn read_all(dataset: &Arc<Dataset>) -> Result<(SparseBatch, Vec<f64>)> {
     let mut labels = Vec::new();
     for block in dataset.prefetch((0..dataset.n_blocks()).collect(), 2)? {
         for page in block?.pages()? {
-            let decoded = page.batch().decode();
+            let decoded = page.batch().try_decode()?;
             for (cols, values) in decoded.rows() {
                 rows.push_row(cols, values)?;
             }

@@ -191,3 +191,38 @@ fn the_split_gradient_trains_the_one_thread_model() {
     }
     std::fs::remove_file(&path).unwrap();
 }
+
+/// The same seed and options give the same model bits whether the file's
+/// blocks stay resident or stream every epoch: the memory budget (which
+/// the command line sizes from the memory available) changes where bytes
+/// come from, never the order of the rows or of the sums.
+#[test]
+fn the_model_bits_do_not_depend_on_the_memory_budget() {
+    let path = mushrooms_file(FormatKind::TocFull, 50);
+    for mode in [Mode::Exact, Mode::Page] {
+        let bits: Vec<Vec<u8>> = [0, 1 << 30]
+            .into_iter()
+            .map(|memory| {
+                let loader = Loader::open(
+                    &path,
+                    LoaderOptions {
+                        mode,
+                        seed: 5,
+                        memory,
+                        ..LoaderOptions::default()
+                    },
+                )
+                .unwrap();
+                let mut model = Model::new(ModelKind::Logistic, 98, 0).unwrap();
+                let options = TrainOptions {
+                    epochs: 3,
+                    split_gradient: true,
+                    ..TrainOptions::default()
+                };
+                train(&mut model, &loader, &options, None, |_| {}).unwrap();
+                model.to_bytes()
+            })
+            .collect();
+        assert!(bits[0] == bits[1], "{mode:?}: streamed and resident differ");
+    }
+}
