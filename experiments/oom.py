@@ -156,11 +156,24 @@ def prepare(args, out_path):
 def encode(args, libsvm, fmt, out):
     cmd = [args.tocpile, "encode", libsvm, "--cols", str(args.cols), "--page-format",
            FORMATS[fmt][0], "-o", out, "--json"] + args.encode_args.split()
+    # A file encoded by an earlier run (of oom_sweep.sh) from the same rows
+    # with the same options is reused: only the limit differs.
+    meta = out + ".json"
+    if (os.path.exists(out) and os.path.exists(meta)
+            and os.path.getmtime(meta) > os.path.getmtime(libsvm)):
+        with open(meta) as f:
+            info = json.load(f)
+        if info.get("command_args") == cmd[2:]:
+            log(f"reusing {out}")
+            return info
     t0 = time.perf_counter()
     res = subprocess.run(cmd, check=True, capture_output=True, text=True)
     info = json.loads(res.stdout)
     info["encode_seconds"] = time.perf_counter() - t0
     info["command"] = " ".join(cmd)
+    info["command_args"] = cmd[2:]
+    with open(meta, "w") as f:
+        json.dump(info, f)
     return info
 
 

@@ -6,7 +6,8 @@
 use std::path::Path;
 
 use super::budget::{available_under, fit_file, MemoryBudget, PROCESS_BYTES};
-use super::options::{Buffer, LoaderOptions, Strategy};
+use super::options::{Buffer, LoaderOptions, Mode, Strategy};
+use super::resident::packed_bytes;
 use crate::dataset::{Dataset, Source};
 
 /// Heap bytes per encoded byte assumed when no block can be sampled
@@ -21,29 +22,29 @@ const FALLBACK_EXPANSION: f64 = 16.0;
 /// 2. of what is left, half at most (see the module docs), and at most
 ///    [`DEFAULT_MEMORY`](super::DEFAULT_MEMORY);
 /// 3. when the whole file fits what is left but not beside that budget
-///    of resident pages, 0: the file is kept in the page cache and every
-///    page streams. Resident pages take `e` heap bytes per byte of file
-///    they replace in the cache (`e` measured on sampled blocks: 10 to 13
-///    for TOC), so they could share the room only as `R + (file - R / e)
-///    <= left`, which holds under half the file's pages: little saved,
-///    and a small misestimate evicts part of the file, re-read from the
-///    disk every epoch. Measured on flights3m in a cgroup of twice the
-///    TOC file (`docs/RESULTS.md`, "Out of memory, every format"): 52 MiB
-///    of trees pushed the file out of the cache (42% of it re-read every
-///    epoch, 0.75 s an epoch), 40 MiB kept it (0.48 s), but 39 MiB with
-///    the deeper read-ahead of later changes re-read 87% (0.52 s).
+///    of resident blocks, 0: the file is kept in the page cache and every
+///    block streams. Resident blocks take `e` heap bytes per byte of file
+///    they replace in the cache (`e` measured on sampled blocks: about
+///    1.05, the block's bytes and a page index, since resident blocks stay
+///    compressed), so they could share the room only as `R + (file - R /
+///    e) <= left`: little saved, and a small misestimate evicts part of
+///    the file, re-read from the disk every epoch. (Measured on flights3m
+///    in a cgroup of twice the TOC file when resident pages were decode
+///    trees, `e` 10 to 13: 52 MiB of trees pushed the file out of the
+///    cache, 42% of it re-read every epoch.)
 ///
 /// The working set is what the loader holds while streaming, resident
 /// pages or not: the CorgiPile (Block-Only, Sliding-Window, MRS) buffer,
 /// twice with double buffering (the producer fills the next buffer while
 /// the current one drains), the worker's whole share for Epoch Shuffle,
 /// plus the read-ahead groups (a buffer's worth for CorgiPile and Epoch
-/// Shuffle, validated while the current buffer trains); in loaded pages, from the heap bytes per
-/// encoded byte of a few sampled blocks (exact mode's decoded rows take
-/// less than TOC's decode trees, so it errs on the safe side). On
-/// flights3m with the defaults (2 KiB blocks, a 10% buffer) that is
-/// about 150 MiB, more than a 110 MiB cgroup: the budget is then 0 and every
-/// block is streamed, where a fixed budget had the process killed.
+/// Shuffle, validated while the current buffer trains), as compressed
+/// blocks; and what the buffer decodes to: in exact mode the buffer's rows
+/// decoded into one arena (12 bytes a non-zero, 12 a row, up to 1.5
+/// times that while its two halves are joined), in page mode its pages'
+/// decode trees. Both are measured on a few sampled blocks. On flights3m
+/// with the defaults (2 KiB blocks, a 10% buffer, exact mode) that is
+/// about 130 MiB (the decoded buffer 110 of it).
 pub fn memory_budget_for<S: Source>(dataset: &Dataset<S>, options: &LoaderOptions) -> MemoryBudget {
     let e = estimate(dataset, options);
     fit_file(
@@ -62,7 +63,7 @@ struct Estimate {
     working_set: u64,
     /// The file's blocks in bytes.
     file_bytes: u64,
-    /// Heap bytes of loaded pages per encoded byte.
+    /// Heap bytes of resident blocks per encoded byte.
     expansion: f64,
 }
 
@@ -105,34 +106,68 @@ fn estimate<S: Source>(dataset: &Dataset<S>, o: &LoaderOptions) -> Estimate {
         }
         _ => o.read_ahead as f64 + threads,
     };
-    let blocks = (buffers * buffer) as f64 + ahead_groups * group;
-    let expansion = expansion(dataset);
+    let mode = o.mode.choose(dataset.info(), o.batch_rows).mode;
+    let e = sample(dataset, mode == Mode::Page);
+    // Blocks held compressed (the buffers, the read-ahead), and what one
+    // buffer (at least a block) decodes to.
+    let held = ((buffers * buffer) as f64 + ahead_groups * group).min(n_blocks as f64);
+    let decoded = (buffer.max(1) as f64).min(n_blocks as f64) * mean_block;
     Estimate {
-        working_set: (blocks.min(n_blocks as f64) * mean_block * expansion) as u64,
+        working_set: (held * mean_block * e.packed + decoded * e.decoded) as u64,
         file_bytes,
-        expansion,
+        expansion: e.packed,
     }
 }
 
-/// Heap bytes of loaded pages per encoded byte, from blocks spread over
-/// the file (up to 8, or 1 MiB of the file).
-fn expansion<S: Source>(dataset: &Dataset<S>) -> f64 {
+/// Heap bytes per encoded byte, from blocks spread over the file.
+struct Expansion {
+    /// Of a block kept compressed (resident, or read ahead).
+    packed: f64,
+    /// Of what a buffer of blocks is decoded to: exact mode's row arena,
+    /// or page mode's decode trees.
+    decoded: f64,
+}
+
+/// Samples up to 8 blocks spread over the file (or 1 MiB of it).
+fn sample<S: Source>(dataset: &Dataset<S>, pages: bool) -> Expansion {
+    let fallback = Expansion {
+        packed: FALLBACK_EXPANSION,
+        decoded: FALLBACK_EXPANSION,
+    };
     let n = dataset.n_blocks();
     let samples = n.min(8);
-    let (mut heap, mut bytes) = (0usize, 0u64);
+    let (mut packed, mut decoded, mut bytes) = (0f64, 0f64, 0u64);
     for k in 0..samples {
         let b = k * n / samples;
-        let Ok(pages) = dataset.read_block(b).and_then(|block| block.pages()) else {
-            return FALLBACK_EXPANSION;
+        let Ok(block) = dataset.read_block(b) else {
+            return fallback;
         };
-        heap += pages.iter().map(|p| p.heap_bytes()).sum::<usize>();
+        if pages {
+            let Ok(pages) = block.pages() else {
+                return fallback;
+            };
+            decoded += pages.iter().map(|p| p.heap_bytes()).sum::<usize>() as f64;
+        }
+        let Ok(block) = block.pack() else {
+            return fallback;
+        };
+        packed += packed_bytes(&block) as f64;
+        if !pages {
+            // The row arena: a column id and a value per non-zero, an
+            // offset and a label per row; the join of the two halves
+            // holds half of it twice.
+            decoded += 1.5 * (12.0 * block.nnz() as f64 + 12.0 * block.n_rows() as f64);
+        }
         bytes += dataset.block_bytes(b);
         if bytes >= 1 << 20 {
             break;
         }
     }
     if bytes == 0 {
-        return FALLBACK_EXPANSION;
+        return fallback;
     }
-    heap as f64 / bytes as f64
+    Expansion {
+        packed: packed / bytes as f64,
+        decoded: decoded / bytes as f64,
+    }
 }
