@@ -4,13 +4,18 @@
 # format trained with train's defaults (LR, CorgiPile, auto mode), then
 # `oom_plot.py` gathers the runs into one table and one SVG plot.
 #
-# The limit of each point is FACTOR x the TOC file plus the training
-# process's own peak on the TOC file without a limit (--allowance auto),
-# so the factor is the share of page cache left for the data.
+# The limit of each point is FACTOR x the TOC file plus an allowance for
+# the training process itself (--allowance BYTES, default 64 MiB: with the
+# defaults `tocpile train` peaks at 46-49 MiB RSS on the TOC file whether
+# its blocks stay resident or stream, and allocator slack varies by a few
+# MiB from run to run), so the factor is the share of page cache left for
+# the data. (`--allowance auto`, the peak of one run without a limit, left
+# too little: the TOC run was killed at 0.5x.)
 #
 #   cargo build --release -p tocpile-cli && sudo bash experiments/oom_sweep.sh
 #   sudo bash experiments/oom_sweep.sh [--factors 0.5,1,2,4,8] [--rows N]
-#        [--epochs N] [--formats toc,csr,...] [--name NAME] [oom.sh options]
+#        [--epochs N] [--formats toc,csr,...] [--allowance BYTES] [--name NAME]
+#        [oom.sh options]
 #
 # Writes experiments/NAME-FACTOR.{json,md} per point and NAME.md and
 # NAME.svg (default NAME oom-sweep). About 15 minutes on a 2-core machine
@@ -24,6 +29,7 @@ ROWS=1000000
 EPOCHS=3
 FORMATS=toc,csr,cvi,gzip,snappy,den
 NAME=oom-sweep
+ALLOWANCE=$((64 << 20))
 PASS=()
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -32,6 +38,7 @@ while [[ $# -gt 0 ]]; do
         --epochs) EPOCHS="$2"; shift 2 ;;
         --formats) FORMATS="$2"; shift 2 ;;
         --name) NAME="$2"; shift 2 ;;
+        --allowance) ALLOWANCE="$2"; shift 2 ;;
         -h|--help) sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) PASS+=("$1"); shift ;;
     esac
@@ -41,7 +48,7 @@ points=()
 IFS=, read -ra list <<< "$FACTORS"
 for f in "${list[@]}"; do
     bash "$HERE/oom.sh" --name "$NAME-$f" --rows "$ROWS" --epochs "$EPOCHS" \
-        --formats "$FORMATS" --limit-factor "$f" --allowance auto --no-reference \
+        --formats "$FORMATS" --limit-factor "$f" --allowance "$ALLOWANCE" --no-reference \
         --train-args="--model lr --seed 0" --keep-files "${PASS[@]}"
     points+=("$HERE/$NAME-$f.json")
 done

@@ -153,6 +153,11 @@ pub struct InfoJson {
     pub schema: String,
     /// The stored scaling: "maxabs", "standard" or "none".
     pub scaling: &'static str,
+    /// Between-page variance of the label over what random pages would
+    /// show (about 1: pages as mixed as random rows; up to the page size:
+    /// a label per page); absent in files written before it was stored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label_mix: Option<f64>,
     /// Blocks whose checksum and pages were checked (inspect).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verified_blocks: Option<usize>,
@@ -180,6 +185,7 @@ impl InfoJson {
             ratio_vs_csr: info.csr_bytes() / payload,
             schema: info.schema.clone(),
             scaling: info.scaling.as_ref().map_or("none", |s| s.kind().name()),
+            label_mix: info.label_mix.map(|m| m.ratio),
             verified_blocks: None,
             unseen_levels: None,
         }

@@ -96,10 +96,24 @@ impl DatasetInfo {
     }
 
     /// A human-readable summary: rows, columns, blocks, pages, bytes,
-    /// the compression ratio against dense and CSR, and the stored
-    /// scaling if any.
+    /// the compression ratio against dense and CSR, the stored scaling if
+    /// any, and the label mix (what `--mode auto` decides from).
     pub fn summary(&self) -> String {
         let payload = self.payload_bytes.max(1) as f64;
+        let mix = match &self.label_mix {
+            Some(m) => format!(
+                "\nlabel mix {:.2} over {} pages ({}: about 1 when pages are as mixed as \
+                 random rows, up to the page size when each page holds one label)",
+                m.ratio,
+                m.pages,
+                if m.pages_mixed(0.1) {
+                    "mixed"
+                } else {
+                    "clustered"
+                }
+            ),
+            None => String::new(),
+        };
         let scaling = match &self.scaling {
             Some(s) => format!(
                 "\nscaling {} (a factor per column, applied by train)",
@@ -111,7 +125,7 @@ impl DatasetInfo {
             "rows {}, columns {}, non-zeros {}\n\
              pages {} of {} rows ({}), blocks {} (target {} bytes)\n\
              file {} bytes, payload {} bytes\n\
-             ratio vs dense f64 {:.1}, vs CSR {:.2}{scaling}",
+             ratio vs dense f64 {:.1}, vs CSR {:.2}{scaling}{mix}",
             self.n_rows,
             self.n_cols,
             self.nnz,

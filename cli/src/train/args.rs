@@ -129,12 +129,14 @@ pub struct TrainArgs {
     /// the file unless it stores that kind).
     #[arg(long, value_enum, default_value = "auto")]
     pub scale: ScaleArg,
-    /// Threads computing a linear model's gradient in epochs whose pages
-    /// are all resident (nothing read, so a core is free): 2 shares each
-    /// mini-batch's pages with a second thread (on machines of two cores
-    /// or more), 1 keeps the one-thread sums (the same steps up to
-    /// rounding).
-    #[arg(long, value_name = "N", default_value_t = 2,
+    /// Threads computing a linear model's gradient when no loader thread
+    /// runs beside the trainer: 2 shares each mini-batch's pages with a
+    /// second thread (on machines of two cores or more), 1 keeps the
+    /// one-thread sums (the same steps up to rounding). `train` always
+    /// runs the loader on a thread of its own (it decodes every epoch's
+    /// rows from the compressed blocks), so this applies to `bench train`'s
+    /// single-buffered settings; it never depends on the memory budget.
+    #[arg(long, value_name = "N", default_value_t = 2, hide = true,
           value_parser = clap::value_parser!(u64).range(1..=2))]
     pub gradient_threads: u64,
     /// Hold out this share of the rows (picked by a hash of the row number
