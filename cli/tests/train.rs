@@ -325,9 +325,8 @@ fn the_header_names_the_mode_the_loader_uses() {
     // The file as it comes is sorted by label (label mix about 27): rows
     // are shuffled whatever the page size.
     ok(&["encode", data, "-o", "default.toc", "--cols", "98"], dir);
-    // The same rows in a random order: pages as mixed as random rows, so
-    // whole pages are shuffled (page mode), unless a batch is smaller than
-    // a page.
+    // The same rows in a random order: pages as mixed as random rows, and
+    // rows are shuffled all the same (faster than whole pages).
     let shuffled = dir.join("shuffled.libsvm");
     std::fs::write(&shuffled, shuffled_lines(data)).unwrap();
     ok(
@@ -355,11 +354,16 @@ fn the_header_names_the_mode_the_loader_uses() {
             "exact",
         ),
         ("big.toc", &[][..], "exact (auto: ", "exact"),
-        ("mixed.toc", &[][..], "page (auto: ", "page"),
+        (
+            "mixed.toc",
+            &[][..],
+            "exact (auto: pages as mixed as random rows",
+            "exact",
+        ),
         (
             "mixed.toc",
             &["--batch-size", "40"][..],
-            "exact (auto: ",
+            "exact (auto: a mini-batch spans 0",
             "exact",
         ),
         ("mixed.toc", &["--mode", "page"][..], "; page mode", "page"),

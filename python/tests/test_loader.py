@@ -141,7 +141,7 @@ def test_bad_options(ids_file):
     # A buffer in blocks, and the loader's warnings on tiny buffers.
     loader = tocpile.Loader(path, buffer=1)
     assert any("buffer holds 1" in w for w in loader.warnings)
-    assert loader.mode == "page"
+    assert loader.mode == "exact"
     assert sorted(loader.block_order(0)) == list(range(tocpile.Dataset(path).n_blocks))
 
 

@@ -105,11 +105,15 @@ pub struct ModeChoice {
 
 impl Mode {
     /// The mode a loader uses for mini-batches of `batch_rows` rows over a
-    /// file described by `info`, and why. [`Mode::Auto`] takes page mode
-    /// only when the file's label mix ([`LabelMix`](crate::dataset::LabelMix),
-    /// measured by the writer) shows pages as mixed as random rows and a
-    /// mini-batch spans at least [`AUTO_MIN_PAGES`] pages; a file without
-    /// the measure (written by an earlier version) gets rows. Any other
+    /// file described by `info`, and why. [`Mode::Auto`] shuffles rows
+    /// (exact mode), as CorgiPile's Algorithm 1 does, and says what the
+    /// file's label mix ([`LabelMix`](crate::dataset::LabelMix), measured
+    /// by the writer) shows. Page mode, whose shuffle is as good only when
+    /// pages are as mixed as random rows, was the choice for such files
+    /// while it was the faster mode; since rows are decoded from the
+    /// compressed resident blocks, exact mode is the faster one there too
+    /// (shuffled flights3m: 0.57 to 0.80 s an epoch against 0.98 to 1.10;
+    /// `docs/RESULTS.md` section 22), so auto never takes it. Any other
     /// mode is taken as it is. [`Loader::mode_choice`](super::Loader::mode_choice)
     /// is this for its file and options.
     pub fn choose(self, info: &crate::dataset::DatasetInfo, batch_rows: usize) -> ModeChoice {
@@ -118,32 +122,23 @@ impl Mode {
             return choice(self, "as asked".into());
         }
         let spans = batch_rows / info.page_rows.max(1);
-        let mix = info.label_mix;
-        match mix {
-            _ if spans < AUTO_MIN_PAGES => choice(
-                Mode::Exact,
-                format!("a mini-batch spans {spans} of the file's pages: rows shuffled"),
+        let reason = match info.label_mix {
+            _ if spans < AUTO_MIN_PAGES => {
+                format!("a mini-batch spans {spans} of the file's pages: rows shuffled")
+            }
+            Some(m) if m.pages_mixed(MIXED_SLACK) => format!(
+                "pages as mixed as random rows (label mix {:.2} over {} pages): rows shuffled, \
+                 faster than whole pages",
+                m.ratio, m.pages
             ),
-            Some(m) if m.pages_mixed(MIXED_SLACK) => choice(
-                Mode::Page,
-                format!(
-                    "pages as mixed as random rows (label mix {:.2} over {} pages)",
-                    m.ratio, m.pages
-                ),
+            Some(m) => format!(
+                "pages hold clustered labels (label mix {:.2}; random pages give about 1): \
+                 rows shuffled",
+                m.ratio
             ),
-            Some(m) => choice(
-                Mode::Exact,
-                format!(
-                    "pages hold clustered labels (label mix {:.2}; random pages give about 1): \
-                     rows shuffled",
-                    m.ratio
-                ),
-            ),
-            None => choice(
-                Mode::Exact,
-                "the file records no label mix: rows shuffled".into(),
-            ),
-        }
+            None => "the file records no label mix: rows shuffled".into(),
+        };
+        choice(Mode::Exact, reason)
     }
 
     /// The mode's name on the command line: "exact", "page" or "auto".

@@ -295,16 +295,16 @@ fn bad_options_are_errors_and_risky_ones_warn() {
 }
 
 #[test]
-fn auto_mode_takes_pages_only_for_mixed_pages_that_batches_span_several_of() {
+fn auto_mode_shuffles_rows_and_says_what_the_label_mix_shows() {
     let (rows, _) = numbered_rows(5000, 9);
     // Labels in random order: pages as mixed as random rows.
     let mut rng = tocpile::rng::Rng::new(5);
     let mixed: Vec<f64> = (0..5000).map(|_| rng.below(2) as f64).collect();
-    for (page_rows, batch_rows, expected) in [
-        (50, 250, Mode::Page),
-        (62, 250, Mode::Page),
-        (63, 250, Mode::Exact),
-        (250, 250, Mode::Exact),
+    for (page_rows, batch_rows, says) in [
+        (50, 250, "pages as mixed as random rows"),
+        (62, 250, "pages as mixed as random rows"),
+        (63, 250, "a mini-batch spans 3 of the file's pages"),
+        (250, 250, "a mini-batch spans 1 of the file's pages"),
     ] {
         let path = write_file(&rows, &mixed, page_rows, 100_000);
         let o = LoaderOptions {
@@ -312,7 +312,9 @@ fn auto_mode_takes_pages_only_for_mixed_pages_that_batches_span_several_of() {
             ..LoaderOptions::default()
         };
         let loader = Loader::open(&path, o).unwrap();
-        assert_eq!(loader.mode(), expected, "{page_rows}-row pages");
+        assert_eq!(loader.mode(), Mode::Exact, "{page_rows}-row pages");
+        let reason = &loader.mode_choice().reason;
+        assert!(reason.contains(says), "{page_rows}-row pages: {reason}");
         assert!(loader.warnings().iter().all(|w| !w.contains("page mode")));
         std::fs::remove_file(&path).unwrap();
     }

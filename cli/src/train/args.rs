@@ -51,10 +51,12 @@ pub struct TrainArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "corgipile",
           value_parser = parse_strategy)]
     pub shuffle: Vec<Strategy>,
-    /// What the buffer shuffles: rows (exact, gathered into a CSR page
-    /// per mini-batch), whole encoded pages (page, no re-encoding), or auto:
-    /// page mode when a mini-batch spans at least four pages of the file,
-    /// exact mode otherwise.
+    /// What the buffer shuffles: rows (exact: decoded from the compressed
+    /// blocks, gathered into a CSR page per mini-batch), whole encoded
+    /// pages (page: the gradient on the TOC pages, slower since rows are
+    /// decoded from compressed blocks; a shuffle as good as exact's only
+    /// on files whose pages are as mixed as random rows), or auto: exact,
+    /// the header saying what the file's label mix shows.
     #[arg(long, value_enum, default_value = "auto")]
     pub mode: ModeArg,
     /// Epochs to run.
@@ -204,7 +206,7 @@ pub enum ModeArg {
     Exact,
     /// Shuffle whole encoded pages.
     Page,
-    /// Page mode when batches span four pages or more, else exact.
+    /// Exact mode; the header says what the file's label mix shows.
     Auto,
 }
 
