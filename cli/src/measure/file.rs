@@ -194,7 +194,15 @@ fn compress(which: usize, rx: mpsc::Receiver<std::sync::Arc<Vec<u8>>>) -> std::i
             feed(z, &rx)?.finish()?.0
         }
         _ => {
-            let xz = xz2::write::XzEncoder::new(Count::default(), 9);
+            // `XzEncoder::new` panics when liblzma cannot get the memory
+            // of level 9 (about 674 MiB): an error instead.
+            let stream = xz2::stream::Stream::new_easy_encoder(9, xz2::stream::Check::Crc64)
+                .map_err(|e| {
+                    std::io::Error::other(format!(
+                        "xz -9 could not start ({e}; it needs about 674 MiB)"
+                    ))
+                })?;
+            let xz = xz2::write::XzEncoder::new_stream(Count::default(), stream);
             feed(xz, &rx)?.finish()?.0
         }
     })
