@@ -61,9 +61,10 @@
 //!
 //! let options = LoaderOptions { strategy: Strategy::CorgiPile, trace: true, ..LoaderOptions::default() };
 //! let loader = Loader::new(Arc::new(Dataset::open(&path)?), options)?;
-//! // The labels alternate, so pages are as mixed as random rows: whole
-//! // pages are shuffled (a 250-row mini-batch spans five of them).
-//! assert_eq!(loader.mode(), Mode::Page);
+//! // Rows are shuffled (CorgiPile's tuple shuffle); the reason says what
+//! // the file's label mix shows: alternating labels, pages well mixed.
+//! assert_eq!(loader.mode(), Mode::Exact);
+//! assert!(loader.mode_choice().reason.contains("pages as mixed as random rows"));
 //! let mut epoch = loader.epoch(0)?;
 //! let mut seen = 0;
 //! for batch in epoch.by_ref() {
