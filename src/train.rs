@@ -18,6 +18,9 @@
 //! kernels run on them.
 
 pub mod bench;
+mod trainer;
+
+pub use trainer::{Fitted, Trainer};
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -203,3 +203,64 @@ fn binary_labels_are_refused_for_other_models_and_out_of_order() {
 fn crc32fast_hash(bytes: &[u8]) -> u32 {
     crate::support::forge::crc32(bytes)
 }
+
+/// The trainer's file path is the library's `train` with the defaults,
+/// and its predictions on rows in memory are those on the file's pages.
+#[test]
+fn trainer_fits_files_and_rows_and_predicts_rows_without_labels() {
+    let path = numeric_file(1500, 1.0, 2.0, true);
+    let fitted = tocpile::train::Trainer::new(ModelKind::Logistic)
+        .epochs(4)
+        .seed(5)
+        .fit_file(&path)
+        .unwrap();
+    assert_eq!(fitted.reports.len(), 4);
+    let dataset = Arc::new(Dataset::open(&path).unwrap());
+    let loader = Loader::new(
+        Arc::clone(&dataset),
+        LoaderOptions {
+            seed: 5,
+            ..LoaderOptions::default()
+        },
+    )
+    .unwrap();
+    let mut by_hand = Model::new(ModelKind::Logistic, 20, 5).unwrap();
+    by_hand.set_schema(&dataset.info().schema);
+    let options = TrainOptions {
+        epochs: 4,
+        ..TrainOptions::default()
+    };
+    train(&mut by_hand, &loader, &options, None, |_| {}).unwrap();
+    assert_eq!(fitted.model, by_hand);
+
+    // Rows in memory: decoded from the file, predicted with no labels.
+    let mut all = Vec::new();
+    let mut labels = Vec::new();
+    let mut rows = SparseBatch::with_cols(20).unwrap();
+    for p in fitted.model.predict_dataset(&dataset).unwrap() {
+        all.extend(p.unwrap().labels());
+    }
+    for b in 0..dataset.n_blocks() {
+        let block = dataset.read_block(b).unwrap();
+        labels.extend_from_slice(block.labels());
+        for page in block.pages().unwrap() {
+            for (cols, vals) in page.batch().decode().rows() {
+                rows.push_row(cols, vals).unwrap();
+            }
+        }
+    }
+    assert_eq!(fitted.model.predict_rows(&rows).unwrap().labels(), all);
+    let right = all.iter().zip(&labels).filter(|(p, y)| p == y).count();
+    assert!(right as f64 > 0.85 * labels.len() as f64, "{right}");
+
+    // fit_rows: the same rows through a scratch file.
+    let again = tocpile::train::Trainer::new(ModelKind::Logistic)
+        .epochs(4)
+        .fit_rows(&rows, &labels)
+        .unwrap();
+    assert_eq!(again.model.binary_labels(), Some([1.0, 2.0]));
+    assert!(tocpile::train::Trainer::new(ModelKind::Logistic)
+        .fit_rows(&rows, &labels[1..])
+        .is_err());
+    std::fs::remove_file(path).unwrap();
+}
