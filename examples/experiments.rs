@@ -155,6 +155,8 @@ fn shuffling(args: &Args) -> tocpile::Result<()> {
         let train_options = TrainOptions {
             epochs,
             learning_rate: lr,
+            optimizer: tocpile::model::Optimizer::Sgd,
+            scale: tocpile::train::Scale::Model,
             ..TrainOptions::default()
         };
         print!("| {label} |");
@@ -276,6 +278,8 @@ fn formats(args: &Args) -> tocpile::Result<()> {
                 let one = TrainOptions {
                     epochs: 1,
                     learning_rate: lr * 0.95f64.powi(epoch as i32),
+                    optimizer: tocpile::model::Optimizer::Sgd,
+                    scale: tocpile::train::Scale::Model,
                     ..TrainOptions::default()
                 };
                 let report = train(&mut model, &loader, &one, None, |_| {})?;
@@ -361,6 +365,8 @@ fn speed(args: &Args) -> tocpile::Result<()> {
         let train_options = TrainOptions {
             epochs,
             learning_rate: lr,
+            optimizer: tocpile::model::Optimizer::Sgd,
+            scale: tocpile::train::Scale::Model,
             ..TrainOptions::default()
         };
         let reports = train(&mut model, &loader, &train_options, None, |_| {})?;

@@ -492,6 +492,8 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Io { source, .. } => Some(source.get()),
+            // The error inside a file's context: its own source follows.
+            Error::InFile { error, .. } => Some(error.as_ref()),
             _ => None,
         }
     }

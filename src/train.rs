@@ -18,6 +18,9 @@
 //! kernels run on them.
 
 pub mod bench;
+mod trainer;
+
+pub use trainer::{Fitted, Trainer};
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,22 +29,25 @@ use crate::dataset::{Dataset, Source};
 use crate::error::{Error, Result};
 use crate::loader::Loader;
 use crate::model::{Gradient, GradientHelper, Metrics, Model, Optimizer, OptimizerState};
+use crate::scale::{ScaleKind, Scaling};
 
 /// How to train.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrainOptions {
     /// Epochs to run (default 10).
     pub epochs: usize,
-    /// Learning rate of the first epoch (default 0.1).
+    /// Learning rate of the first epoch (default 0.03, the default step
+    /// rule's [`Optimizer::default_learning_rate`]).
     pub learning_rate: f64,
     /// Factor applied to the learning rate after each epoch (default
     /// 0.95).
     pub decay: f64,
     /// L2 regularisation strength (default 0).
     pub l2: f64,
-    /// The step rule (default [`Optimizer::Sgd`]; the command line
-    /// defaults to [`Optimizer::Adam`]): see [`crate::model::Optimizer`].
-    /// The learning rate and its decay apply to every rule.
+    /// The step rule (default [`Optimizer::Adam`], as the command line
+    /// and Python): see [`crate::model::Optimizer`]. The learning rate and
+    /// its decay apply to every rule; [`with_optimizer`](Self::with_optimizer)
+    /// sets a rule with its own default rate.
     pub optimizer: Optimizer,
     /// Share a linear model's gradient with a second thread in epochs
     /// whose pages are all resident, when the machine has two cores or
@@ -52,6 +58,93 @@ pub struct TrainOptions {
     /// Which iterates make the final model (default
     /// [`Average::LastEpoch`]).
     pub average: Average,
+    /// The input scaling the model trains with (default [`Scale::Auto`]:
+    /// the model's own if it has one, else the one stored in the file).
+    pub scale: Scale,
+}
+
+impl TrainOptions {
+    /// These options with step rule `rule` at its default learning rate
+    /// ([`Optimizer::default_learning_rate`]).
+    pub fn with_optimizer(self, rule: Optimizer) -> TrainOptions {
+        TrainOptions {
+            optimizer: rule,
+            learning_rate: rule.default_learning_rate(),
+            ..self
+        }
+    }
+}
+
+/// The input scaling a training run sets on the model before its first
+/// step ([`Model::set_scaling`]: the model learns in scaled coordinates,
+/// its parameters stay those of the raw rows, the data is untouched).
+///
+/// A dataset file stores the scaling its writer fitted
+/// ([`DatasetInfo::scaling`](crate::dataset::DatasetInfo::scaling));
+/// numeric columns of different magnitudes train far worse without it
+/// (on 10,000 rows of 50 columns: 0.58 training accuracy on the raw rows,
+/// 0.89 scaled), so the default applies it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Scale {
+    /// The model's scaling if it has one (set by
+    /// [`Model::set_scaling`] or loaded with it), else the file's stored
+    /// one (none if it stores none).
+    #[default]
+    Auto,
+    /// The file's stored scaling (none if it stores none), replacing the
+    /// model's.
+    Stored,
+    /// The model's scaling as it is, none included.
+    Model,
+    /// No scaling.
+    None,
+    /// A scaling of this kind: the file's when it stores one of the kind,
+    /// else one fitted by a pass over the file
+    /// ([`Dataset::fit_scaling`]).
+    Fit(ScaleKind),
+}
+
+impl Scale {
+    /// The scaling this choice gives `model` trained on `dataset`.
+    ///
+    /// # Errors
+    /// Read errors of the pass that fits a scaling ([`Scale::Fit`] on a
+    /// file that stores none of that kind).
+    pub fn resolve<S: Source + 'static>(
+        self,
+        model: &Model,
+        dataset: &Arc<Dataset<S>>,
+    ) -> Result<Option<Scaling>> {
+        let stored = || dataset.info().scaling.clone();
+        Ok(match self {
+            Scale::Auto => model.scaling().cloned().or_else(stored),
+            Scale::Stored => stored(),
+            Scale::Model => model.scaling().cloned(),
+            Scale::None => None,
+            Scale::Fit(kind) => match stored().filter(|s| s.kind() == kind) {
+                Some(s) => Some(s),
+                None => Some(dataset.fit_scaling(kind)?),
+            },
+        })
+    }
+
+    /// Sets the scaling this choice gives on `model` (see
+    /// [`resolve`](Self::resolve)).
+    ///
+    /// # Errors
+    /// As [`resolve`](Self::resolve); [`Error::LengthMismatch`] when the
+    /// file's column count is not the model's.
+    pub fn apply<S: Source + 'static>(
+        self,
+        model: &mut Model,
+        dataset: &Arc<Dataset<S>>,
+    ) -> Result<()> {
+        if self == Scale::Model {
+            return Ok(());
+        }
+        let scaling = self.resolve(model, dataset)?;
+        model.set_scaling(scaling)
+    }
 }
 
 /// Which iterates make the model a training run returns.
@@ -76,12 +169,13 @@ impl Default for TrainOptions {
     fn default() -> Self {
         TrainOptions {
             epochs: 10,
-            learning_rate: 0.1,
+            learning_rate: Optimizer::Adam.default_learning_rate(),
             decay: 0.95,
             l2: 0.0,
-            optimizer: Optimizer::Sgd,
+            optimizer: Optimizer::Adam,
             split_gradient: true,
             average: Average::LastEpoch,
+            scale: Scale::Auto,
         }
     }
 }
@@ -131,7 +225,8 @@ pub struct EpochReport {
     pub gradient_threads: usize,
 }
 
-/// Trains `model` for `options.epochs` epochs over `loader`, evaluating on
+/// Trains `model` for `options.epochs` epochs over `loader` (after setting
+/// the scaling [`TrainOptions::scale`] gives it), evaluating on
 /// every row of `eval` ([`evaluate`]) after each epoch if given, and
 /// calling `on_epoch` with each report as it is made (for progress
 /// output).
@@ -161,6 +256,8 @@ pub fn train<S: Source + 'static>(
             expected: "a decay in (0, 1] and a non-negative l2",
         });
     }
+    options.scale.apply(model, loader.dataset())?;
+    model.fit_binary_labels(loader.dataset())?;
     let mut grad = Gradient::try_new(model)?;
     let mut state = OptimizerState::try_new(options.optimizer, model)?;
     let mut reports = Vec::with_capacity(options.epochs);
@@ -272,7 +369,7 @@ pub fn evaluate_all<S: Source + 'static>(
     for block in dataset.prefetch((0..dataset.n_blocks()).collect(), 2)? {
         let block = block?;
         let predictions = model.predict(&block.pages()?)?;
-        evaluation.add(&predictions, block.labels())?;
+        evaluation.add(&predictions, &model.class_indices(block.labels()))?;
     }
     Ok(evaluation.report())
 }

@@ -217,6 +217,7 @@ fn training_step(demo: &Demo) -> Outcome {
     let options = TrainOptions {
         epochs: TRAIN_EPOCHS,
         learning_rate: TRAIN_LR,
+        optimizer: tocpile::model::Optimizer::Sgd,
         ..TrainOptions::default()
     };
     let table = Table {

@@ -14,11 +14,13 @@ use crate::{Failure, Outcome};
 
 /// Predict with a saved model, one line per row of a dataset file.
 ///
-/// Text output: the predicted class (classifiers) or value (linreg) per
-/// line; with --scores the model's raw scores instead (the margin of lr,
+/// Text output: the predicted label (classifiers: the class, in the
+/// training file's labels, e.g. 1 or 2 for a model trained on labels 1
+/// and 2) or value (linreg) per line; with --scores the model's raw scores instead (the margin of lr,
 /// svm and linreg, the logits of softmax and mlp), space-separated. JSON
-/// Lines output (--json): {"row", "class"?, "value"?, "probabilities"?,
-/// "scores"} per row. Labels in the file are ignored. The file must have
+/// Lines output (--json): {"row", "class"?, "label"?, "value"?,
+/// "probabilities"?, "scores"} per row ("label" when the model's two
+/// labels are not 0 and 1). Labels in the file are ignored. The file must have
 /// the columns the model was trained on (encode it with --schema
 /// TRAIN.toc).
 #[derive(Debug, Args)]
@@ -45,7 +47,7 @@ pub struct PredictArgs {
 }
 
 /// The lines of rows `first..` for `p`.
-fn lines(p: &Predictions, first: u64, args: &PredictArgs, out: &mut Vec<u8>) {
+fn lines(p: &Predictions, first: u64, args: &PredictArgs, labelled: bool, out: &mut Vec<u8>) {
     for i in 0..p.n_rows() {
         let scores = p.scores(i);
         if args.json {
@@ -55,6 +57,9 @@ fn lines(p: &Predictions, first: u64, args: &PredictArgs, out: &mut Vec<u8>) {
                 Some(c) => doc.insert("class".into(), c.into()),
                 None => doc.insert("value".into(), scores[0].into()),
             };
+            if labelled {
+                doc.insert("label".into(), p.label(i).into());
+            }
             if let Some(probs) = p.probabilities(i) {
                 doc.insert("probabilities".into(), probs.into());
             }
@@ -65,7 +70,7 @@ fn lines(p: &Predictions, first: u64, args: &PredictArgs, out: &mut Vec<u8>) {
             let text: Vec<String> = scores.iter().map(|s| s.to_string()).collect();
             writeln!(out, "{}", text.join(" ")).expect("writing to memory");
         } else {
-            writeln!(out, "{}", p.class(i).unwrap_or(0)).expect("writing to memory");
+            writeln!(out, "{}", p.label(i)).expect("writing to memory");
         }
     }
 }
@@ -77,22 +82,18 @@ pub fn run(args: &PredictArgs) -> Outcome {
     }
     let model = Model::load(&args.model)?;
     let dataset = Arc::new(crate::input::open_dataset(&args.file)?);
-    let info = dataset.info();
     let context = |e: tocpile::Error| {
         Failure::about(
             &args.file,
             format!("predicting with {}: {e}", args.model.display()),
         )
     };
-    model
-        .check_schema(info.n_cols, &info.schema)
-        .map_err(context)?;
+    let labelled = model.binary_labels().is_some();
     let mut out = Vec::new();
     let mut row = 0u64;
-    for block in dataset.prefetch((0..dataset.n_blocks()).collect(), 2)? {
-        let block = block?;
-        let predictions = model.predict(&block.pages()?).map_err(context)?;
-        lines(&predictions, row, args, &mut out);
+    for predictions in model.predict_dataset(&dataset).map_err(context)? {
+        let predictions = predictions.map_err(context)?;
+        lines(&predictions, row, args, labelled, &mut out);
         row += predictions.n_rows() as u64;
         if args.output.is_none() && out.len() > 1 << 20 {
             emit(&String::from_utf8(std::mem::take(&mut out)).expect("UTF-8"))?;

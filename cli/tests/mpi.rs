@@ -149,6 +149,7 @@ fn ranks_under_mpirun_train_the_lockstep_model() {
         let options = TrainOptions {
             epochs: 3,
             learning_rate: 0.5,
+            optimizer: tocpile::model::Optimizer::Sgd,
             ..TrainOptions::default()
         };
         train_lockstep(&mut reference, &loaders, &options).unwrap();

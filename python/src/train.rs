@@ -88,11 +88,7 @@ fn optimizer_of(name: &str, lr: Option<f64>) -> PyResult<(Optimizer, f64)> {
             Optimizer::NAMES.join(", ")
         ))
     })?;
-    let default = match rule {
-        Optimizer::Adam => 0.03,
-        Optimizer::AdaGrad | Optimizer::Sgd => 0.1,
-    };
-    Ok((rule, lr.unwrap_or(default)))
+    Ok((rule, lr.unwrap_or(rule.default_learning_rate())))
 }
 
 /// `scale=` of `train`: "auto" (the file's scaling), "none", or a kind.
@@ -278,8 +274,9 @@ pub(crate) fn train(
         decay,
         l2,
         optimizer: rule,
-        split_gradient: true,
-        average: tocpile::train::Average::LastEpoch,
+        // The scaling is set below from `scale`.
+        scale: tocpile::train::Scale::Model,
+        ..TrainOptions::default()
     };
     py.detach(|| {
         let split = match holdout {

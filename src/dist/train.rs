@@ -106,6 +106,8 @@ where
     let (rank, size) = (comm.rank(), comm.size());
     // Everyone starts from rank 0's parameters.
     let n = broadcast_params(comm, model)?.len();
+    options.scale.apply(model, loader.dataset())?;
+    model.fit_binary_labels(loader.dataset())?;
     let mut grad = Gradient::try_new(model)?;
     // Every rank applies the step rule to the same averaged gradient, so
     // their optimizer states stay equal (with model averaging each rank
@@ -467,6 +469,8 @@ pub fn train_lockstep<S: Source + 'static>(
         });
     }
     check_rates(options)?;
+    options.scale.apply(model, loaders[0].dataset())?;
+    model.fit_binary_labels(loaders[0].dataset())?;
     let mut grad = Gradient::try_new(model)?;
     let mut state = OptimizerState::try_new(options.optimizer, model)?;
     let mut steps = Vec::with_capacity(options.epochs);

@@ -109,7 +109,10 @@
 mod flat;
 mod fused;
 pub(crate) mod layout;
+mod on_batch;
 pub mod pages;
+
+pub use on_batch::BatchKernels;
 mod scalar;
 mod toc;
 mod wide;

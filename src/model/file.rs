@@ -5,8 +5,10 @@
 //! model  := "TOCM" version:u8(1|2) kind:u8 0x00 0x00
 //!           n_cols:u64le n_layers:u32le width:u64le{n_layers}
 //!           n_params:u64le param:f64le{n_params} [extra] crc32:u32le
-//! extra  := schema_crc:u32le flags:u8 [scaling]     (version 2 only;
-//!           flags bit 0: a scaling section follows, crate::scale)
+//! extra  := schema_crc:u32le flags:u8 [scaling] [labels]   (version 2 only;
+//!           flags bit 0: a scaling section follows, crate::scale;
+//!           bit 1: labels := class0:f64le class1:f64le, a binary
+//!           model's labels, `Model::binary_labels`)
 //! ```
 //!
 //! A model without a scaling or schema is written as version 1, byte for
@@ -58,7 +60,8 @@ impl Model {
             sink(bytes)
         };
         let widths = self.kind.widths();
-        let version = if self.scaling.is_none() && self.schema == 0 {
+        let version = if self.scaling.is_none() && self.schema == 0 && self.binary_labels.is_none()
+        {
             1
         } else {
             VERSION
@@ -84,9 +87,16 @@ impl Model {
         if version == 2 {
             let mut tail = Vec::new();
             write_u32(&mut tail, self.schema);
-            tail.push(u8::from(self.scaling.is_some()));
+            tail.push(
+                u8::from(self.scaling.is_some()) | u8::from(self.binary_labels.is_some()) << 1,
+            );
             if let Some(s) = &self.scaling {
                 s.write(&mut tail);
+            }
+            if let Some(labels) = self.binary_labels {
+                labels
+                    .iter()
+                    .for_each(|y| tail.extend_from_slice(&y.to_le_bytes()));
             }
             put(&tail)?;
         }
@@ -308,20 +318,39 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
             expected: "a finite number",
         });
     }
-    let (mut schema, mut scaling) = (0, None);
+    let (mut schema, mut scaling, mut labels) = (0, None, None);
     if version == 2 {
         schema = r.u32("schema fingerprint")?;
         let flags_at = r.offset();
         let flags = r.u8("model flags")?;
-        if flags > 1 {
+        if flags > 3 {
             return Err(Error::UnknownFlags {
                 offset: flags_at,
                 flags,
             });
         }
-        if flags == 1 {
+        if flags & 1 == 1 {
             scaling = Some(Scaling::read(&mut r, n_cols)?);
-        } else if schema == 0 {
+        }
+        if flags & 2 == 2 {
+            let at = r.offset();
+            let read = r.f64s(2, "binary labels")?;
+            let pair = [read[0], read[1]];
+            let binary = kind.widths().last() == Some(&1) && code != 2;
+            if !(binary && pair[0].is_finite() && pair[1].is_finite() && pair[0] < pair[1]) {
+                return Err(Error::InvalidNumber {
+                    what: format!("binary labels (at byte {at})"),
+                    value: if pair[0].is_finite() {
+                        pair[1]
+                    } else {
+                        pair[0]
+                    },
+                    expected: "two finite labels in increasing order, of a binary model",
+                });
+            }
+            labels = Some(pair);
+        }
+        if flags == 0 && schema == 0 {
             // Such a model is written as version 1: one encoding per model.
             return Err(Error::FieldBelowMinimum {
                 what: "model flags of a version-2 file without a schema (such a model is \
@@ -363,5 +392,6 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
         .for_each(|(d, s)| *d = s);
     model.schema = schema;
     model.scaling = scaling;
+    model.binary_labels = labels;
     Ok(model)
 }

@@ -37,7 +37,8 @@ pub(super) fn run(
             .weights
             .as_slice_mut()
             .expect("a linear gradient is one column");
-        let (d_sum, stats) = gradient_add(&model.kind, w, b, pages, gw, &mut g.work[0]);
+        let above = model.positive_above();
+        let (d_sum, stats) = gradient_add(&model.kind, above, w, b, pages, gw, &mut g.work[0]);
         gl.bias[0] += d_sum;
         return Ok(stats);
     }
@@ -55,7 +56,13 @@ pub(super) fn run(
             &mut own,
         );
         for (&zi, &label) in z.iter().zip(labels) {
-            let (loss, _) = loss_and_slope(&model.kind, zi + b, label, &mut page_stats);
+            let (loss, _) = loss_and_slope(
+                &model.kind,
+                model.positive_above(),
+                zi + b,
+                label,
+                &mut page_stats,
+            );
             page_stats.loss_sum += loss;
         }
         stats.merge(&page_stats);
@@ -81,6 +88,7 @@ pub(super) fn weights(layer: &super::Layer) -> std::borrow::Cow<'_, [f64]> {
 /// (`model::split`).
 pub(super) fn gradient_add(
     kind: &ModelKind,
+    above: f64,
     w: &[f64],
     b: f64,
     pages: &[Page],
@@ -94,7 +102,7 @@ pub(super) fn gradient_add(
         let mut page_stats = BatchStats::of_labels(labels);
         let mut d_sum = 0.0;
         let slope = |r: usize, z: f64| {
-            let (loss, d) = loss_and_slope(kind, z + b, labels[r], &mut page_stats);
+            let (loss, d) = loss_and_slope(kind, above, z + b, labels[r], &mut page_stats);
             page_stats.loss_sum += loss;
             d_sum += d;
             d
@@ -107,8 +115,16 @@ pub(super) fn gradient_add(
 }
 
 /// The loss at `margin` and its derivative in the margin; counts a correct
-/// prediction or the squared residual into `stats`.
-fn loss_and_slope(kind: &ModelKind, margin: f64, label: f64, stats: &mut BatchStats) -> (f64, f64) {
+/// prediction or the squared residual into `stats`. A classifier's label
+/// is positive when above `above` (0, or the midpoint of the model's
+/// [binary labels](Model::binary_labels)).
+fn loss_and_slope(
+    kind: &ModelKind,
+    above: f64,
+    margin: f64,
+    label: f64,
+    stats: &mut BatchStats,
+) -> (f64, f64) {
     match kind {
         ModelKind::LinearRegression => {
             let r = margin - label;
@@ -116,7 +132,7 @@ fn loss_and_slope(kind: &ModelKind, margin: f64, label: f64, stats: &mut BatchSt
             (0.5 * r * r, r)
         }
         _ => {
-            let y = if label > 0.0 { 1.0 } else { -1.0 };
+            let y = if label > above { 1.0 } else { -1.0 };
             if (margin > 0.0) == (y > 0.0) {
                 stats.correct += 1;
             }

@@ -70,6 +70,7 @@
 
 mod file;
 mod kind;
+mod labels;
 mod linear;
 mod metrics;
 mod network;
@@ -105,6 +106,9 @@ pub struct Model {
     scaling: Option<Scaling>,
     /// CRC-32 of the schema text of the data trained on (0: none known).
     schema: u32,
+    /// A binary classifier's two labels as the data has them (class 0,
+    /// class 1), when they are not 0 and 1 (see [`Model::binary_labels`]).
+    binary_labels: Option<[f64; 2]>,
 }
 
 /// Stream label of model initialisation in [`Rng::stream`].
@@ -181,6 +185,7 @@ impl Model {
             layers,
             scaling: None,
             schema: 0,
+            binary_labels: None,
         })
     }
 
@@ -378,9 +383,9 @@ impl Model {
             .expect("a linear gradient is one column");
         let ws = &mut grad.work[0];
         let mut own = (0.0, BatchStats::default());
-        let kind = &self.kind;
-        let (their_bias, their_stats) = helper.run(kind, w, b, theirs, gw, |gw| {
-            own = linear::gradient_add(kind, w, b, mine, gw, ws);
+        let (kind, above) = (&self.kind, self.positive_above());
+        let (their_bias, their_stats) = helper.run((kind, above), w, b, theirs, gw, |gw| {
+            own = linear::gradient_add(kind, above, w, b, mine, gw, ws);
         });
         let (mut bias, mut stats) = own;
         bias += their_bias;

@@ -102,7 +102,11 @@ fn pass(
     let mut stats = BatchStats::of_labels(labels);
     if z.ncols() == 1 {
         for (mut row, &label) in z.rows_mut().into_iter().zip(labels) {
-            let y = if label > 0.0 { 1.0 } else { 0.0 };
+            let y = if label > model.positive_above() {
+                1.0
+            } else {
+                0.0
+            };
             let logit = row[0];
             stats.loss_sum += softplus(logit) - y * logit;
             if (logit > 0.0) == (y > 0.0) {

@@ -49,6 +49,18 @@ impl Optimizer {
         }
     }
 
+    /// The learning rate of the first epoch when none is given: 0.03 for
+    /// Adam, 0.1 for AdaGrad and plain SGD (measured on the shared
+    /// datasets, `docs/RESULTS.md`, "Real data, real workflows"). The
+    /// command line, Python and [`TrainOptions`](crate::train::TrainOptions)
+    /// take it from here.
+    pub fn default_learning_rate(self) -> f64 {
+        match self {
+            Optimizer::Adam => 0.03,
+            Optimizer::AdaGrad | Optimizer::Sgd => 0.1,
+        }
+    }
+
     /// Looks a rule up by short name, ignoring case.
     pub fn from_name(name: &str) -> Option<Optimizer> {
         match name.to_ascii_lowercase().as_str() {

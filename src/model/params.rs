@@ -246,6 +246,7 @@ impl Model {
             layers,
             scaling,
             schema: self.schema,
+            binary_labels: self.binary_labels,
         })
     }
 

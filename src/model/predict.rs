@@ -20,6 +20,8 @@ use crate::page::Page;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Predictions {
     kind: ModelKind,
+    /// The binary model's labels of classes 0 and 1, if not 0 and 1.
+    labels: Option<[f64; 2]>,
     outputs: usize,
     scores: Vec<f64>,
 }
@@ -59,6 +61,25 @@ impl Predictions {
                 Some(best)
             }
         }
+    }
+
+    /// Row `i`'s prediction in the labels of the training data: the
+    /// predicted class's label (a binary model's
+    /// [`binary_labels`](Model::binary_labels), else the class index),
+    /// or the regression's value.
+    pub fn label(&self, i: usize) -> f64 {
+        match self.class(i) {
+            None => self.scores(i)[0],
+            Some(c) => match self.labels {
+                Some(labels) if c < 2 => labels[c],
+                _ => c as f64,
+            },
+        }
+    }
+
+    /// Every row's [`label`](Self::label).
+    pub fn labels(&self) -> Vec<f64> {
+        (0..self.n_rows()).map(|i| self.label(i)).collect()
     }
 
     /// Row `i`'s probabilities: of the positive class for logistic
@@ -117,6 +138,7 @@ impl Model {
         }
         Ok(Predictions {
             kind: self.kind.clone(),
+            labels: self.binary_labels,
             outputs,
             scores,
         })

@@ -44,6 +44,8 @@ const QUIT: u8 = 4;
 #[derive(Debug, Default)]
 struct Job {
     kind: Option<ModelKind>,
+    /// Labels above this are positive (`Model::positive_above`).
+    above: f64,
     w: Vec<f64>,
     b: f64,
     pages: Vec<Page>,
@@ -57,8 +59,15 @@ impl Job {
     /// Adds the pages' gradient into the gradient (zeroed when posted).
     fn run(&mut self, ws: &mut Workspace) {
         let kind = self.kind.as_ref().expect("a job names its model");
-        (self.bias, self.stats) =
-            linear::gradient_add(kind, &self.w, self.b, &self.pages, &mut self.grad, ws);
+        (self.bias, self.stats) = linear::gradient_add(
+            kind,
+            self.above,
+            &self.w,
+            self.b,
+            &self.pages,
+            &mut self.grad,
+            ws,
+        );
         // Let go of the pages now, not when the buffers come back.
         self.pages.clear();
     }
@@ -159,7 +168,7 @@ impl GradientHelper {
     /// and figures.
     pub(super) fn run(
         &mut self,
-        kind: &ModelKind,
+        (kind, above): (&ModelKind, f64),
         w: &[f64],
         b: f64,
         pages: &[Page],
@@ -169,11 +178,12 @@ impl GradientHelper {
         let mut job = self.spare.take().unwrap_or_default();
         if self.off {
             mine(gw);
-            return self.finish_here(job, kind, w, b, pages, gw);
+            return self.finish_here(job, (kind, above), w, b, pages, gw);
         }
         if job.kind.as_ref() != Some(kind) {
             job.kind = Some(kind.clone());
         }
+        job.above = above;
         job.w.clear();
         job.w.extend_from_slice(w);
         job.b = b;
@@ -240,7 +250,7 @@ impl GradientHelper {
     fn finish_here(
         &mut self,
         mut job: Job,
-        kind: &ModelKind,
+        (kind, above): (&ModelKind, f64),
         w: &[f64],
         b: f64,
         pages: &[Page],
@@ -248,7 +258,7 @@ impl GradientHelper {
     ) -> (f64, BatchStats) {
         job.grad.clear();
         job.grad.resize(gw.len(), 0.0);
-        let out = linear::gradient_add(kind, w, b, pages, &mut job.grad, &mut self.ws);
+        let out = linear::gradient_add(kind, above, w, b, pages, &mut job.grad, &mut self.ws);
         Self::add(gw, &job);
         self.spare = Some(job);
         out

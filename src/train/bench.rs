@@ -242,6 +242,8 @@ fn train_options(options: &TrainBenchOptions) -> TrainOptions {
         epochs: options.epochs + 1,
         learning_rate: options.learning_rate,
         optimizer: options.optimizer,
+        // The model's scaling as the harness set it.
+        scale: super::Scale::Model,
         ..TrainOptions::default()
     }
 }

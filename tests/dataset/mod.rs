@@ -378,3 +378,17 @@ fn values_and_labels_that_are_not_finite_make_a_file_invalid() {
     drop(w);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A model file's error keeps its cause in the `source()` chain under
+/// the file's context.
+#[test]
+fn file_errors_keep_their_source() {
+    use std::error::Error as _;
+    let path = crate::support::temp_path("not-a-model");
+    std::fs::write(&path, b"TOCM\x01\x09\x00\x00").unwrap();
+    let err = tocpile::model::Model::load(&path).unwrap_err();
+    assert!(matches!(err, tocpile::Error::InFile { .. }), "{err:?}");
+    let inner = err.source().expect("the error inside the file's context");
+    assert!(inner.to_string().contains("model kind"), "{inner}");
+    std::fs::remove_file(path).unwrap();
+}

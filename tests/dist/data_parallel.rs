@@ -31,6 +31,7 @@ const OPTIONS: TrainOptions = TrainOptions {
     // The ranks' sums are compared with one process's to the last bit.
     split_gradient: false,
     average: tocpile::train::Average::None,
+    scale: tocpile::train::Scale::Model,
 };
 
 /// Linear regression on 22 one-hot columns a row needs a smaller rate.

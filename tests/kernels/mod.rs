@@ -234,3 +234,4 @@ fn every_page_form_reaches_its_kernels() {
 }
 
 mod gradient;
+mod on_batch;

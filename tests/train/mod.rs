@@ -14,6 +14,8 @@ use tocpile::model::{Model, ModelKind};
 use tocpile::train::{evaluate, train, TrainOptions};
 use tocpile::Error;
 
+mod defaults;
+
 fn mushrooms_file(format: FormatKind, page_rows: usize) -> PathBuf {
     let (rows, labels) = load("mushrooms", usize::MAX);
     let path = crate::support::temp_path(format.name());
@@ -47,6 +49,7 @@ fn logistic_regression_learns_mushrooms_through_corgipile() {
             epochs: 10,
             learning_rate: 1.0,
             l2: 1e-5,
+            optimizer: tocpile::model::Optimizer::Sgd,
             ..TrainOptions::default()
         };
         let mut seen = 0;
@@ -95,6 +98,7 @@ fn the_same_model_from_every_page_format_and_buffering() {
         let options = TrainOptions {
             epochs: 1,
             l2: 1e-3,
+            optimizer: tocpile::model::Optimizer::Sgd,
             ..TrainOptions::default()
         };
         train(&mut model, &loader, &options, None, |_| {}).unwrap();
@@ -122,6 +126,7 @@ fn divergence_names_the_epoch_and_rate() {
     let mut model = Model::new(ModelKind::LinearRegression, 98, 0).unwrap();
     let options = TrainOptions {
         learning_rate: 10.0,
+        optimizer: tocpile::model::Optimizer::Sgd,
         ..TrainOptions::default()
     };
     match train(&mut model, &loader, &options, None, |_| {}) {
@@ -132,6 +137,7 @@ fn divergence_names_the_epoch_and_rate() {
     }
     let bad = TrainOptions {
         learning_rate: -1.0,
+        optimizer: tocpile::model::Optimizer::Sgd,
         ..TrainOptions::default()
     };
     assert!(matches!(
@@ -174,6 +180,7 @@ fn the_split_gradient_trains_the_one_thread_model() {
                 epochs: 3,
                 learning_rate: 0.05,
                 split_gradient,
+                optimizer: tocpile::model::Optimizer::Sgd,
                 ..TrainOptions::default()
             };
             let reports = train(&mut model, &loader, &options, None, |_| {}).unwrap();

@@ -10,7 +10,7 @@ use tocpile::cleanup::{self, ScratchFile};
 use tocpile::dataset::{split_holdout, Dataset, DatasetInfo};
 use tocpile::model::{Model, ModelKind, Optimizer};
 use tocpile::scale::{ScaleKind, Scaling};
-use tocpile::train::{Average, TrainOptions};
+use tocpile::train::{Scale, TrainOptions};
 
 use super::TrainArgs;
 use crate::Failure;
@@ -37,6 +37,16 @@ impl ScaleArg {
             ScaleArg::Auto | ScaleArg::None => None,
         }
     }
+
+    /// The library's choice for this argument (a fresh model has no
+    /// scaling of its own, so `auto` is the file's).
+    fn choice(self) -> Scale {
+        match (self, self.kind()) {
+            (_, Some(kind)) => Scale::Fit(kind),
+            (ScaleArg::None, None) => Scale::None,
+            _ => Scale::Stored,
+        }
+    }
 }
 
 /// `--optimizer`.
@@ -59,33 +69,11 @@ impl OptimizerArg {
         }
     }
 
-    /// The learning rate when `--lr` is not given (measured on the shared
-    /// datasets, docs/RESULTS.md: "Real data, real workflows").
+    /// The learning rate when `--lr` is not given (the library's,
+    /// [`Optimizer::default_learning_rate`]).
     pub fn default_lr(self) -> f64 {
-        match self {
-            OptimizerArg::Adam => 0.03,
-            OptimizerArg::Adagrad => 0.1,
-            OptimizerArg::Sgd => 0.1,
-        }
+        self.rule().default_learning_rate()
     }
-}
-
-/// The scaling to train with: the file's for `auto`, none for `none`,
-/// else the file's when it is of that kind, or one fitted by a pass over
-/// the file.
-pub fn scaling(arg: ScaleArg, dataset: &Arc<Dataset>) -> Result<Option<Scaling>, Failure> {
-    let stored = dataset.info().scaling.clone();
-    Ok(match arg {
-        ScaleArg::Auto => stored,
-        ScaleArg::None => None,
-        _ => {
-            let kind = arg.kind().expect("a kind");
-            match stored.filter(|s| s.kind() == kind) {
-                Some(s) => Some(s),
-                None => Some(dataset.fit_scaling(kind)?),
-            }
-        }
-    })
 }
 
 /// The two parts of a held-out split: registered scratch files, deleted
@@ -161,10 +149,10 @@ pub fn start(
 ) -> Result<(Model, TrainOptions, &'static str), Failure> {
     let mut model = Model::new(kind.clone(), dataset.info().n_cols, args.seed)
         .map_err(|e| Failure::about(&args.file, e))?;
-    let scaling = scaling(args.scale, dataset)?;
-    let name = scaling.as_ref().map_or("none", |s| s.kind().name());
-    model.set_scaling(scaling)?;
+    args.scale.choice().apply(&mut model, dataset)?;
+    let name = model.scaling().map_or("none", |s| s.kind().name());
     model.set_schema(&dataset.info().schema);
+    // The scaling is set: training keeps it rather than fitting it again.
     let options = TrainOptions {
         epochs: usize::try_from(args.epochs).unwrap_or(usize::MAX),
         learning_rate: args.learning_rate(),
@@ -172,7 +160,8 @@ pub fn start(
         l2: args.l2,
         optimizer: args.optimizer.rule(),
         split_gradient: args.gradient_threads > 1,
-        average: Average::LastEpoch,
+        scale: Scale::Model,
+        ..TrainOptions::default()
     };
     Ok((model, options, name))
 }
