@@ -54,32 +54,39 @@ pub(crate) fn info_dict<'py>(py: Python<'py>, info: &DatasetInfo) -> PyResult<Bo
 
 /// Appends the rows of `pages` to `parts`, decoding TOC pages through
 /// their decode trees into one reused scratch batch.
-pub(crate) fn push_pages(pages: &[Page], parts: &mut CsrParts, scratch: &mut SparseBatch) {
+pub(crate) fn push_pages(
+    pages: &[Page],
+    parts: &mut CsrParts,
+    scratch: &mut SparseBatch,
+) -> tocpile::Result<()> {
     for page in pages {
         match page.batch().as_toc() {
             Some(toc) => {
                 toc.tree().decode_into(scratch);
-                parts.push(scratch);
+                parts.push(scratch)?;
             }
-            None => parts.push(&page.batch().decode()),
+            None => parts.push(&page.batch().decode())?,
         }
     }
+    Ok(())
 }
 
 /// `(X, y)` of decoded rows and labels: X a scipy CSR matrix, or a dense
-/// numpy array when `dense`.
+/// numpy array when `dense`; both of `dtype` when given (else float64).
 pub(crate) fn rows_and_labels<'py>(
     py: Python<'py>,
     parts: CsrParts,
     labels: Vec<f64>,
     dense: bool,
+    dtype: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let x = if dense {
-        arrays::dense_matrix(py, &parts)?
+        arrays::dense_matrix(py, &parts, dtype)?
     } else {
-        arrays::csr_matrix(py, parts)?
+        arrays::cast_to(arrays::csr_matrix(py, parts)?, dtype)?
     };
-    PyTuple::new(py, [x, PyArray1::from_vec(py, labels).into_any()])
+    let y = arrays::cast_to(PyArray1::from_vec(py, labels).into_any(), dtype)?;
+    PyTuple::new(py, [x, y])
 }
 
 pub(crate) fn want_dense(as_: &str) -> PyResult<bool> {
@@ -213,7 +220,8 @@ impl PyDataset {
             let mut scratch = SparseBatch::default();
             for block in ds.prefetch(blocks, 2)? {
                 let block = block?;
-                push_pages(&block.pages()?, &mut parts, &mut scratch);
+                push_pages(&block.pages()?, &mut parts, &mut scratch)?;
+                arrays::reserve(&mut labels, block.labels().len(), "labels")?;
                 labels.extend_from_slice(block.labels());
             }
             Ok((parts, labels))
@@ -319,25 +327,32 @@ impl PyDataset {
 
     /// Block `i`'s rows and labels, its checksum verified: `(X, y)`, X a
     /// scipy CSR matrix (or dense numpy with `as_="dense"`).
-    #[pyo3(signature = (i, as_ = "csr"))]
+    #[pyo3(signature = (i, as_ = "csr", dtype = None))]
     fn read_block<'py>(
         &self,
         py: Python<'py>,
         i: usize,
         as_: &str,
+        dtype: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let dense = want_dense(as_)?;
         self.check_block(i)?;
         let (parts, labels) = self.gather(py, vec![i])?;
-        rows_and_labels(py, parts, labels, dense)
+        rows_and_labels(py, parts, labels, dense, dtype)
     }
 
-    /// Every row and label in file order: `(X, y)`.
-    #[pyo3(signature = (as_ = "csr"))]
-    fn read<'py>(&self, py: Python<'py>, as_: &str) -> PyResult<Bound<'py, PyTuple>> {
+    /// Every row and label in file order: `(X, y)` (of `dtype` when
+    /// given). Rows that do not fit in memory raise `MemoryError`.
+    #[pyo3(signature = (as_ = "csr", dtype = None))]
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        as_: &str,
+        dtype: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
         let dense = want_dense(as_)?;
         let (parts, labels) = self.gather(py, (0..self.inner.n_blocks()).collect())?;
-        rows_and_labels(py, parts, labels, dense)
+        rows_and_labels(py, parts, labels, dense, dtype)
     }
 
     /// Every label in file order (reads each block, no page is decoded).
@@ -364,6 +379,20 @@ impl PyDataset {
 
     fn __len__(&self) -> usize {
         self.inner.info().n_rows as usize
+    }
+
+    /// Pickles (and deep-copies) as its path: the copy opens the file
+    /// again.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        let path = slf.borrow().path().into_pyobject(py)?.into_any();
+        PyTuple::new(
+            py,
+            [
+                slf.get_type().into_any(),
+                PyTuple::new(py, [path])?.into_any(),
+            ],
+        )
     }
 
     fn __repr__(&self) -> String {

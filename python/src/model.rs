@@ -13,7 +13,7 @@ use numpy::ndarray::Array2;
 use numpy::{PyArray1, PyArray2, ToPyArray};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use tocpile::formats::FormatKind;
 use tocpile::model::{Model, ModelKind, Predictions};
 use tocpile::train::{evaluate_all, EpochReport, Score};
@@ -95,6 +95,32 @@ impl PyModel {
             model: Model::load(&path).py_err()?,
             history: Vec::new(),
         })
+    }
+
+    /// The bytes of the model file (what `save` writes and `from_bytes`
+    /// reads back).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.model.to_bytes())
+    }
+
+    /// A model from the bytes of a model file (checked as `load` checks a
+    /// file).
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<PyModel> {
+        let model = py.detach(|| Model::from_bytes(data)).py_err()?;
+        Ok(PyModel {
+            model,
+            history: Vec::new(),
+        })
+    }
+
+    /// Pickles (and deep-copies) as the model file's bytes; the training
+    /// history is not kept.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        let from_bytes = slf.get_type().getattr("from_bytes")?;
+        let bytes = slf.borrow().to_bytes(py).into_any();
+        PyTuple::new(py, [from_bytes, PyTuple::new(py, [bytes])?.into_any()])
     }
 
     /// Writes the model file (atomically).

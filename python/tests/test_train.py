@@ -276,3 +276,17 @@ def test_training_errors(tmp_path):
     m = tocpile.train(path, "lr", epochs=1)
     with pytest.raises(ValueError, match="5 columns, but the model takes 6"):
         m.predict(np.ones((2, 5)))
+
+
+def test_model_pickles_as_its_bytes(mushrooms_file, mushrooms):
+    import copy
+    import pickle
+
+    X, _ = mushrooms
+    m = tocpile.train(mushrooms_file, "lr", epochs=1, seed=3)
+    for clone in (pickle.loads(pickle.dumps(m)), copy.deepcopy(m),
+                  tocpile.Model.from_bytes(m.to_bytes())):
+        assert clone.kind == "lr" and clone.to_bytes() == m.to_bytes()
+        np.testing.assert_array_equal(clone.decision_function(X), m.decision_function(X))
+    with pytest.raises(tocpile.TocError):
+        tocpile.Model.from_bytes(m.to_bytes()[:-3])

@@ -56,6 +56,14 @@ __all__ = [
 __version__ = "0.1.0"
 
 
+def _restore_loader(args: dict, state: dict) -> Loader:
+    """Unpickles a :class:`Loader`: made again from its arguments, resumed
+    at its state."""
+    loader = Loader(**args)
+    loader.load_state_dict(state)
+    return loader
+
+
 def _is_matrix(x: Any) -> bool:
     """True for a numpy array or a scipy.sparse matrix (one chunk)."""
     import numpy as np
