@@ -45,6 +45,10 @@ impl PyModel {
         PyModel { model, history }
     }
 
+    pub(crate) fn model(&self) -> &Model {
+        &self.model
+    }
+
     /// The library's predictions for the rows of `x` (numpy or scipy),
     /// encoded as one CSR page, computed with the GIL released.
     fn predictions(&self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<Predictions> {
