@@ -30,7 +30,7 @@ fn value_error<T>(message: String) -> PyResult<T> {
 
 /// `obj` as a numpy array of float64 (converted from any real dtype), of
 /// `ndim` dimensions.
-fn real_array<'py>(
+pub(crate) fn real_array<'py>(
     obj: &Bound<'py, PyAny>,
     what: &str,
     ndim: usize,

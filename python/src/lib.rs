@@ -25,6 +25,7 @@ mod bench;
 mod dataset;
 mod loader;
 mod model;
+mod predict;
 mod train;
 
 create_exception!(

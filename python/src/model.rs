@@ -21,6 +21,7 @@ use tocpile::Page;
 
 use crate::arrays;
 use crate::loader::dataset_of;
+use crate::predict;
 use crate::IntoPy;
 
 /// A model trained by `tocpile.train` (or loaded by `Model.load`):
@@ -70,18 +71,14 @@ impl PyModel {
     }
 }
 
-/// One value per row as a 1-D array when every row has one, else an
-/// `n x k` array.
+/// One value per row as a 1-D array when `k` is 1, else an `n x k`
+/// array (the values row-major).
 fn rows_array<'py>(
     py: Python<'py>,
+    values: Vec<f64>,
     n: usize,
     k: usize,
-    row: impl Fn(usize) -> Vec<f64>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let mut values = Vec::with_capacity(n * k);
-    for i in 0..n {
-        values.extend(row(i));
-    }
     if k == 1 {
         return Ok(PyArray1::from_vec(py, values).into_any());
     }
@@ -202,8 +199,22 @@ impl PyModel {
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let s = predict::scores(py, &self.model, x)?;
+        let (n, k) = (s.n_rows(), s.outputs);
+        rows_array(py, s.values, n, k)
+    }
+
+    /// `decision_function` computed as it was before the parallel path:
+    /// the rows encoded as one CSR page and the library's `Model::predict`
+    /// (the reference the tests compare the fast path with).
+    fn _reference_scores<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let p = self.predictions(py, x)?;
-        rows_array(py, p.n_rows(), p.outputs(), |i| p.scores(i).to_vec())
+        let values = (0..p.n_rows()).flat_map(|i| p.scores(i).to_vec()).collect();
+        rows_array(py, values, p.n_rows(), p.outputs())
     }
 
     /// Probabilities: of the positive class (1-D) for lr and a binary mlp,
@@ -222,10 +233,14 @@ impl PyModel {
                 self.model.kind().name()
             )));
         }
-        let p = self.predictions(py, x)?;
-        rows_array(py, p.n_rows(), p.outputs(), |i| {
-            p.probabilities(i).unwrap_or_default()
-        })
+        let s = predict::scores(py, &self.model, x)?;
+        let (n, k) = (s.n_rows(), s.outputs);
+        let mut values = Vec::new();
+        crate::arrays::reserve(&mut values, s.values.len(), "probabilities").py_err()?;
+        for i in 0..n {
+            s.probabilities(i, &mut values);
+        }
+        rows_array(py, values, n, k)
     }
 
     /// Predictions, one per row: 1.0 for the positive class and 0.0 for
@@ -237,9 +252,9 @@ impl PyModel {
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let p = self.predictions(py, x)?;
-        let out: Vec<f64> = (0..p.n_rows())
-            .map(|i| p.class(i).map_or(p.scores(i)[0], |c| c as f64))
+        let s = predict::scores(py, &self.model, x)?;
+        let out: Vec<f64> = (0..s.n_rows())
+            .map(|i| s.class(i).map_or(s.row(i)[0], |c| c as f64))
             .collect();
         Ok(PyArray1::from_vec(py, out))
     }
