@@ -13,6 +13,7 @@ use pyo3::sync::MutexExt;
 use pyo3::types::{PyDict, PyTuple};
 use tocpile::dataset::{Dataset, DatasetInfo, DatasetWriter, WriterOptions};
 use tocpile::formats::FormatKind;
+use tocpile::ingest::csv::{CsvOptions, CsvReader};
 use tocpile::scale::ScaleKind;
 use tocpile::{Page, SparseBatch};
 
@@ -99,6 +100,62 @@ pub(crate) fn want_dense(as_: &str) -> PyResult<bool> {
     }
 }
 
+fn format_of(page_format: &str) -> PyResult<FormatKind> {
+    FormatKind::from_name(page_format).ok_or_else(|| {
+        let names: Vec<&str> = FormatKind::ALL.iter().map(|k| k.name()).collect();
+        PyValueError::new_err(format!(
+            "page_format: unknown format {page_format:?} (expected \"toc\" or one of {})",
+            names.join(", ")
+        ))
+    })
+}
+
+/// Encodes a CSV file (a header, a `label` column, numeric and
+/// categorical feature columns) as `tocpile encode file.csv` does: the
+/// library's CSV reader infers the schema (numbers, or categories one-hot
+/// encoded), the rows are written with it and the schema is stored in the
+/// file. Behind `tocpile.encode` of a pandas DataFrame with non-numeric
+/// columns.
+#[pyfunction]
+#[pyo3(signature = (csv_path, path, label, page_rows = 50, block_bytes = 2048,
+    page_format = "toc", scale = "maxabs"))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn _encode_csv<'py>(
+    py: Python<'py>,
+    csv_path: PathBuf,
+    path: PathBuf,
+    label: String,
+    page_rows: usize,
+    block_bytes: usize,
+    page_format: &str,
+    scale: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let scale = scale_kind_of(scale)?;
+    let format = format_of(page_format)?;
+    let info = py
+        .detach(|| -> tocpile::Result<DatasetInfo> {
+            let options = CsvOptions {
+                label,
+                ..CsvOptions::default()
+            };
+            let mut reader = CsvReader::open(&csv_path, options)?;
+            let layout = WriterOptions {
+                page_rows,
+                block_bytes,
+                format,
+                schema: reader.schema().to_text(),
+            };
+            let mut writer = DatasetWriter::create(&path, reader.n_cols(), layout)?;
+            writer.set_scaling(scale)?;
+            while let Some(chunk) = reader.next_chunk(8192)? {
+                writer.push(&chunk.batch, &chunk.labels)?;
+            }
+            writer.finish()
+        })
+        .py_err()?;
+    info_dict(py, &info)
+}
+
 /// Streams rows into a new dataset file: the writer behind
 /// `tocpile.encode`. Nothing appears at the path until `finish()`.
 #[pyclass(name = "_Writer", module = "tocpile")]
@@ -121,13 +178,7 @@ impl PyWriter {
         scale: &str,
     ) -> PyResult<PyWriter> {
         let scale = scale_kind_of(scale)?;
-        let Some(format) = FormatKind::from_name(page_format) else {
-            let names: Vec<&str> = FormatKind::ALL.iter().map(|k| k.name()).collect();
-            return Err(PyValueError::new_err(format!(
-                "page_format: unknown format {page_format:?} (expected \"toc\" or one of {})",
-                names.join(", ")
-            )));
-        };
+        let format = format_of(page_format)?;
         let options = WriterOptions {
             page_rows,
             block_bytes,

@@ -77,6 +77,7 @@ fn _tocpile(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<loader::EpochIter>()?;
     m.add_class::<model::PyModel>()?;
     m.add_function(wrap_pyfunction!(train::train, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::_encode_csv, m)?)?;
     m.add_function(wrap_pyfunction!(bench::bench_kernels, m)?)?;
     Ok(())
 }
