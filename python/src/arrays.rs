@@ -97,7 +97,7 @@ fn rows_from_sparse(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<SparseBatch>
     let int64 = np.getattr("int64")?;
     let index = |name: &str| -> PyResult<Vec<i64>> {
         let a = np.call_method1("asarray", (csr.getattr(name)?, &int64))?;
-        Ok(a.cast::<PyArray1<i64>>()?.readonly().as_array().to_vec())
+        copied(a.cast::<PyArray1<i64>>()?.readonly().as_array().iter())
     };
     let indptr = index("indptr")?;
     let indices = index("indices")?;
@@ -107,8 +107,10 @@ fn rows_from_sparse(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<SparseBatch>
             indptr.len()
         ));
     }
-    let offsets: Vec<usize> = indptr.iter().map(|&o| o.max(0) as usize).collect();
-    let values = data.as_array().to_vec();
+    let mut offsets = Vec::new();
+    reserve(&mut offsets, indptr.len(), "row offsets of X").py_err()?;
+    offsets.extend(indptr.iter().map(|&o| o.max(0) as usize));
+    let values = copied(data.as_array().iter())?;
     if let Some((i, v)) = first_non_finite(values.iter().copied()) {
         let row = offsets.partition_point(|&o| o <= i).saturating_sub(1);
         return value_error(format!(
@@ -116,7 +118,8 @@ fn rows_from_sparse(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<SparseBatch>
             indices.get(i).copied().unwrap_or(-1)
         ));
     }
-    let mut cols = Vec::with_capacity(indices.len());
+    let mut cols = Vec::new();
+    reserve(&mut cols, indices.len(), "column indices of X").py_err()?;
     for &c in &indices {
         match u32::try_from(c) {
             Ok(c) => cols.push(c),
@@ -124,6 +127,15 @@ fn rows_from_sparse(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<SparseBatch>
         }
     }
     SparseBatch::from_csr(n_cols, offsets, cols, values).py_err()
+}
+
+/// The items copied into a vector allocated fallibly (`MemoryError`
+/// rather than an abort for a matrix as large as memory).
+fn copied<'a, T: Copy + 'a>(items: impl ExactSizeIterator<Item = &'a T>) -> PyResult<Vec<T>> {
+    let mut out = Vec::new();
+    reserve(&mut out, items.len(), "a copy of the input arrays").py_err()?;
+    out.extend(items.copied());
+    Ok(out)
 }
 
 /// One finite label per row, from any 1-D array-like of real numbers.

@@ -23,6 +23,7 @@ mod arrays;
 mod batch;
 mod bench;
 mod dataset;
+mod epoch_iter;
 mod loader;
 mod model;
 mod predict;
@@ -74,7 +75,7 @@ fn _tocpile(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset::PyDataset>()?;
     m.add_class::<dataset::PyWriter>()?;
     m.add_class::<loader::PyLoader>()?;
-    m.add_class::<loader::EpochIter>()?;
+    m.add_class::<epoch_iter::EpochIter>()?;
     m.add_class::<model::PyModel>()?;
     m.add_function(wrap_pyfunction!(train::train, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::_encode_csv, m)?)?;

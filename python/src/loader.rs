@@ -28,10 +28,9 @@ use pyo3::sync::MutexExt;
 use pyo3::types::{PyDict, PyFloat, PyInt, PyTuple};
 use tocpile::dataset::Dataset;
 use tocpile::loader::{Buffer, Epoch, Loader, LoaderOptions, Mode, Strategy};
-use tocpile::SparseBatch;
 
-use crate::arrays::{self, CsrParts};
-use crate::dataset::{push_pages, rows_and_labels, want_dense, PyDataset};
+use crate::dataset::{want_dense, PyDataset};
+use crate::epoch_iter::{EpochIter, Pending};
 use crate::IntoPy;
 
 /// Format of the dicts `state_dict` returns.
@@ -39,38 +38,38 @@ const STATE_VERSION: u64 = 1;
 
 /// Where the loader's iteration stands.
 #[derive(Default)]
-struct State {
-    epoch: u64,
+pub(crate) struct State {
+    pub(crate) epoch: u64,
     /// Batches yielded so far in `epoch` by the newest iterator.
-    position: u64,
+    pub(crate) position: u64,
     /// Batches the next `iter()` skips (set by `load_state_dict`).
     resume: u64,
     /// Counts `iter()`, `set_epoch` and `load_state_dict`: only the newest
     /// iterator moves the state (an older one still yields its epoch).
-    generation: u64,
+    pub(crate) generation: u64,
     /// Rows of an epoch (MRS's replays included), counted once per epoch
     /// when they cannot be known from the footer.
     counted: Option<(u64, u64)>,
 }
 
 /// What the loader and its iterators share.
-struct Shared {
-    loader: Loader,
-    dense: bool,
-    dtype: Option<Py<PyAny>>,
+pub(crate) struct Shared {
+    pub(crate) loader: Loader,
+    pub(crate) dense: bool,
+    pub(crate) dtype: Option<Py<PyAny>>,
     state: Mutex<State>,
 }
 
 impl Shared {
     /// The state, waiting for it with the GIL released (never held while
     /// waiting for a batch).
-    fn lock(&self, py: Python<'_>) -> std::sync::MutexGuard<'_, State> {
+    pub(crate) fn lock(&self, py: Python<'_>) -> std::sync::MutexGuard<'_, State> {
         self.state
             .lock_py_attached(py)
             .unwrap_or_else(|e| e.into_inner())
     }
 
-    fn batch_size(&self) -> usize {
+    pub(crate) fn batch_size(&self) -> usize {
         self.loader.options().batch_rows
     }
 
@@ -78,7 +77,7 @@ impl Shared {
     /// footer; for MRS (whose replay batches repeat rows) and for Shuffle
     /// Once split across ranks (whose blocks are those of a shuffled copy)
     /// counted by a pass over the epoch's stream (read, not decoded).
-    fn epoch_rows(&self, py: Python<'_>, epoch: u64) -> PyResult<u64> {
+    pub(crate) fn epoch_rows(&self, py: Python<'_>, epoch: u64) -> PyResult<u64> {
         let o = self.loader.options();
         let ds = self.loader.dataset();
         let counted =
@@ -351,7 +350,7 @@ impl PyLoader {
 
     /// Rows of every batch but the last of an epoch.
     #[getter]
-    fn batch_size(&self) -> usize {
+    pub(crate) fn batch_size(&self) -> usize {
         self.shared.batch_size()
     }
 
@@ -466,16 +465,14 @@ impl PyLoader {
                 Ok((stream, pending))
             })
             .py_err()?;
-        Ok(EpochIter {
-            shared: Arc::clone(shared),
+        Ok(EpochIter::new(
+            Arc::clone(shared),
             epoch,
             generation,
-            inner: Mutex::new(IterState {
-                stream: Some(stream),
-                pending,
-                position: skip,
-            }),
-        })
+            stream,
+            pending,
+            skip,
+        ))
     }
 
     /// Pickles as the constructor's arguments and the `state_dict()`: the
@@ -505,147 +502,5 @@ impl PyLoader {
             o.workers,
             loader.mode().name()
         )
-    }
-}
-
-/// Decoded rows and labels waiting to be cut into batches.
-struct Pending {
-    parts: CsrParts,
-    labels: Vec<f64>,
-    scratch: SparseBatch,
-}
-
-impl Pending {
-    fn new(n_cols: usize) -> Pending {
-        Pending {
-            parts: CsrParts::new(n_cols),
-            labels: Vec::new(),
-            scratch: SparseBatch::default(),
-        }
-    }
-
-    fn rows(&self) -> usize {
-        self.labels.len()
-    }
-
-    fn push(&mut self, batch: &tocpile::loader::MiniBatch) -> tocpile::Result<()> {
-        push_pages(&batch.pages, &mut self.parts, &mut self.scratch)?;
-        for page in &batch.pages {
-            arrays::reserve(&mut self.labels, page.labels().len(), "labels")?;
-            self.labels.extend_from_slice(page.labels());
-        }
-        Ok(())
-    }
-
-    /// The first `k` rows and their labels (all when fewer), removed.
-    fn take(&mut self, k: usize) -> tocpile::Result<(CsrParts, Vec<f64>)> {
-        let parts = self.parts.take_front(k)?;
-        let rest = if k < self.labels.len() {
-            self.labels.split_off(k)
-        } else {
-            Vec::new()
-        };
-        Ok((parts, std::mem::replace(&mut self.labels, rest)))
-    }
-}
-
-struct IterState {
-    /// None once the epoch's stream has ended (or failed).
-    stream: Option<Epoch>,
-    pending: Pending,
-    position: u64,
-}
-
-/// One epoch of a `Loader`: `iter(loader)`. Yields `(X, y)` batches of
-/// exactly `batch_size` rows but the last; `len()` is the number of
-/// batches left.
-#[pyclass(name = "EpochIter", module = "tocpile")]
-pub(crate) struct EpochIter {
-    shared: Arc<Shared>,
-    epoch: u64,
-    generation: u64,
-    inner: Mutex<IterState>,
-}
-
-#[pymethods]
-impl EpochIter {
-    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    /// The epoch this iterator yields.
-    #[getter]
-    fn epoch(&self) -> u64 {
-        self.epoch
-    }
-
-    /// Batches not yet yielded.
-    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
-        let rows = self.shared.epoch_rows(py, self.epoch)?;
-        let total = rows.div_ceil(self.shared.batch_size() as u64);
-        let position = self
-            .inner
-            .lock_py_attached(py)
-            .unwrap_or_else(|e| e.into_inner())
-            .position;
-        Ok(total.saturating_sub(position) as usize)
-    }
-
-    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        let shared = &self.shared;
-        let batch_size = shared.batch_size();
-        let mut guard = self
-            .inner
-            .lock_py_attached(py)
-            .unwrap_or_else(|e| e.into_inner());
-        let it = &mut *guard;
-        let cut = py.detach(|| -> tocpile::Result<Option<(CsrParts, Vec<f64>)>> {
-            while it.pending.rows() < batch_size {
-                let Some(stream) = it.stream.as_mut() else {
-                    break;
-                };
-                match stream.next() {
-                    Some(batch) => {
-                        let batch = batch.inspect_err(|_| it.stream = None)?;
-                        it.pending.push(&batch)?;
-                    }
-                    None => it.stream = None,
-                }
-            }
-            if it.pending.rows() == 0 {
-                return Ok(None);
-            }
-            it.pending.take(batch_size).map(Some)
-        });
-        match cut {
-            Err(e) => Err(crate::to_py(e)),
-            Ok(None) => {
-                let mut s = shared.lock(py);
-                if s.generation == self.generation {
-                    s.epoch = self.epoch + 1;
-                    s.position = 0;
-                    s.generation += 1;
-                }
-                Ok(None)
-            }
-            Ok(Some((parts, labels))) => {
-                it.position += 1;
-                {
-                    let mut s = shared.lock(py);
-                    if s.generation == self.generation {
-                        s.position = it.position;
-                    }
-                }
-                drop(guard);
-                let dtype = shared.dtype.as_ref().map(|d| d.bind(py));
-                Ok(Some(rows_and_labels(
-                    py,
-                    parts,
-                    labels,
-                    shared.dense,
-                    dtype,
-                )?))
-            }
-        }
     }
 }
