@@ -269,13 +269,11 @@ fn csr_kernel<I: Copy + Into<i64> + Sync>(
         ));
     }
     let n_cols = w.len() / k.max(1);
-    if k == 1 && well_formed(indptr, indices, n_cols) {
-        matvec_trusted(indptr, indices, data, w, b[0], out);
-        if out.par_iter().all(|v| v.is_finite()) {
-            return Ok(());
-        }
-        // A value that is not finite: the checked loop below names it.
+    if k == 1 && columns_in_range(indices, n_cols) && matvec(indptr, indices, data, w, b[0], out) {
+        return Ok(());
     }
+    // Bad offsets or a value that is not finite: the checked loop below
+    // names the row.
     out.par_chunks_mut(CHUNK_ROWS * k)
         .enumerate()
         .try_for_each(|(c, chunk)| {
@@ -333,66 +331,63 @@ fn csr_kernel<I: Copy + Into<i64> + Sync>(
         })
 }
 
-/// Whether CSR arrays hold rows within their values and columns within
-/// `0..n_cols`: offsets start at 0 or more, never decrease and end within
-/// the indices; every index is in range. Both passes vectorize (a min and
-/// a max over each array, on every core).
-fn well_formed<I: Copy + Into<i64> + Sync>(indptr: &[I], indices: &[I], n_cols: usize) -> bool {
-    let bounds = |a: &[I]| {
-        a.par_chunks(1 << 16)
-            .map(|c| {
-                c.iter().fold((i64::MAX, i64::MIN), |(lo, hi), &j| {
-                    (lo.min(j.into()), hi.max(j.into()))
-                })
+/// Whether every column index is in `0..n_cols`: one pass over the
+/// indices that vectorizes (a min and a max, on every core), so that
+/// scoring reads the weights without a check per entry.
+fn columns_in_range<I: Copy + Into<i64> + Sync>(indices: &[I], n_cols: usize) -> bool {
+    let (lo, hi) = indices
+        .par_chunks(1 << 16)
+        .map(|c| {
+            c.iter().fold((i64::MAX, i64::MIN), |(lo, hi), &j| {
+                (lo.min(j.into()), hi.max(j.into()))
             })
-            .reduce(|| (i64::MAX, i64::MIN), |a, b| (a.0.min(b.0), a.1.max(b.1)))
-    };
-    let monotone = indptr
-        .par_windows(2)
-        .with_min_len(1 << 14)
-        .all(|p| p[0].into() <= p[1].into());
-    let (first, last) = match (indptr.first(), indptr.last()) {
-        (Some(&f), Some(&l)) => (f.into(), l.into()),
-        _ => return false,
-    };
-    let (lo, hi) = bounds(indices);
-    monotone
-        && first >= 0
-        && last as u64 <= indices.len() as u64
-        && (indices.is_empty() || (lo >= 0 && (hi as u64) < n_cols as u64))
+        })
+        .reduce(|| (i64::MAX, i64::MIN), |a, b| (a.0.min(b.0), a.1.max(b.1)));
+    indices.is_empty() || (lo >= 0 && (hi as u64) < n_cols as u64)
 }
 
-/// `out[r] = x_r . w + b` over CSR arrays that [`well_formed`] accepted
-/// for `w.len()` columns: scipy's own loop, on every core.
-fn matvec_trusted<I: Copy + Into<i64> + Sync>(
+/// `out[r] = x_r . w + b` over CSR arrays whose column indices
+/// [`columns_in_range`] accepted for `w.len()` columns: scipy's own loop,
+/// on every core. False when a row's offsets are not `0 <= start <= end
+/// <= len` (that row is left unscored) or a score is not finite: the
+/// caller then runs the checked loop, which names the row.
+fn matvec<I: Copy + Into<i64> + Sync>(
     indptr: &[I],
     indices: &[I],
     data: &[f64],
     w: &[f64],
     b: f64,
     out: &mut [f64],
-) {
+) -> bool {
+    let len = indices.len().min(data.len()) as i64;
     out.par_chunks_mut(CHUNK_ROWS)
         .enumerate()
-        .for_each(|(c, chunk)| {
+        .map(|(c, chunk)| {
             let first = c * CHUNK_ROWS;
+            let mut ok = true;
             for (i, o) in chunk.iter_mut().enumerate() {
                 let r = first + i;
-                // SAFETY: `well_formed` checked that offsets never decrease
-                // and end within `indices` (as long as `data`, checked by
-                // the caller), and that every index is below `w.len()`.
-                unsafe {
-                    let start = Into::<i64>::into(*indptr.get_unchecked(r)) as usize;
-                    let end = Into::<i64>::into(*indptr.get_unchecked(r + 1)) as usize;
-                    let mut acc = 0.0;
-                    for e in start..end {
+                let (start, end): (i64, i64) = (indptr[r].into(), indptr[r + 1].into());
+                if !(0 <= start && start <= end && end <= len) {
+                    ok = false;
+                    continue;
+                }
+                let mut acc = 0.0;
+                for e in start as usize..end as usize {
+                    // SAFETY: e < end <= len, the length of both `indices`
+                    // and `data`; every index is below `w.len()`
+                    // (`columns_in_range`).
+                    unsafe {
                         let j = Into::<i64>::into(*indices.get_unchecked(e)) as usize;
                         acc += *data.get_unchecked(e) * *w.get_unchecked(j);
                     }
-                    *o = acc + b;
                 }
+                *o = acc + b;
+                ok &= o.is_finite();
             }
-        });
+            ok
+        })
+        .reduce(|| true, |a, b| a && b)
 }
 
 fn dense_kernel(

@@ -97,3 +97,12 @@ def test_bad_rows_are_named(models):
     forged.indices[5] = 1000
     with pytest.raises(ValueError, match="column index 1000"):
         m.decision_function(forged)
+    # Offsets that decrease, and offsets past the values.
+    forged = X.copy()
+    forged.indptr[5] = forged.indptr[6] + 3
+    with pytest.raises(ValueError, match=r"row [45] has offsets \d+\.\.\d+ outside"):
+        m.decision_function(forged)
+    forged = X.copy()
+    forged.indptr[-1] += 10
+    with pytest.raises(ValueError, match="row 2999 has offsets"):
+        m.decision_function(forged)
