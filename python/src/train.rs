@@ -194,7 +194,7 @@ fn holdout(
 /// `classes` and `scale` are then ignored). The GIL is released while
 /// training.
 #[pyfunction]
-#[pyo3(signature = (path, model = "lr", *, epochs = 10, optimizer = "adam", lr = None,
+#[pyo3(signature = (path, model = "lr", *, epochs = None, optimizer = "adam", lr = None,
     decay = 0.95, l2 = 0.0, batch_size = None, shuffle = "corgipile", buffer = None, seed = None,
     mode = "auto", classes = None, scale = "auto", eval = None, holdout = None, init = None))]
 #[allow(clippy::too_many_arguments)]
@@ -202,7 +202,7 @@ pub(crate) fn train(
     py: Python<'_>,
     path: &Bound<'_, PyAny>,
     model: &str,
-    epochs: usize,
+    epochs: Option<&Bound<'_, PyAny>>,
     optimizer: &str,
     lr: Option<f64>,
     decay: f64,
@@ -218,6 +218,10 @@ pub(crate) fn train(
     holdout: Option<f64>,
     init: Option<PyRef<'_, PyModel>>,
 ) -> PyResult<PyModel> {
+    let epochs = match epochs {
+        Some(e) => usize_at_least(e, "epochs", 0)?,
+        None => 10,
+    };
     let batch_size = match batch_size {
         Some(b) => usize_at_least(b, "batch_size", 1)?,
         None => 250,

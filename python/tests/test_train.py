@@ -294,3 +294,22 @@ def test_model_pickles_as_its_bytes(mushrooms_file, mushrooms):
         np.testing.assert_array_equal(clone.decision_function(X), m.decision_function(X))
     with pytest.raises(tocpile.TocError):
         tocpile.Model.from_bytes(m.to_bytes()[:-3])
+
+
+def test_errors_name_the_parameter_and_the_path(mushrooms_file, tmp_path):
+    for kwargs, message in [
+        (dict(seed=-1), "^seed: expected an int >= 0, got -1"),
+        (dict(batch_size=0), "^batch_size: expected an int >= 1, got 0"),
+        (dict(epochs=-2), "^epochs: expected an int >= 0, got -2"),
+        (dict(classes=0, model="softmax"), "^classes: expected an int >= 1, got 0"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            tocpile.train(mushrooms_file, **kwargs)
+    missing = tmp_path / "no-such-dir" / "m.model"
+    m = tocpile.train(mushrooms_file, epochs=1)
+    with pytest.raises(FileNotFoundError, match=f"^{missing}: cannot create it: the directory "):
+        m.save(missing)
+    with pytest.raises(FileNotFoundError, match=str(missing.parent / "x.toc")):
+        tocpile.encode(np.ones((2, 2)), np.ones(2), missing.parent / "x.toc")
+    with pytest.raises(FileNotFoundError, match=str(missing.parent / "x.toc")):
+        tocpile.Loader(missing.parent / "x.toc")
