@@ -30,7 +30,7 @@ fn value_error<T>(message: String) -> PyResult<T> {
 
 /// `obj` as a numpy array of float64 (converted from any real dtype), of
 /// `ndim` dimensions.
-fn real_array<'py>(
+pub(crate) fn real_array<'py>(
     obj: &Bound<'py, PyAny>,
     what: &str,
     ndim: usize,
@@ -97,7 +97,7 @@ fn rows_from_sparse(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<SparseBatch>
     let int64 = np.getattr("int64")?;
     let index = |name: &str| -> PyResult<Vec<i64>> {
         let a = np.call_method1("asarray", (csr.getattr(name)?, &int64))?;
-        Ok(a.cast::<PyArray1<i64>>()?.readonly().as_array().to_vec())
+        copied(a.cast::<PyArray1<i64>>()?.readonly().as_array().iter())
     };
     let indptr = index("indptr")?;
     let indices = index("indices")?;
@@ -107,8 +107,10 @@ fn rows_from_sparse(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<SparseBatch>
             indptr.len()
         ));
     }
-    let offsets: Vec<usize> = indptr.iter().map(|&o| o.max(0) as usize).collect();
-    let values = data.as_array().to_vec();
+    let mut offsets = Vec::new();
+    reserve(&mut offsets, indptr.len(), "row offsets of X").py_err()?;
+    offsets.extend(indptr.iter().map(|&o| o.max(0) as usize));
+    let values = copied(data.as_array().iter())?;
     if let Some((i, v)) = first_non_finite(values.iter().copied()) {
         let row = offsets.partition_point(|&o| o <= i).saturating_sub(1);
         return value_error(format!(
@@ -116,7 +118,8 @@ fn rows_from_sparse(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<SparseBatch>
             indices.get(i).copied().unwrap_or(-1)
         ));
     }
-    let mut cols = Vec::with_capacity(indices.len());
+    let mut cols = Vec::new();
+    reserve(&mut cols, indices.len(), "column indices of X").py_err()?;
     for &c in &indices {
         match u32::try_from(c) {
             Ok(c) => cols.push(c),
@@ -124,6 +127,15 @@ fn rows_from_sparse(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<SparseBatch>
         }
     }
     SparseBatch::from_csr(n_cols, offsets, cols, values).py_err()
+}
+
+/// The items copied into a vector allocated fallibly (`MemoryError`
+/// rather than an abort for a matrix as large as memory).
+fn copied<'a, T: Copy + 'a>(items: impl ExactSizeIterator<Item = &'a T>) -> PyResult<Vec<T>> {
+    let mut out = Vec::new();
+    reserve(&mut out, items.len(), "a copy of the input arrays").py_err()?;
+    out.extend(items.copied());
+    Ok(out)
 }
 
 /// One finite label per row, from any 1-D array-like of real numbers.
@@ -270,17 +282,58 @@ impl CsrParts {
         }
     }
 
-    /// Appends the rows of `batch`.
-    pub(crate) fn push(&mut self, batch: &SparseBatch) {
+    /// Appends the rows of `batch`; `Error::OutOfMemory` (a Python
+    /// `MemoryError`) when the system refuses the room, instead of an
+    /// abort: the rows of a whole file can be more than memory holds.
+    pub(crate) fn push(&mut self, batch: &SparseBatch) -> tocpile::Result<()> {
+        reserve(
+            &mut self.indptr,
+            batch.n_rows(),
+            "row offsets of the decoded rows",
+        )?;
+        reserve(
+            &mut self.indices,
+            batch.cols().len(),
+            "column indices of the decoded rows",
+        )?;
+        reserve(
+            &mut self.data,
+            batch.values().len(),
+            "values of the decoded rows",
+        )?;
         let base = self.data.len() as i64;
         self.indptr
             .extend(batch.offsets()[1..].iter().map(|&o| base + o as i64));
         self.indices.extend_from_slice(batch.cols());
         self.data.extend_from_slice(batch.values());
+        Ok(())
     }
 
     pub(crate) fn n_rows(&self) -> usize {
         self.indptr.len() - 1
+    }
+
+    /// Removes the first `k` rows (all when there are fewer) and returns
+    /// them; the rest stay, renumbered.
+    pub(crate) fn take_front(&mut self, k: usize) -> tocpile::Result<CsrParts> {
+        if k >= self.n_rows() {
+            return Ok(std::mem::replace(self, CsrParts::new(self.n_cols)));
+        }
+        let cut = self.indptr[k] as usize;
+        let mut front = CsrParts::new(self.n_cols);
+        reserve(&mut front.indptr, k, "row offsets of a mini-batch")?;
+        reserve(&mut front.indices, cut, "column indices of a mini-batch")?;
+        reserve(&mut front.data, cut, "values of a mini-batch")?;
+        front.indptr.extend_from_slice(&self.indptr[1..=k]);
+        front.indices.extend_from_slice(&self.indices[..cut]);
+        front.data.extend_from_slice(&self.data[..cut]);
+        self.indices.drain(..cut);
+        self.data.drain(..cut);
+        self.indptr.drain(1..=k);
+        for o in &mut self.indptr[1..] {
+            *o -= cut as i64;
+        }
+        Ok(front)
     }
 
     /// `(data, indices, indptr)` as numpy arrays.
@@ -289,29 +342,25 @@ impl CsrParts {
         let data = PyArray1::from_vec(py, self.data).into_any();
         let (indices, indptr) = if small {
             (
-                PyArray1::from_vec(py, self.indices.iter().map(|&c| c as i32).collect()).into_any(),
-                PyArray1::from_vec(py, self.indptr.iter().map(|&o| o as i32).collect()).into_any(),
+                PyArray1::from_vec(py, converted(&self.indices, |&c| c as i32)?).into_any(),
+                PyArray1::from_vec(py, converted(&self.indptr, |&o| o as i32)?).into_any(),
             )
         } else {
             (
-                PyArray1::from_vec(py, self.indices.iter().map(|&c| i64::from(c)).collect())
-                    .into_any(),
+                PyArray1::from_vec(py, converted(&self.indices, |&c| i64::from(c))?).into_any(),
                 PyArray1::from_vec(py, self.indptr).into_any(),
             )
         };
         PyTuple::new(py, [data, indices, indptr])
     }
 
-    /// The rows as a dense row-major matrix.
-    pub(crate) fn to_dense(&self) -> Vec<f64> {
-        let mut dense = vec![0.0; self.n_rows() * self.n_cols];
-        for r in 0..self.n_rows() {
-            let row = &mut dense[r * self.n_cols..(r + 1) * self.n_cols];
+    /// Writes the rows into `dense` (row-major, `n_rows x n_cols`, zeros).
+    fn fill_dense<T>(&self, dense: &mut [T], convert: impl Fn(f64) -> T) {
+        for (r, row) in dense.chunks_exact_mut(self.n_cols.max(1)).enumerate() {
             for k in self.indptr[r] as usize..self.indptr[r + 1] as usize {
-                row[self.indices[k] as usize] = self.data[k];
+                row[self.indices[k] as usize] = convert(self.data[k]);
             }
         }
-        dense
     }
 }
 
@@ -326,9 +375,79 @@ pub(crate) fn csr_matrix<'py>(py: Python<'py>, parts: CsrParts) -> PyResult<Boun
     sparse.getattr("csr_matrix")?.call((arrays,), Some(&kwargs))
 }
 
-/// The rows as a dense numpy matrix.
-pub(crate) fn dense_matrix<'py>(py: Python<'py>, parts: &CsrParts) -> PyResult<Bound<'py, PyAny>> {
-    let dense = parts.to_dense();
-    let array = PyArray1::from_vec(py, dense);
-    Ok(array.reshape([parts.n_rows(), parts.n_cols])?.into_any())
+/// The rows as a dense numpy matrix of `dtype` (None: float64). The array
+/// is allocated by `numpy.zeros`, so a matrix larger than memory raises
+/// numpy's own `MemoryError` (a Rust allocation of that size would abort
+/// the interpreter); float32 is filled directly, without a float64 copy.
+pub(crate) fn dense_matrix<'py>(
+    py: Python<'py>,
+    parts: &CsrParts,
+    dtype: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let shape = (parts.n_rows(), parts.n_cols);
+    let np = py.import("numpy")?;
+    let single = match dtype {
+        Some(d) => np.call_method1("dtype", (d,))?.eq(np.getattr("float32")?)?,
+        None => false,
+    };
+    let float = np.getattr(if single { "float32" } else { "float64" })?;
+    let array = np.call_method1("zeros", (shape, float))?;
+    if single {
+        fill(&array, parts, |v| v as f32)?;
+        return Ok(array);
+    }
+    fill(&array, parts, |v| v)?;
+    cast_to(array, dtype)
+}
+
+fn fill<T: numpy::Element + Copy>(
+    array: &Bound<'_, PyAny>,
+    parts: &CsrParts,
+    convert: impl Fn(f64) -> T,
+) -> PyResult<()> {
+    let typed = array.cast::<PyArray2<T>>()?;
+    let mut view = typed.readwrite();
+    let dense = view
+        .as_slice_mut()
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    parts.fill_dense(dense, convert);
+    Ok(())
+}
+
+/// `array` (numpy or scipy) as `dtype` (None: unchanged; a copy only
+/// when the dtype differs).
+pub(crate) fn cast_to<'py>(
+    array: Bound<'py, PyAny>,
+    dtype: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    match dtype {
+        None => Ok(array),
+        Some(dtype) => {
+            let kwargs = pyo3::types::PyDict::new(array.py());
+            kwargs.set_item("copy", false)?;
+            array.call_method("astype", (dtype,), Some(&kwargs))
+        }
+    }
+}
+
+/// `Vec::try_reserve` as `Error::OutOfMemory` naming `what`.
+pub(crate) fn reserve<T>(
+    v: &mut Vec<T>,
+    additional: usize,
+    what: &'static str,
+) -> tocpile::Result<()> {
+    v.try_reserve(additional)
+        .map_err(|_| tocpile::Error::OutOfMemory {
+            what,
+            bytes: (v.len().saturating_add(additional) as u64)
+                .saturating_mul(std::mem::size_of::<T>() as u64),
+        })
+}
+
+/// `items` mapped by `f` into a new vector allocated fallibly.
+fn converted<T, U>(items: &[T], f: impl Fn(&T) -> U) -> PyResult<Vec<U>> {
+    let mut out = Vec::new();
+    reserve(&mut out, items.len(), "index arrays of the decoded rows").py_err()?;
+    out.extend(items.iter().map(f));
+    Ok(out)
 }

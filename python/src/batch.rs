@@ -93,6 +93,17 @@ impl PyTocBatch {
         py.detach(f)
     }
 
+    /// The decoded rows as CSR parts.
+    fn parts(&self, py: Python<'_>) -> PyResult<CsrParts> {
+        let batch = &self.batch;
+        py.detach(|| {
+            let mut parts = CsrParts::new(batch.n_cols());
+            parts.push(&batch.decode())?;
+            Ok(parts)
+        })
+        .py_err()
+    }
+
     fn check_len(&self, what: &str, found: usize, expected: usize, of: &str) -> PyResult<()> {
         if found == expected {
             return Ok(());
@@ -243,18 +254,29 @@ impl PyTocBatch {
         )
     }
 
-    /// The rows as a `scipy.sparse.csr_matrix`.
-    fn to_scipy<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let mut parts = CsrParts::new(self.batch.n_cols());
-        parts.push(&self.batch.decode());
-        arrays::csr_matrix(py, parts)
+    /// The rows as a `scipy.sparse.csr_matrix` (values of `dtype`,
+    /// default float64).
+    #[pyo3(signature = (dtype = None))]
+    fn to_scipy<'py>(
+        &self,
+        py: Python<'py>,
+        dtype: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let parts = self.parts(py)?;
+        arrays::cast_to(arrays::csr_matrix(py, parts)?, dtype)
     }
 
-    /// The rows as a dense float64 numpy array.
-    fn to_dense<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let mut parts = CsrParts::new(self.batch.n_cols());
-        parts.push(&self.batch.decode());
-        arrays::dense_matrix(py, &parts)
+    /// The rows as a dense numpy array of `dtype` (default float64;
+    /// `np.float32` for torch). A matrix larger than memory raises
+    /// `MemoryError`.
+    #[pyo3(signature = (dtype = None))]
+    fn to_dense<'py>(
+        &self,
+        py: Python<'py>,
+        dtype: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let parts = self.parts(py)?;
+        arrays::dense_matrix(py, &parts, dtype)
     }
 
     /// `A . v`: one entry per row (`v` has `n_cols` entries).

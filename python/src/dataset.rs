@@ -13,6 +13,7 @@ use pyo3::sync::MutexExt;
 use pyo3::types::{PyDict, PyTuple};
 use tocpile::dataset::{Dataset, DatasetInfo, DatasetWriter, WriterOptions};
 use tocpile::formats::FormatKind;
+use tocpile::ingest::csv::{CsvOptions, CsvReader};
 use tocpile::scale::ScaleKind;
 use tocpile::{Page, SparseBatch};
 
@@ -54,32 +55,39 @@ pub(crate) fn info_dict<'py>(py: Python<'py>, info: &DatasetInfo) -> PyResult<Bo
 
 /// Appends the rows of `pages` to `parts`, decoding TOC pages through
 /// their decode trees into one reused scratch batch.
-pub(crate) fn push_pages(pages: &[Page], parts: &mut CsrParts, scratch: &mut SparseBatch) {
+pub(crate) fn push_pages(
+    pages: &[Page],
+    parts: &mut CsrParts,
+    scratch: &mut SparseBatch,
+) -> tocpile::Result<()> {
     for page in pages {
         match page.batch().as_toc() {
             Some(toc) => {
                 toc.tree().decode_into(scratch);
-                parts.push(scratch);
+                parts.push(scratch)?;
             }
-            None => parts.push(&page.batch().decode()),
+            None => parts.push(&page.batch().decode())?,
         }
     }
+    Ok(())
 }
 
 /// `(X, y)` of decoded rows and labels: X a scipy CSR matrix, or a dense
-/// numpy array when `dense`.
+/// numpy array when `dense`; both of `dtype` when given (else float64).
 pub(crate) fn rows_and_labels<'py>(
     py: Python<'py>,
     parts: CsrParts,
     labels: Vec<f64>,
     dense: bool,
+    dtype: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let x = if dense {
-        arrays::dense_matrix(py, &parts)?
+        arrays::dense_matrix(py, &parts, dtype)?
     } else {
-        arrays::csr_matrix(py, parts)?
+        arrays::cast_to(arrays::csr_matrix(py, parts)?, dtype)?
     };
-    PyTuple::new(py, [x, PyArray1::from_vec(py, labels).into_any()])
+    let y = arrays::cast_to(PyArray1::from_vec(py, labels).into_any(), dtype)?;
+    PyTuple::new(py, [x, y])
 }
 
 pub(crate) fn want_dense(as_: &str) -> PyResult<bool> {
@@ -90,6 +98,62 @@ pub(crate) fn want_dense(as_: &str) -> PyResult<bool> {
             "as_: expected \"csr\" or \"dense\", got {as_:?}"
         ))),
     }
+}
+
+fn format_of(page_format: &str) -> PyResult<FormatKind> {
+    FormatKind::from_name(page_format).ok_or_else(|| {
+        let names: Vec<&str> = FormatKind::ALL.iter().map(|k| k.name()).collect();
+        PyValueError::new_err(format!(
+            "page_format: unknown format {page_format:?} (expected \"toc\" or one of {})",
+            names.join(", ")
+        ))
+    })
+}
+
+/// Encodes a CSV file (a header, a `label` column, numeric and
+/// categorical feature columns) as `tocpile encode file.csv` does: the
+/// library's CSV reader infers the schema (numbers, or categories one-hot
+/// encoded), the rows are written with it and the schema is stored in the
+/// file. Behind `tocpile.encode` of a pandas DataFrame with non-numeric
+/// columns.
+#[pyfunction]
+#[pyo3(signature = (csv_path, path, label, page_rows = 50, block_bytes = 2048,
+    page_format = "toc", scale = "maxabs"))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn _encode_csv<'py>(
+    py: Python<'py>,
+    csv_path: PathBuf,
+    path: PathBuf,
+    label: String,
+    page_rows: usize,
+    block_bytes: usize,
+    page_format: &str,
+    scale: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let scale = scale_kind_of(scale)?;
+    let format = format_of(page_format)?;
+    let info = py
+        .detach(|| -> tocpile::Result<DatasetInfo> {
+            let options = CsvOptions {
+                label,
+                ..CsvOptions::default()
+            };
+            let mut reader = CsvReader::open(&csv_path, options)?;
+            let layout = WriterOptions {
+                page_rows,
+                block_bytes,
+                format,
+                schema: reader.schema().to_text(),
+            };
+            let mut writer = DatasetWriter::create(&path, reader.n_cols(), layout)?;
+            writer.set_scaling(scale)?;
+            while let Some(chunk) = reader.next_chunk(8192)? {
+                writer.push(&chunk.batch, &chunk.labels)?;
+            }
+            writer.finish()
+        })
+        .py_err()?;
+    info_dict(py, &info)
 }
 
 /// Streams rows into a new dataset file: the writer behind
@@ -114,13 +178,7 @@ impl PyWriter {
         scale: &str,
     ) -> PyResult<PyWriter> {
         let scale = scale_kind_of(scale)?;
-        let Some(format) = FormatKind::from_name(page_format) else {
-            let names: Vec<&str> = FormatKind::ALL.iter().map(|k| k.name()).collect();
-            return Err(PyValueError::new_err(format!(
-                "page_format: unknown format {page_format:?} (expected \"toc\" or one of {})",
-                names.join(", ")
-            )));
-        };
+        let format = format_of(page_format)?;
         let options = WriterOptions {
             page_rows,
             block_bytes,
@@ -213,7 +271,8 @@ impl PyDataset {
             let mut scratch = SparseBatch::default();
             for block in ds.prefetch(blocks, 2)? {
                 let block = block?;
-                push_pages(&block.pages()?, &mut parts, &mut scratch);
+                push_pages(&block.pages()?, &mut parts, &mut scratch)?;
+                arrays::reserve(&mut labels, block.labels().len(), "labels")?;
                 labels.extend_from_slice(block.labels());
             }
             Ok((parts, labels))
@@ -319,25 +378,32 @@ impl PyDataset {
 
     /// Block `i`'s rows and labels, its checksum verified: `(X, y)`, X a
     /// scipy CSR matrix (or dense numpy with `as_="dense"`).
-    #[pyo3(signature = (i, as_ = "csr"))]
+    #[pyo3(signature = (i, as_ = "csr", dtype = None))]
     fn read_block<'py>(
         &self,
         py: Python<'py>,
         i: usize,
         as_: &str,
+        dtype: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let dense = want_dense(as_)?;
         self.check_block(i)?;
         let (parts, labels) = self.gather(py, vec![i])?;
-        rows_and_labels(py, parts, labels, dense)
+        rows_and_labels(py, parts, labels, dense, dtype)
     }
 
-    /// Every row and label in file order: `(X, y)`.
-    #[pyo3(signature = (as_ = "csr"))]
-    fn read<'py>(&self, py: Python<'py>, as_: &str) -> PyResult<Bound<'py, PyTuple>> {
+    /// Every row and label in file order: `(X, y)` (of `dtype` when
+    /// given). Rows that do not fit in memory raise `MemoryError`.
+    #[pyo3(signature = (as_ = "csr", dtype = None))]
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        as_: &str,
+        dtype: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
         let dense = want_dense(as_)?;
         let (parts, labels) = self.gather(py, (0..self.inner.n_blocks()).collect())?;
-        rows_and_labels(py, parts, labels, dense)
+        rows_and_labels(py, parts, labels, dense, dtype)
     }
 
     /// Every label in file order (reads each block, no page is decoded).
@@ -364,6 +430,20 @@ impl PyDataset {
 
     fn __len__(&self) -> usize {
         self.inner.info().n_rows as usize
+    }
+
+    /// Pickles (and deep-copies) as its path: the copy opens the file
+    /// again.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        let path = slf.borrow().path().into_pyobject(py)?.into_any();
+        PyTuple::new(
+            py,
+            [
+                slf.get_type().into_any(),
+                PyTuple::new(py, [path])?.into_any(),
+            ],
+        )
     }
 
     fn __repr__(&self) -> String {

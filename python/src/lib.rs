@@ -9,19 +9,24 @@
 //! Errors of the library become `tocpile.TocError` (a `ValueError`)
 //! carrying the library's message; I/O errors become `OSError` (or its
 //! `FileNotFoundError` / `PermissionError` subclasses) with the same
-//! message. Long-running calls (kernels, encoding, reading, training,
+//! message; an allocation the system refuses becomes `MemoryError` (every
+//! allocation sized by user input is fallible, never an abort). Long-running calls (kernels, encoding, reading, training,
 //! waiting for the loader) release the GIL.
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyPermissionError, PyValueError};
+use pyo3::exceptions::{
+    PyFileNotFoundError, PyMemoryError, PyOSError, PyPermissionError, PyValueError,
+};
 use pyo3::prelude::*;
 
 mod arrays;
 mod batch;
 mod bench;
 mod dataset;
+mod epoch_iter;
 mod loader;
 mod model;
+mod predict;
 mod train;
 
 create_exception!(
@@ -46,6 +51,7 @@ pub(crate) fn to_py(e: tocpile::Error) -> PyErr {
             std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
             _ => PyOSError::new_err(message),
         },
+        tocpile::Error::OutOfMemory { .. } => PyMemoryError::new_err(message),
         _ => TocError::new_err(message),
     }
 }
@@ -69,8 +75,10 @@ fn _tocpile(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset::PyDataset>()?;
     m.add_class::<dataset::PyWriter>()?;
     m.add_class::<loader::PyLoader>()?;
+    m.add_class::<epoch_iter::EpochIter>()?;
     m.add_class::<model::PyModel>()?;
     m.add_function(wrap_pyfunction!(train::train, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::_encode_csv, m)?)?;
     m.add_function(wrap_pyfunction!(bench::bench_kernels, m)?)?;
     Ok(())
 }

@@ -13,7 +13,7 @@ use numpy::ndarray::Array2;
 use numpy::{PyArray1, PyArray2, ToPyArray};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use tocpile::formats::FormatKind;
 use tocpile::model::{Model, ModelKind, Predictions};
 use tocpile::train::{evaluate_all, EpochReport, Score};
@@ -21,6 +21,7 @@ use tocpile::Page;
 
 use crate::arrays;
 use crate::loader::dataset_of;
+use crate::predict;
 use crate::IntoPy;
 
 /// A model trained by `tocpile.train` (or loaded by `Model.load`):
@@ -45,6 +46,10 @@ impl PyModel {
         PyModel { model, history }
     }
 
+    pub(crate) fn model(&self) -> &Model {
+        &self.model
+    }
+
     /// The library's predictions for the rows of `x` (numpy or scipy),
     /// encoded as one CSR page, computed with the GIL released.
     fn predictions(&self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<Predictions> {
@@ -66,18 +71,14 @@ impl PyModel {
     }
 }
 
-/// One value per row as a 1-D array when every row has one, else an
-/// `n x k` array.
+/// One value per row as a 1-D array when `k` is 1, else an `n x k`
+/// array (the values row-major).
 fn rows_array<'py>(
     py: Python<'py>,
+    values: Vec<f64>,
     n: usize,
     k: usize,
-    row: impl Fn(usize) -> Vec<f64>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let mut values = Vec::with_capacity(n * k);
-    for i in 0..n {
-        values.extend(row(i));
-    }
     if k == 1 {
         return Ok(PyArray1::from_vec(py, values).into_any());
     }
@@ -95,6 +96,32 @@ impl PyModel {
             model: Model::load(&path).py_err()?,
             history: Vec::new(),
         })
+    }
+
+    /// The bytes of the model file (what `save` writes and `from_bytes`
+    /// reads back).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.model.to_bytes())
+    }
+
+    /// A model from the bytes of a model file (checked as `load` checks a
+    /// file).
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<PyModel> {
+        let model = py.detach(|| Model::from_bytes(data)).py_err()?;
+        Ok(PyModel {
+            model,
+            history: Vec::new(),
+        })
+    }
+
+    /// Pickles (and deep-copies) as the model file's bytes; the training
+    /// history is not kept.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        let from_bytes = slf.get_type().getattr("from_bytes")?;
+        let bytes = slf.borrow().to_bytes(py).into_any();
+        PyTuple::new(py, [from_bytes, PyTuple::new(py, [bytes])?.into_any()])
     }
 
     /// Writes the model file (atomically).
@@ -172,8 +199,22 @@ impl PyModel {
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let s = predict::scores(py, &self.model, x)?;
+        let (n, k) = (s.n_rows(), s.outputs);
+        rows_array(py, s.values, n, k)
+    }
+
+    /// `decision_function` computed as it was before the parallel path:
+    /// the rows encoded as one CSR page and the library's `Model::predict`
+    /// (the reference the tests compare the fast path with).
+    fn _reference_scores<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let p = self.predictions(py, x)?;
-        rows_array(py, p.n_rows(), p.outputs(), |i| p.scores(i).to_vec())
+        let values = (0..p.n_rows()).flat_map(|i| p.scores(i).to_vec()).collect();
+        rows_array(py, values, p.n_rows(), p.outputs())
     }
 
     /// Probabilities: of the positive class (1-D) for lr and a binary mlp,
@@ -192,10 +233,14 @@ impl PyModel {
                 self.model.kind().name()
             )));
         }
-        let p = self.predictions(py, x)?;
-        rows_array(py, p.n_rows(), p.outputs(), |i| {
-            p.probabilities(i).unwrap_or_default()
-        })
+        let s = predict::scores(py, &self.model, x)?;
+        let (n, k) = (s.n_rows(), s.outputs);
+        let mut values = Vec::new();
+        crate::arrays::reserve(&mut values, s.values.len(), "probabilities").py_err()?;
+        for i in 0..n {
+            s.probabilities(i, &mut values);
+        }
+        rows_array(py, values, n, k)
     }
 
     /// Predictions, one per row: 1.0 for the positive class and 0.0 for
@@ -207,9 +252,9 @@ impl PyModel {
         py: Python<'py>,
         x: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let p = self.predictions(py, x)?;
-        let out: Vec<f64> = (0..p.n_rows())
-            .map(|i| p.class(i).map_or(p.scores(i)[0], |c| c as f64))
+        let s = predict::scores(py, &self.model, x)?;
+        let out: Vec<f64> = (0..s.n_rows())
+            .map(|i| s.class(i).map_or(s.row(i)[0], |c| c as f64))
             .collect();
         Ok(PyArray1::from_vec(py, out))
     }

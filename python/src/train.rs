@@ -18,7 +18,7 @@ use tocpile::scale::{ScaleKind, Scaling};
 use tocpile::train::TrainOptions;
 
 use crate::dataset::scale_kind_of;
-use crate::loader::{buffer_of, dataset_of, mode_of, strategy_of};
+use crate::loader::{buffer_of, dataset_of, int_at_least, mode_of, strategy_of, usize_at_least};
 use crate::model::PyModel;
 use crate::IntoPy;
 
@@ -185,31 +185,56 @@ fn holdout(
 /// (0, 1)) instead trains on the other rows and evaluates on that share,
 /// picked by a hash of the row number under `seed`. The defaults are
 /// those of `tocpile train`, and the same options give the same model.
-/// The GIL is released while training.
+/// `init` (a `Model`) warm-starts: training continues from a copy of its
+/// parameters and input scaling (its kind and columns; `model`,
+/// `classes` and `scale` are then ignored). The GIL is released while
+/// training.
 #[pyfunction]
-#[pyo3(signature = (path, model = "lr", *, epochs = 10, optimizer = "adam", lr = None,
-    decay = 0.95, l2 = 0.0, batch_size = 250, shuffle = "corgipile", buffer = None, seed = 0,
-    mode = "auto", classes = None, scale = "auto", eval = None, holdout = None))]
+#[pyo3(signature = (path, model = "lr", *, epochs = None, optimizer = "adam", lr = None,
+    decay = 0.95, l2 = 0.0, batch_size = None, shuffle = "corgipile", buffer = None, seed = None,
+    mode = "auto", classes = None, scale = "auto", eval = None, holdout = None, init = None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn train(
     py: Python<'_>,
     path: &Bound<'_, PyAny>,
     model: &str,
-    epochs: usize,
+    epochs: Option<&Bound<'_, PyAny>>,
     optimizer: &str,
     lr: Option<f64>,
     decay: f64,
     l2: f64,
-    batch_size: usize,
+    batch_size: Option<&Bound<'_, PyAny>>,
     shuffle: &str,
     buffer: Option<&Bound<'_, PyAny>>,
-    seed: u64,
+    seed: Option<&Bound<'_, PyAny>>,
     mode: &str,
-    classes: Option<usize>,
+    classes: Option<&Bound<'_, PyAny>>,
     scale: &str,
     eval: Option<&Bound<'_, PyAny>>,
     holdout: Option<f64>,
+    init: Option<PyRef<'_, PyModel>>,
 ) -> PyResult<PyModel> {
+    let epochs = match epochs {
+        Some(e) => usize_at_least(e, "epochs", 0)?,
+        None => 10,
+    };
+    let batch_size = match batch_size {
+        Some(b) => usize_at_least(b, "batch_size", 1)?,
+        None => 250,
+    };
+    let seed = match seed {
+        Some(s) => int_at_least(s, "seed", 0)?,
+        None => 0,
+    };
+    let classes = match classes {
+        Some(c) if !c.is_none() => Some(usize_at_least(c, "classes", 1)?),
+        _ => None,
+    };
+    // Warm start: the parameters (and input scaling) of `init`, copied.
+    let init = match init {
+        Some(m) => Some(m.model().try_clone().py_err()?),
+        None => None,
+    };
     let dataset = dataset_of(py, path)?;
     if dataset.info().n_rows == 0 {
         return Err(PyValueError::new_err(format!(
@@ -256,7 +281,20 @@ pub(crate) fn train(
         ("softmax" | "mlp", None) => py.detach(|| infer_classes(&name, &dataset))?,
         _ => 2,
     };
-    let kind = ModelKind::from_name(&name, classes).py_err()?;
+    let kind = match &init {
+        Some(m) => m.kind().clone(),
+        None => ModelKind::from_name(&name, classes).py_err()?,
+    };
+    if let Some(m) = &init {
+        if m.n_cols() != dataset.info().n_cols {
+            return Err(PyValueError::new_err(format!(
+                "init: the model takes {} columns, {} has {}",
+                m.n_cols(),
+                dataset.path().display(),
+                dataset.info().n_cols
+            )));
+        }
+    }
     let options = LoaderOptions {
         strategy: strategy_of(shuffle)?,
         mode: mode_of(mode)?,
@@ -290,10 +328,15 @@ pub(crate) fn train(
             }
             None => dataset,
         };
-        let mut model = Model::new(kind, dataset.info().n_cols, seed).py_err()?;
-        model
-            .set_scaling(scaling_for(choice, &dataset).py_err()?)
-            .py_err()?;
+        let mut model = match init {
+            Some(m) => m,
+            None => {
+                let mut m = Model::new(kind, dataset.info().n_cols, seed).py_err()?;
+                m.set_scaling(scaling_for(choice, &dataset).py_err()?)
+                    .py_err()?;
+                m
+            }
+        };
         model.set_schema(&dataset.info().schema);
         let loader = Loader::new(Arc::clone(&dataset), options).py_err()?;
         let history =

@@ -15,6 +15,12 @@ import tocpile
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
+def pytest_configure(config):
+    # The small test files have few blocks, so most loaders warn about
+    # their buffer; the tests that check the warning use pytest.warns.
+    config.addinivalue_line("filterwarnings", "ignore:the CorgiPile buffer holds:UserWarning")
+
+
 def read_libsvm(path, n_cols=None):
     """A plain LIBSVM reader (one-based indices), for the tests only."""
     rows, cols, vals, labels = [], [], [], []

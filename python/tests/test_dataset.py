@@ -106,3 +106,31 @@ def test_mushrooms_file_matches_scipy(mushrooms, mushrooms_file):
     R, labels = tocpile.Dataset(mushrooms_file).read()
     assert (R != X).nnz == 0
     np.testing.assert_array_equal(labels, y)
+
+
+def test_dataframe_with_categories(tmp_path):
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({
+        "age": [31, 45, 22, 60],
+        "city": ["Oslo", "Lima", "Oslo", "Pune"],
+        "plan": pd.Categorical(["a", "b", "b", "a"]),
+        "score": [0.5, 1.5, 2.5, 3.5],
+    })
+    y = np.array([1.0, 0.0, 1.0, 0.0])
+    path = tmp_path / "frame.toc"
+    info = tocpile.encode(frame, y, path, scale=None)
+    ds = tocpile.Dataset(path)
+    # Two numeric columns, three cities and two plans one-hot.
+    assert info["n_cols"] == 2 + 3 + 2 and ds.schema != ""
+    X, labels = ds.read(as_="dense")
+    np.testing.assert_array_equal(labels, y)
+    # Every row: one city and one plan set, the numbers as given.
+    assert set(np.round(X.sum(axis=1) - frame["age"] - frame["score"], 9)) == {2.0}
+    for value in (31, 45, 22, 60):
+        assert (X == value).sum() == 1
+    # A numeric frame goes through numpy, as an array would.
+    numeric = tocpile.encode(frame[["age", "score"]], y, tmp_path / "num.toc", scale=None)
+    assert numeric["n_cols"] == 2 and tocpile.Dataset(tmp_path / "num.toc").schema == ""
+    with pytest.raises(ValueError, match="y: 3 labels for 4 rows"):
+        tocpile.encode(frame, y[:3], tmp_path / "bad.toc")
+    assert not (tmp_path / "bad.toc").exists()

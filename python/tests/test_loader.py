@@ -132,14 +132,27 @@ def test_bad_options(ids_file):
         tocpile.Loader(path, as_="coo")
     with pytest.raises(ValueError, match="buffer"):
         tocpile.Loader(path, buffer="big")
-    with pytest.raises(tocpile.TocError, match="worker"):
+    # Errors name the Python parameter.
+    with pytest.raises(ValueError, match="^rank: expected 0 <= rank < world_size"):
         tocpile.Loader(path, rank=2, world_size=2)
+    with pytest.raises(ValueError, match="^world_size: expected an int >= 1, got 0"):
+        tocpile.Loader(path, world_size=0)
+    with pytest.raises(ValueError, match="^seed: expected an int >= 0, got -1"):
+        tocpile.Loader(path, seed=-1)
+    with pytest.raises(ValueError, match="^batch_size: expected an int >= 1, got 0"):
+        tocpile.Loader(path, batch_size=0)
+    with pytest.raises(ValueError, match="^rank: expected an int >= 0, got -1"):
+        tocpile.Loader(path, rank=-1)
+    with pytest.raises(ValueError, match="^seed: .* out of range"):
+        tocpile.Loader(path, seed=2**64)
+    with pytest.raises(TypeError, match="^batch_size: expected an int, got float"):
+        tocpile.Loader(path, batch_size=2.5)
     with pytest.raises(tocpile.TocError, match="buffer"):
         tocpile.Loader(path, buffer=1.5)
-    with pytest.raises(tocpile.TocError, match="batch_rows"):
-        tocpile.Loader(path, batch_size=0)
-    # A buffer in blocks, and the loader's warnings on tiny buffers.
-    loader = tocpile.Loader(path, buffer=1)
+    # A buffer in blocks, and the loader's warnings on tiny buffers, also
+    # issued through Python's warnings module.
+    with pytest.warns(UserWarning, match="buffer holds 1"):
+        loader = tocpile.Loader(path, buffer=1)
     assert any("buffer holds 1" in w for w in loader.warnings)
     assert loader.mode == "exact"
     assert sorted(loader.block_order(0)) == list(range(tocpile.Dataset(path).n_blocks))
@@ -179,3 +192,85 @@ def test_state_dict_from_another_thread_while_iterating(ids_file):
         t.join(timeout=60)
     assert not any(t.is_alive() for t in threads), "deadlock"
     assert all(0 <= p <= 100 for p in states)
+
+
+def test_an_epoch_iterator_continues(ids_file):
+    path, _, _ = ids_file
+    loader = tocpile.Loader(path, batch_size=100, seed=2)
+    full = epoch_ids(tocpile.Loader(path, batch_size=100, seed=2))
+    it = iter(loader)
+    assert iter(it) is it and len(it) == 10
+    first = row_ids(next(it)[0])
+    assert len(it) == 9
+    rest = [row_ids(X) for X, _ in it]
+    assert len(rest) == 9 and sum(len(r) for r in rest) == 900
+    np.testing.assert_array_equal(np.concatenate([first, *rest]), np.concatenate(full))
+    assert loader.epoch == 1  # the pass completed
+    # The loader is iterable, not an iterator (as torch's DataLoader).
+    with pytest.raises(TypeError, match="not an iterator"):
+        next(loader)
+    # A new iterator starts the (next) epoch from its start; an older one
+    # keeps its own epoch but no longer moves the loader's state.
+    a = iter(loader)
+    next(a)
+    b = iter(loader)
+    assert (a.epoch, b.epoch) == (1, 1)
+    assert len(list(a)) == 9
+    assert loader.state_dict()["position"] == 0 and loader.epoch == 1
+    assert len(list(b)) == 10 and loader.epoch == 2
+
+
+@pytest.mark.parametrize("shuffle", STRATEGIES)
+@pytest.mark.parametrize("mode", ["page", "exact"])
+@pytest.mark.parametrize("batch_size", [120, 250, 1000, 1500])
+def test_len_and_batch_sizes(ids_file, shuffle, mode, batch_size):
+    path, _, _ = ids_file
+    loader = tocpile.Loader(path, shuffle=shuffle, batch_size=batch_size, seed=9, mode=mode)
+    sizes = [X.shape[0] for X, _ in iter(loader)]
+    assert len(loader) == len(sizes)
+    assert all(s == batch_size for s in sizes[:-1]) and 0 < sizes[-1] <= batch_size
+    if shuffle != "mrs":
+        assert sum(sizes) == 1000
+
+
+@pytest.mark.parametrize("world", [2, 3])
+@pytest.mark.parametrize("shuffle", ["corgipile", "once", "mrs"])
+def test_len_of_a_rank(ids_file, world, shuffle):
+    path, _, _ = ids_file
+    for rank in range(world):
+        loader = tocpile.Loader(path, shuffle=shuffle, batch_size=64, rank=rank,
+                                world_size=world, seed=1)
+        loader.set_epoch(3)
+        assert len(loader) == len(list(loader))
+
+
+def test_dtype_float32(ids_file):
+    path, X, y = ids_file
+    for as_ in ["csr", "dense"]:
+        loader = tocpile.Loader(path, shuffle="none", mode="exact", batch_size=400, as_=as_,
+                                dtype=np.float32)
+        batches = list(loader)
+        assert all(b[0].dtype == np.float32 and b[1].dtype == np.float32 for b in batches)
+        dense = np.vstack([b[0].toarray() if sp.issparse(b[0]) else b[0] for b in batches])
+        np.testing.assert_array_equal(dense, X.astype(np.float32))
+
+
+def test_pickle_and_deepcopy(ids_file):
+    import copy
+    import pickle
+
+    path, _, _ = ids_file
+    loader = tocpile.Loader(tocpile.Dataset(path), batch_size=100, seed=4, as_="dense",
+                            dtype="float32")
+    loader.set_epoch(1)
+    full = epoch_ids(copy.deepcopy(loader))
+    it = iter(loader)
+    next(it), next(it)
+    for clone in (pickle.loads(pickle.dumps(loader)), copy.deepcopy(loader)):
+        assert clone.state_dict() == loader.state_dict()
+        rest = [(row_ids(X), X.dtype) for X, _ in clone]
+        assert [r for r, _ in rest] and all(d == np.float32 for _, d in rest)
+        np.testing.assert_array_equal(np.concatenate([r for r, _ in rest]),
+                                      np.concatenate(full[2:]))
+    ds = pickle.loads(pickle.dumps(tocpile.Dataset(path)))
+    assert ds.path == path and ds.n_rows == 1000

@@ -22,3 +22,20 @@ def test_readme_examples_run(tmp_path, monkeypatch, capsys):
     assert sorted(os.listdir(tmp_path)) == ["lr.model", "train.toc"]
     fake_torch.install(monkeypatch)
     exec(compile(blocks[1], "README.md (PyTorch)", "exec"), {})
+
+
+def test_python_readme_examples_run(tmp_path, monkeypatch, capsys):
+    """python/README.md (the package's page): every block, in order, in
+    one namespace (the PyTorch one against the stand-in torch module)."""
+    import pytest
+
+    pytest.importorskip("sklearn")
+    text = (REPO / "python" / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) == 6
+    monkeypatch.chdir(tmp_path)
+    fake_torch.install(monkeypatch)
+    namespace = {}
+    for i, block in enumerate(blocks):
+        exec(compile(block, f"python/README.md (block {i + 1})", "exec"), namespace)
+    assert sorted(os.listdir(tmp_path)) == ["lr.model", "train.toc"]

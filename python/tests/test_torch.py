@@ -68,3 +68,16 @@ def test_explicit_ranks_and_csr_tensors(monkeypatch, ids_file):
     assert [row_ids(Xb).tolist() for Xb, _ in raw] == [r.tolist() for r in ref]
     with pytest.raises(ValueError, match="as_"):
         CorgiPileDataset(path, as_="coo")
+
+
+def test_float32_tensors(monkeypatch, ids_file):
+    fake_torch.install(monkeypatch)
+    from tocpile.torch import CorgiPileDataset
+
+    path, X, y = ids_file
+    batches = list(CorgiPileDataset(path, batch_size=300, seed=1, dtype=np.float32))
+    assert [b[0].numpy().shape[0] for b in batches] == [300, 300, 300, 100]
+    for Xb, yb in batches:
+        assert Xb.numpy().dtype == np.float32 and yb.numpy().dtype == np.float32
+        ids = row_ids(Xb.numpy())
+        np.testing.assert_array_equal(Xb.numpy(), X[ids].astype(np.float32))

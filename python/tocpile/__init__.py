@@ -18,13 +18,16 @@ rows in a buffer. This package wraps the Rust library ``tocpile``:
   ``softmax``, ``mlp``) with the command line's defaults (Adam, the
   file's stored scaling) and returns a :class:`Model` with ``predict``
   and ``evaluate`` (accuracy, AUC, confusion matrix, R^2).
+- :mod:`tocpile.sklearn` (imported only on request, needs scikit-learn):
+  ``TocClassifier`` and ``TocRegressor`` estimators.
 - :mod:`tocpile.torch` (imported only on request, needs PyTorch) adapts
   the loader to ``torch.utils.data.IterableDataset``.
 
 Errors of the library raise :class:`TocError` (a ``ValueError``) with the
 library's message, naming the file, block, page, row or byte offset; I/O
 errors raise ``OSError`` (``FileNotFoundError``, ...); bad arrays (a wrong
-dtype, a non-contiguous kernel operand, a NaN label) raise ``ValueError``.
+dtype, a non-contiguous kernel operand, a NaN label) raise ``ValueError``;
+an allocation the system refuses raises ``MemoryError``.
 """
 
 from __future__ import annotations
@@ -34,17 +37,20 @@ from typing import Any, Iterable, Optional, Union
 
 from ._tocpile import (
     Dataset,
+    EpochIter,
     Loader,
     Model,
     TocBatch,
     TocError,
     _bench_kernels,
+    _encode_csv,
     _Writer,
     train,
 )
 
 __all__ = [
     "Dataset",
+    "EpochIter",
     "Loader",
     "Model",
     "TocBatch",
@@ -54,6 +60,14 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+
+def _restore_loader(args: dict, state: dict) -> Loader:
+    """Unpickles a :class:`Loader`: made again from its arguments, resumed
+    at its state."""
+    loader = Loader(**args)
+    loader.load_state_dict(state)
+    return loader
 
 
 def _is_matrix(x: Any) -> bool:
@@ -78,6 +92,9 @@ def encode(
     """Writes rows and labels into a dataset file at ``path``.
 
     ``X`` is a 2-D numpy array (any real dtype), any scipy.sparse matrix,
+    a pandas DataFrame (columns of numbers as they are; other columns,
+    strings or categories, one-hot encoded over their values through the
+    schema that ``tocpile encode file.csv`` infers, stored in the file),
     or, with ``y=None``, an iterable of ``(X, y)`` chunks (all with the same
     number of columns), streamed so that memory holds one chunk at a time.
     ``y`` holds one finite label per row.
@@ -105,6 +122,10 @@ def encode(
     """
     if path is None:
         raise TypeError("encode() needs a path to write to")
+    if _has_categories(X):
+        if y is None:
+            raise ValueError("y: labels are required (one per row of X)")
+        return _encode_frame(X, y, path, page_rows, block_bytes, page_format, scale)
     chunks: Iterable[Any]
     if y is not None or _is_matrix(X):
         if y is None:
@@ -136,6 +157,47 @@ def encode(
         if writer is not None:
             writer.abort()
         raise
+
+
+def _has_categories(x: Any) -> bool:
+    """True for a pandas DataFrame with a column that is not numbers."""
+    dtypes = getattr(x, "dtypes", None)
+    if dtypes is None or not hasattr(x, "to_csv") or not hasattr(x, "columns"):
+        return False
+    import numpy as np
+
+    return any(not (np.issubdtype(d, np.number) or np.issubdtype(d, np.bool_))
+               if isinstance(d, np.dtype) else True for d in dtypes)
+
+
+def _encode_frame(frame: Any, y: Any, path: Any, page_rows: int, block_bytes: int,
+                  page_format: str, scale: Optional[str]) -> dict:
+    """A DataFrame with categorical columns, through the library's CSV
+    reader (the schema `tocpile encode file.csv` infers: numeric columns
+    as they are, the others one-hot over their values, stored in the
+    file)."""
+    import tempfile
+
+    import numpy as np
+
+    label = "label"
+    while label in frame.columns:
+        label = "_" + label
+    labels = np.asarray(y, dtype=np.float64)
+    if labels.ndim != 1 or labels.shape[0] != len(frame):
+        raise ValueError(f"y: {labels.size} labels for {len(frame)} rows (one label per row)")
+    table = frame.copy()
+    table.columns = [str(c) for c in table.columns]
+    table[label] = labels
+    with tempfile.TemporaryDirectory(prefix="tocpile-frame-") as tmp:
+        csv_path = os.path.join(tmp, "frame.csv")
+        table.to_csv(csv_path, index=False)
+        try:
+            return _encode_csv(csv_path, os.fspath(path), label, page_rows, block_bytes,
+                               page_format, "none" if scale is None else scale)
+        except TocError as e:
+            # Name the user's DataFrame, not the scratch CSV file.
+            raise TocError(str(e).replace(csv_path, "DataFrame (as CSV)")) from None
 
 
 def _n_cols(x: Any) -> int:

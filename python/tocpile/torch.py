@@ -57,9 +57,10 @@ class CorgiPileDataset(IterableDataset):
 
     ``as_="dense"`` (default) gives ``X`` as a dense float64 tensor,
     ``"csr"`` as a ``torch.sparse_csr_tensor``; ``to_tensor=False`` yields
-    the numpy / scipy objects of :class:`tocpile.Loader` instead. The other
-    options are the loader's (``shuffle``, ``batch_size``, ``seed``,
-    ``buffer``, ``mode``).
+    the numpy / scipy objects of :class:`tocpile.Loader` instead.
+    ``dtype=numpy.float32`` gives float32 rows and labels (torch's default
+    float type), made without a float64 copy. The other options are the
+    loader's (``shuffle``, ``batch_size``, ``seed``, ``buffer``, ``mode``).
     """
 
     def __init__(
@@ -75,6 +76,7 @@ class CorgiPileDataset(IterableDataset):
         rank: Optional[int] = None,
         world_size: Optional[int] = None,
         to_tensor: bool = True,
+        dtype: Any = None,
     ) -> None:
         super().__init__()
         if as_ not in ("dense", "csr"):
@@ -89,6 +91,7 @@ class CorgiPileDataset(IterableDataset):
         self.rank = rank
         self.world_size = world_size
         self.to_tensor = to_tensor
+        self.dtype = dtype
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
@@ -123,6 +126,7 @@ class CorgiPileDataset(IterableDataset):
             buffer=self.buffer,
             mode=self.mode,
             as_=self.as_,
+            dtype=self.dtype,
         )
         loader.set_epoch(self.epoch)
         return loader

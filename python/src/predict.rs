@@ -1,0 +1,477 @@
+//! Predictions over a whole matrix or dataset file in one call, on every
+//! core, for `Model.decision_function`, `predict` and `predict_proba`.
+//!
+//! A single-layer model (lr, svm, linreg, softmax) reads scipy's CSR
+//! arrays (or a C-contiguous float64 numpy array) in place, with no copy
+//! and no encoding: rows are cut into chunks of [`CHUNK_ROWS`], scored on
+//! rayon's threads with the GIL released, each row `x . W + b` as the
+//! library's forward pass computes it (`tests/test_predict.py` compares
+//! with the library's `Model::predict` and with numpy). An MLP's rows are
+//! encoded as CSR pages of [`CHUNK_ROWS`] rows, in parallel, and scored by
+//! the library's `Model::predict` (parallel across pages). A dataset file
+//! is scored page by page by the library.
+
+use numpy::{PyArray1, PyArray2, PyArrayMethods, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use rayon::prelude::*;
+use tocpile::formats::FormatKind;
+use tocpile::model::{Model, ModelKind};
+use tocpile::{Page, SparseBatch};
+
+use crate::arrays;
+use crate::dataset::PyDataset;
+use crate::IntoPy;
+
+/// Rows scored per task: large enough that a task's overhead (a few
+/// microseconds) is small against its work, small enough that two cores
+/// share even a few thousand rows.
+const CHUNK_ROWS: usize = 4096;
+
+/// Scores of rows, row-major (`outputs` per row), with the library's
+/// readings of them (`tocpile::model::Predictions`: a class from a positive
+/// margin or the largest logit, probabilities by the logistic or softmax
+/// function).
+pub(crate) struct Scores {
+    pub(crate) outputs: usize,
+    pub(crate) values: Vec<f64>,
+    kind: ModelKind,
+}
+
+impl Scores {
+    pub(crate) fn n_rows(&self) -> usize {
+        self.values.len() / self.outputs.max(1)
+    }
+
+    pub(crate) fn row(&self, i: usize) -> &[f64] {
+        &self.values[i * self.outputs..(i + 1) * self.outputs]
+    }
+
+    /// The class index of row `i` (None for linreg).
+    pub(crate) fn class(&self, i: usize) -> Option<usize> {
+        let s = self.row(i);
+        match (&self.kind, s.len()) {
+            (ModelKind::LinearRegression, _) => None,
+            (_, 1) => Some(usize::from(s[0] > 0.0)),
+            _ => {
+                let mut best = 0;
+                for (c, &v) in s.iter().enumerate() {
+                    if v > s[best] {
+                        best = c;
+                    }
+                }
+                Some(best)
+            }
+        }
+    }
+
+    /// Probabilities of row `i` (None for svm and linreg): of the positive
+    /// class for one output, of each class for more.
+    pub(crate) fn probabilities(&self, i: usize, out: &mut Vec<f64>) -> bool {
+        let s = self.row(i);
+        match (&self.kind, s.len()) {
+            (ModelKind::Svm | ModelKind::LinearRegression, _) => false,
+            (_, 1) => {
+                out.push(sigmoid(s[0]));
+                true
+            }
+            _ => {
+                let max = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let sum: f64 = s.iter().map(|&v| (v - max).exp()).sum();
+                out.extend(s.iter().map(|&v| (v - max).exp() / sum));
+                true
+            }
+        }
+    }
+}
+
+/// The library's logistic function (stable for large margins).
+fn sigmoid(x: f64) -> f64 {
+    if x >= 0.0 {
+        1.0 / (1.0 + (-x).exp())
+    } else {
+        let e = x.exp();
+        e / (1.0 + e)
+    }
+}
+
+/// The first layer's weights (`n_cols x outputs`, row-major) and biases
+/// when the model is a single layer.
+fn single_layer(model: &Model) -> Option<(Vec<f64>, Vec<f64>)> {
+    let [layer] = model.layers() else {
+        return None;
+    };
+    let w = layer.weights().iter().copied().collect();
+    Some((w, layer.bias().to_vec()))
+}
+
+/// Scores of the rows of `x`: a numpy array, a scipy.sparse matrix or a
+/// `tocpile.Dataset` (or anything `numpy.asarray` takes).
+pub(crate) fn scores(py: Python<'_>, model: &Model, x: &Bound<'_, PyAny>) -> PyResult<Scores> {
+    let outputs = model.layers().last().map_or(1, |l| l.weights().ncols());
+    let kind = model.kind().clone();
+    let values = if let Ok(ds) = x.cast::<PyDataset>() {
+        dataset_scores(py, model, &ds.borrow())?
+    } else {
+        match single_layer(model) {
+            Some((w, b)) => linear_scores(py, model.n_cols(), &w, &b, x)?,
+            None => paged_scores(py, model, x)?,
+        }
+    };
+    Ok(Scores {
+        outputs,
+        values,
+        kind,
+    })
+}
+
+fn check_cols(found: usize, model_cols: usize) -> PyResult<()> {
+    if found == model_cols {
+        return Ok(());
+    }
+    Err(PyValueError::new_err(format!(
+        "X: {found} columns, but the model takes {model_cols}"
+    )))
+}
+
+/// A zeroed vector of `len` scores, allocated fallibly (`MemoryError`).
+fn zeros(len: usize) -> PyResult<Vec<f64>> {
+    tocpile::limits::try_filled(len, 0.0, "scores").py_err()
+}
+
+fn linear_scores<'py>(
+    py: Python<'py>,
+    n_cols: usize,
+    w: &[f64],
+    b: &[f64],
+    x: &Bound<'py, PyAny>,
+) -> PyResult<Vec<f64>> {
+    let np = py.import("numpy")?;
+    let k = b.len();
+    if x.hasattr("tocsr")? && x.hasattr("nnz")? {
+        let csr = x.call_method0("tocsr")?;
+        let (n_rows, cols): (usize, usize) = csr.getattr("shape")?.extract()?;
+        check_cols(cols, n_cols)?;
+        let data = np.call_method1(
+            "ascontiguousarray",
+            (csr.getattr("data")?, np.getattr("float64")?),
+        )?;
+        let data = data.cast::<PyArray1<f64>>()?.readonly();
+        let data = data.as_slice()?;
+        let (indices, indptr) = (csr.getattr("indices")?, csr.getattr("indptr")?);
+        // scipy keeps both index arrays of one dtype; int32 unless large.
+        let int64 = |a: &Bound<'py, PyAny>| -> PyResult<Bound<'py, PyAny>> {
+            np.call_method1("ascontiguousarray", (a, np.getattr("int64")?))
+        };
+        let both32 = indices
+            .cast::<PyArray1<i32>>()
+            .ok()
+            .zip(indptr.cast::<PyArray1<i32>>().ok());
+        let mut out = zeros(n_rows * k)?;
+        let result = match both32 {
+            Some((ind, ptr)) => {
+                let (ind, ptr) = (ind.readonly(), ptr.readonly());
+                let (ind, ptr) = (ind.as_slice()?, ptr.as_slice()?);
+                py.detach(|| csr_kernel(ptr, ind, data, w, b, &mut out))
+            }
+            None => {
+                let (ind, ptr) = (int64(&indices)?, int64(&indptr)?);
+                let (ind, ptr) = (
+                    ind.cast::<PyArray1<i64>>()?.readonly(),
+                    ptr.cast::<PyArray1<i64>>()?.readonly(),
+                );
+                let (ind, ptr) = (ind.as_slice()?, ptr.as_slice()?);
+                py.detach(|| csr_kernel(ptr, ind, data, w, b, &mut out))
+            }
+        };
+        result.map_err(PyValueError::new_err)?;
+        return Ok(out);
+    }
+    let array = arrays::real_array(x, "X", 2)?;
+    let array = np.call_method1("ascontiguousarray", (array,))?;
+    let array = array.cast::<PyArray2<f64>>()?.readonly();
+    let (n_rows, cols) = (array.shape()[0], array.shape()[1]);
+    check_cols(cols, n_cols)?;
+    let rows = array.as_slice()?;
+    let mut out = zeros(n_rows * k)?;
+    py.detach(|| dense_kernel(rows, n_cols, w, b, &mut out))
+        .map_err(PyValueError::new_err)?;
+    Ok(out)
+}
+
+/// `x . W + b` for one row given as (column, value) pairs; a column
+/// index outside the weights is returned as the error.
+#[inline]
+fn score_row(
+    pairs: impl Iterator<Item = (i64, f64)>,
+    w: &[f64],
+    b: &[f64],
+    out: &mut [f64],
+) -> Result<(), i64> {
+    let k = b.len();
+    if k == 1 {
+        let mut acc = 0.0;
+        for (j, v) in pairs {
+            // A negative index wraps to a huge one: `get` refuses both.
+            match w.get(j as usize) {
+                Some(&wj) => acc += v * wj,
+                None => return Err(j),
+            }
+        }
+        out[0] = acc + b[0];
+        return Ok(());
+    }
+    out.copy_from_slice(b);
+    for (j, v) in pairs {
+        let Some(row) = w
+            .get(j as usize * k..(j as usize + 1) * k)
+            .filter(|_| j >= 0)
+        else {
+            return Err(j);
+        };
+        for (o, &wj) in out.iter_mut().zip(row) {
+            *o += v * wj;
+        }
+    }
+    Ok(())
+}
+
+/// Why a row's score is not finite: the first value of the row that is
+/// not, or an overflow.
+fn not_finite(row: usize, values: impl Iterator<Item = (i64, f64)>) -> String {
+    for (j, v) in values {
+        if !v.is_finite() {
+            return format!("X: the value at row {row}, column {j} is {v}: values must be finite");
+        }
+    }
+    format!("X: the score of row {row} is not finite (an overflow of large values)")
+}
+
+/// Scores of CSR rows (`indptr`, `indices`, `data` as scipy holds them),
+/// checked as they are read: offsets within the values, column indices
+/// within the model's columns, finite values.
+fn csr_kernel<I: Copy + Into<i64> + Sync>(
+    indptr: &[I],
+    indices: &[I],
+    data: &[f64],
+    w: &[f64],
+    b: &[f64],
+    out: &mut [f64],
+) -> Result<(), String> {
+    let k = b.len();
+    let n_rows = out.len() / k.max(1);
+    if indptr.len() != n_rows + 1 || indices.len() != data.len() {
+        return Err(format!(
+            "X: malformed CSR arrays ({} offsets for {n_rows} rows, {} indices, {} values)",
+            indptr.len(),
+            indices.len(),
+            data.len()
+        ));
+    }
+    let n_cols = w.len() / k.max(1);
+    if k == 1 && columns_in_range(indices, n_cols) && matvec(indptr, indices, data, w, b[0], out) {
+        return Ok(());
+    }
+    // Bad offsets or a value that is not finite: the checked loop below
+    // names the row.
+    out.par_chunks_mut(CHUNK_ROWS * k)
+        .enumerate()
+        .try_for_each(|(c, chunk)| {
+            let first = c * CHUNK_ROWS;
+            for (i, o) in chunk.chunks_exact_mut(k).enumerate() {
+                let r = first + i;
+                let (start, end): (i64, i64) = (indptr[r].into(), indptr[r + 1].into());
+                if start < 0 || start > end || end as usize > data.len() {
+                    return Err(format!(
+                        "X: row {r} has offsets {start}..{end} outside its {} values",
+                        data.len()
+                    ));
+                }
+                let span = start as usize..end as usize;
+                let (cols, values) = (&indices[span.clone()], &data[span]);
+                if k == 1 && n_cols > 0 {
+                    // Scipy's loop, with the column check made without a
+                    // branch: an index out of range (a negative one wraps
+                    // to a huge one) reads the last weight instead and
+                    // marks the row, which is then scored again checked
+                    // to name the index.
+                    let last = n_cols - 1;
+                    let mut acc = 0.0;
+                    let mut out_of_range = false;
+                    for (&j, &v) in cols.iter().zip(values) {
+                        let j = Into::<i64>::into(j) as usize;
+                        out_of_range |= j > last;
+                        acc += v * w[j.min(last)];
+                    }
+                    o[0] = acc + b[0];
+                    if out_of_range {
+                        let pairs = cols.iter().map(|&j| j.into()).zip(values.iter().copied());
+                        if let Err(j) = score_row(pairs, w, b, o) {
+                            return Err(format!(
+                                "X: row {r} has column index {j} (the model takes {n_cols} columns)"
+                            ));
+                        }
+                    }
+                } else if let Err(j) = score_row(
+                    cols.iter().map(|&j| j.into()).zip(values.iter().copied()),
+                    w,
+                    b,
+                    o,
+                ) {
+                    return Err(format!(
+                        "X: row {r} has column index {j} (the model takes {n_cols} columns)"
+                    ));
+                }
+                if !o.iter().all(|v| v.is_finite()) {
+                    let pairs = cols.iter().map(|&j| j.into()).zip(values.iter().copied());
+                    return Err(not_finite(r, pairs));
+                }
+            }
+            Ok(())
+        })
+}
+
+/// Whether every column index is in `0..n_cols`: one pass over the
+/// indices that vectorizes (a min and a max, on every core), so that
+/// scoring reads the weights without a check per entry.
+fn columns_in_range<I: Copy + Into<i64> + Sync>(indices: &[I], n_cols: usize) -> bool {
+    let (lo, hi) = indices
+        .par_chunks(1 << 16)
+        .map(|c| {
+            c.iter().fold((i64::MAX, i64::MIN), |(lo, hi), &j| {
+                (lo.min(j.into()), hi.max(j.into()))
+            })
+        })
+        .reduce(|| (i64::MAX, i64::MIN), |a, b| (a.0.min(b.0), a.1.max(b.1)));
+    indices.is_empty() || (lo >= 0 && (hi as u64) < n_cols as u64)
+}
+
+/// `out[r] = x_r . w + b` over CSR arrays whose column indices
+/// [`columns_in_range`] accepted for `w.len()` columns: scipy's own loop,
+/// on every core. False when a row's offsets are not `0 <= start <= end
+/// <= len` (that row is left unscored) or a score is not finite: the
+/// caller then runs the checked loop, which names the row.
+fn matvec<I: Copy + Into<i64> + Sync>(
+    indptr: &[I],
+    indices: &[I],
+    data: &[f64],
+    w: &[f64],
+    b: f64,
+    out: &mut [f64],
+) -> bool {
+    let len = indices.len().min(data.len()) as i64;
+    out.par_chunks_mut(CHUNK_ROWS)
+        .enumerate()
+        .map(|(c, chunk)| {
+            let first = c * CHUNK_ROWS;
+            let mut ok = true;
+            for (i, o) in chunk.iter_mut().enumerate() {
+                let r = first + i;
+                let (start, end): (i64, i64) = (indptr[r].into(), indptr[r + 1].into());
+                if !(0 <= start && start <= end && end <= len) {
+                    ok = false;
+                    continue;
+                }
+                let mut acc = 0.0;
+                for e in start as usize..end as usize {
+                    // SAFETY: e < end <= len, the length of both `indices`
+                    // and `data`; every index is below `w.len()`
+                    // (`columns_in_range`).
+                    unsafe {
+                        let j = Into::<i64>::into(*indices.get_unchecked(e)) as usize;
+                        acc += *data.get_unchecked(e) * *w.get_unchecked(j);
+                    }
+                }
+                *o = acc + b;
+                ok &= o.is_finite();
+            }
+            ok
+        })
+        .reduce(|| true, |a, b| a && b)
+}
+
+fn dense_kernel(
+    rows: &[f64],
+    n_cols: usize,
+    w: &[f64],
+    b: &[f64],
+    out: &mut [f64],
+) -> Result<(), String> {
+    let k = b.len();
+    out.par_chunks_mut(CHUNK_ROWS * k)
+        .enumerate()
+        .try_for_each(|(c, chunk)| {
+            let first = c * CHUNK_ROWS;
+            for (i, o) in chunk.chunks_exact_mut(k).enumerate() {
+                let r = first + i;
+                let row = &rows[r * n_cols..(r + 1) * n_cols];
+                if k == 1 {
+                    // Every column is in range: a plain dot product, in
+                    // four running sums (the loop vectorizes).
+                    let mut acc = [0.0f64; 4];
+                    let (body, tail) = row.split_at(row.len() - row.len() % 4);
+                    for (x4, w4) in body.chunks_exact(4).zip(w.chunks_exact(4)) {
+                        for l in 0..4 {
+                            acc[l] += x4[l] * w4[l];
+                        }
+                    }
+                    let rest: f64 = tail.iter().zip(&w[body.len()..]).map(|(x, w)| x * w).sum();
+                    o[0] = (acc[0] + acc[1]) + (acc[2] + acc[3]) + rest + b[0];
+                    if o[0].is_finite() {
+                        continue;
+                    }
+                }
+                let pairs = (0i64..).zip(row.iter().copied());
+                if let Err(j) = score_row(pairs.clone(), w, b, o) {
+                    return Err(format!("X: column {j} is outside the model's {n_cols}"));
+                }
+                if !o.iter().all(|v| v.is_finite()) {
+                    return Err(not_finite(r, pairs));
+                }
+            }
+            Ok(())
+        })
+}
+
+/// Scores by the library: the rows encoded as CSR pages of
+/// [`CHUNK_ROWS`] rows (in parallel), `Model::predict` over them.
+fn paged_scores(py: Python<'_>, model: &Model, x: &Bound<'_, PyAny>) -> PyResult<Vec<f64>> {
+    let rows = arrays::rows_from_object(x, "X")?;
+    check_cols(rows.n_cols(), model.n_cols())?;
+    py.detach(|| -> tocpile::Result<Vec<f64>> {
+        let n = rows.n_rows();
+        let pages: Vec<Page> = (0..n.div_ceil(CHUNK_ROWS))
+            .into_par_iter()
+            .map(|c| {
+                let chunk: SparseBatch =
+                    rows.slice_rows(c * CHUNK_ROWS..((c + 1) * CHUNK_ROWS).min(n));
+                // Labels are not read by predict; the page needs one per row.
+                Page::encode(FormatKind::Csr, &chunk, &vec![0.0; chunk.n_rows()])
+            })
+            .collect::<tocpile::Result<_>>()?;
+        let p = model.predict(&pages)?;
+        Ok((0..p.n_rows()).flat_map(|i| p.scores(i).to_vec()).collect())
+    })
+    .py_err()
+}
+
+/// Scores of every row of a dataset file, in file order (the library's
+/// `Model::predict` on each block's pages).
+fn dataset_scores(py: Python<'_>, model: &Model, ds: &PyDataset) -> PyResult<Vec<f64>> {
+    let ds = &ds.inner;
+    model
+        .check_schema(ds.info().n_cols, &ds.info().schema)
+        .py_err()?;
+    py.detach(|| -> tocpile::Result<Vec<f64>> {
+        let mut out = Vec::new();
+        for block in ds.prefetch((0..ds.n_blocks()).collect(), 2)? {
+            let p = model.predict(&block?.pages()?)?;
+            arrays::reserve(&mut out, p.n_rows() * p.outputs(), "scores")?;
+            for i in 0..p.n_rows() {
+                out.extend_from_slice(p.scores(i));
+            }
+        }
+        Ok(out)
+    })
+    .py_err()
+}
