@@ -10,7 +10,7 @@ use tocpile::dataset::Dataset;
 use tocpile::limits::{set_limits, Limits};
 use tocpile::{EncodeOptions, Encoder};
 
-use crate::forge::{bomb_batch, dataset_of, Claims};
+use crate::forge::{bomb_batch, dataset_versioned, float_labels, int_labels, Claims};
 use crate::{arbitrary_batch, arbitrary_options};
 
 /// Limits low enough that any allocation the policy misses stands out
@@ -33,6 +33,7 @@ pub fn set_fuzz_limits() {
 /// a footer whose totals are the truth or arbitrary.
 pub fn arbitrary_file(u: &mut Unstructured<'_>) -> Result<Vec<u8>> {
     let format = *u.choose(&[9u8, 9, 8, 7])?;
+    let version = *u.choose(&[1u8, 2, 2])?;
     let n_pages = u.int_in_range(1usize..=4)?;
     let mut pages = Vec::with_capacity(n_pages);
     let (mut true_rows, mut true_nnz, mut n_cols) = (0u64, 0u64, 1u64);
@@ -84,7 +85,8 @@ pub fn arbitrary_file(u: &mut Unstructured<'_>) -> Result<Vec<u8>> {
         true_rows += claimed;
         true_nnz += nnz;
         n_cols = n_cols.max(cols);
-        pages.push((claimed, payload));
+        let labels = arbitrary_labels(u, version, claimed)?;
+        pages.push((claimed, labels, payload));
     }
     let mut claims = Claims {
         n_cols,
@@ -101,7 +103,55 @@ pub fn arbitrary_file(u: &mut Unstructured<'_>) -> Result<Vec<u8>> {
         claims.n_cols = arbitrary_total(u)?;
     }
     let per_block = u.int_in_range(1usize..=4)?;
-    Ok(dataset_of(format, &pages, per_block, claims))
+    Ok(dataset_versioned(format, version, &pages, per_block, claims))
+}
+
+/// A page's labels section: version 1, the float form; version 2, the
+/// float form after kind 0, a valid integer form (up to 4 integers of any
+/// size, ascending or not, ids in or out of range), or a kind byte and
+/// arbitrary bytes.
+fn arbitrary_labels(u: &mut Unstructured<'_>, version: u8, rows: u64) -> Result<Vec<u8>> {
+    if version == 1 {
+        return Ok(float_labels(rows, 0.0));
+    }
+    Ok(match u.int_in_range(0u8..=3)? {
+        0 => {
+            let mut out = vec![0];
+            out.extend(float_labels(rows, 0.0));
+            out
+        }
+        1 | 2 => {
+            let n = u.int_in_range(0usize..=4)?;
+            let mut values = Vec::with_capacity(n);
+            for _ in 0..n {
+                values.push(match u.int_in_range(0u8..=2)? {
+                    0 => u.int_in_range(-3i64..=3)?,
+                    1 => u.int_in_range(-(1i64 << 53) - 1..=(1i64 << 53) + 1)?,
+                    _ => u.arbitrary()?,
+                });
+            }
+            if u.ratio(3u8, 4u8)? {
+                values.sort_unstable();
+                values.dedup();
+            }
+            let width = crate::forge::bits(values.len().saturating_sub(1) as u64);
+            let max_id = (1u64 << width) - 1;
+            // Ids: the page's rows (up to a few thousand, else truncated
+            // ids), each inside the dictionary or anywhere in the width.
+            let count = rows.min(4096) as usize;
+            let mut ids = Vec::with_capacity(count);
+            for _ in 0..count {
+                ids.push(u.int_in_range(0..=max_id)?);
+            }
+            int_labels(&values, &ids)
+        }
+        _ => {
+            let len = u.int_in_range(0usize..=16)?;
+            let mut out = vec![u.int_in_range(0u8..=2)?];
+            out.extend_from_slice(u.bytes(len)?);
+            out
+        }
+    })
 }
 
 /// A footer total: small, near a power of two, or anything.

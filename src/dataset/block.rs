@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use super::labels::read_labels;
+use super::labels::{read_labels, LabelsForm};
 use super::packed::{check_cols, check_rows, packed_page, validate_payload, PackedBlock};
 use super::BlockEntry;
 use crate::codec::{DecodeTree, TocBatch};
@@ -21,6 +21,8 @@ pub struct Block {
     format: FormatKind,
     /// The file's column count: every page must have it.
     n_cols: usize,
+    /// How the pages store their labels (the file's version).
+    labels_form: LabelsForm,
     number: usize,
     offset: u64,
     bytes: Vec<u8>,
@@ -62,7 +64,7 @@ impl Block {
     /// [`Error::InFile`] naming the block, for a malformed page list.
     pub(super) fn parse(
         path: String,
-        (format, n_cols): (FormatKind, usize),
+        (format, n_cols, labels_form): (FormatKind, usize, LabelsForm),
         number: usize,
         entry: &BlockEntry,
         bytes: Vec<u8>,
@@ -71,6 +73,7 @@ impl Block {
             path,
             format,
             n_cols,
+            labels_form,
             number,
             offset: entry.offset,
             bytes,
@@ -96,7 +99,7 @@ impl Block {
         for _ in 0..entry.pages {
             let rows = r.varint_max("page rows", entry.rows - rows_seen)? as usize;
             let labels_at = r.offset();
-            read_labels(&mut r, rows, &mut labels, &mut scratch)?;
+            read_labels(&mut r, rows, self.labels_form, &mut labels, &mut scratch)?;
             let start = self.labels.len();
             self.labels.extend_from_slice(&labels);
             let len = r.varint("page payload length")?;
@@ -237,7 +240,7 @@ impl Block {
         checked?;
         Ok(PackedBlock::new(
             self.number,
-            (self.format, self.n_cols),
+            (self.format, self.n_cols, self.labels_form),
             self.bytes,
             packed,
         ))

@@ -35,12 +35,13 @@ pub(super) fn header() -> [u8; HEADER_LEN as usize] {
     out
 }
 
-/// Checks the header's magic, version and reserved bytes.
-pub(super) fn check_header(header: &[u8]) -> Result<()> {
+/// Checks the header's magic, version (1 to [`FILE_VERSION`]) and
+/// reserved bytes; returns the version.
+pub(super) fn check_header(header: &[u8]) -> Result<u8> {
     let mut r = Reader::new(header);
     r.magic(&FILE_MAGIC)?;
     let version = r.u8("version")?;
-    if version != FILE_VERSION {
+    if version == 0 || version > FILE_VERSION {
         return Err(Error::UnsupportedVersion {
             found: version,
             supported: FILE_VERSION,
@@ -53,7 +54,7 @@ pub(super) fn check_header(header: &[u8]) -> Result<()> {
             flags: reserved.iter().fold(0, |a, &b| a | b),
         });
     }
-    Ok(())
+    Ok(version)
 }
 
 /// The footer for `info` and `index` followed by the trailer, the footer
@@ -241,6 +242,8 @@ pub(super) fn parse_footer(
     }
     check_totals(n_rows, n_cols, nnz, n_pages, payload_bytes, footer_at)?;
     let info = DatasetInfo {
+        // The header's, set by the reader.
+        version: FILE_VERSION,
         n_rows,
         n_cols,
         nnz,

@@ -4,9 +4,10 @@
 //!
 //! ```text
 //! file    = header block* footer trailer
-//! header  = "TOCD" version(1) 0 0 0
+//! header  = "TOCD" version(1 or 2) 0 0 0
 //! block   = page*                      checksummed as a whole (CRC-32)
-//! page    = rows labels payload        payload: one encoded batch
+//! page    = rows labels payload        payload: one encoded batch;
+//!                                      labels: version 2 adds an integer form
 //! footer  = index of blocks, column count, page format, schema,
 //!           optional sections (the column scaling)
 //! trailer = footer offset, footer CRC-32, "TOCD"
@@ -44,12 +45,17 @@ use crate::formats::FormatKind;
 
 /// First bytes of a dataset file (and its last four).
 pub const FILE_MAGIC: [u8; 4] = *b"TOCD";
-/// The file format version this build writes and reads.
-pub const FILE_VERSION: u8 = 1;
+/// The file format version this build writes; it reads every version
+/// from 1 up to it. Version 2 adds a kind byte to every page's labels
+/// section and the integer labels form (`docs/FORMAT.md`).
+pub const FILE_VERSION: u8 = 2;
 
 /// What the footer says about a dataset file.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DatasetInfo {
+    /// The file format version (1 or 2; [`FILE_VERSION`] for a file this
+    /// build wrote).
+    pub version: u8,
     /// Rows in the file.
     pub n_rows: u64,
     /// Columns of every row.

@@ -16,7 +16,7 @@
 //! training: a decode tree is 5 to 27 times its page's bytes, so keeping
 //! trees resident held no more rows than CSR did.
 
-use super::labels::read_labels;
+use super::labels::{read_labels, LabelsForm};
 use crate::codec::{DecodeTree, PageRows};
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
@@ -43,6 +43,7 @@ pub struct PackedBlock {
     number: usize,
     format: FormatKind,
     n_cols: usize,
+    labels_form: LabelsForm,
     bytes: Box<[u8]>,
     pages: Box<[PackedPage]>,
     rows: usize,
@@ -55,7 +56,7 @@ impl PackedBlock {
     /// its decoded non-zeros.
     pub(super) fn new(
         number: usize,
-        (format, n_cols): (FormatKind, usize),
+        (format, n_cols, labels_form): (FormatKind, usize, LabelsForm),
         bytes: Vec<u8>,
         pages: Vec<PackedPage>,
     ) -> PackedBlock {
@@ -65,6 +66,7 @@ impl PackedBlock {
             number,
             format,
             n_cols,
+            labels_form,
             bytes: bytes.into_boxed_slice(),
             pages: pages.into_boxed_slice(),
             rows,
@@ -127,7 +129,13 @@ impl PackedBlock {
     pub fn decode_page(&self, j: usize, out: &mut PageDecoder) -> Result<()> {
         let page = self.pages[j];
         let mut r = Reader::new(&self.bytes[page.labels_at as usize..]);
-        read_labels(&mut r, page.rows as usize, &mut out.labels, &mut out.ids)?;
+        read_labels(
+            &mut r,
+            page.rows as usize,
+            self.labels_form,
+            &mut out.labels,
+            &mut out.ids,
+        )?;
         let payload = self.payload(j);
         match self.format.level() {
             Some(_) => out
@@ -153,7 +161,13 @@ impl PackedBlock {
         let page = self.pages[j];
         let mut r = Reader::new(&self.bytes[page.labels_at as usize..]);
         let (mut labels, mut scratch) = (Vec::new(), Vec::new());
-        read_labels(&mut r, page.rows as usize, &mut labels, &mut scratch)?;
+        read_labels(
+            &mut r,
+            page.rows as usize,
+            self.labels_form,
+            &mut labels,
+            &mut scratch,
+        )?;
         Page::new(self.format.load(self.payload(j))?, labels)
     }
 

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::block::{Block, TocView};
 use super::footer::{check_header, check_trailer, parse_footer, HEADER_LEN, TRAILER_LEN};
+use super::labels::LabelsForm;
 use super::source::{read_at, Source};
 use super::truncation;
 use super::{BlockEntry, DatasetInfo};
@@ -86,14 +87,14 @@ impl<S: Source> Dataset<S> {
             }));
         }
         let header = read_at(&source, &path, 0, HEADER_LEN)?;
-        check_header(&header).map_err(wrap("header", 0))?;
+        let version = check_header(&header).map_err(wrap("header", 0))?;
         let trailer_at = len - TRAILER_LEN;
         let trailer = read_at(&source, &path, trailer_at, TRAILER_LEN)?;
         let (footer_at, crc) = match check_trailer(&trailer, trailer_at) {
             Ok(found) => found,
             Err(error @ Error::BadMagic { .. }) => {
                 // No trailer: a file cut short says so, with its size.
-                if let Some(needed) = truncation::lower_bound(&source, len, &trailer) {
+                if let Some(needed) = truncation::lower_bound(&source, len, (version, &trailer)) {
                     return Err(Error::TruncatedFile {
                         path: name,
                         len,
@@ -120,6 +121,7 @@ impl<S: Source> Dataset<S> {
         let (mut info, index) =
             parse_footer(&footer, footer_at).map_err(wrap("footer", footer_at))?;
         info.file_bytes = len;
+        info.version = version;
         Ok(Dataset {
             path,
             source,
@@ -230,7 +232,11 @@ impl<S: Source> Dataset<S> {
         }
         Block::parse(
             self.path.display().to_string(),
-            (self.info.format, self.info.n_cols),
+            (
+                self.info.format,
+                self.info.n_cols,
+                LabelsForm::of_version(self.info.version),
+            ),
             i,
             &entry,
             bytes,

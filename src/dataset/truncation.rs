@@ -12,6 +12,8 @@ use super::source::Source;
 use crate::error::{Error, Result};
 use crate::wire::Reader;
 
+use super::labels::LabelsForm;
+
 /// The footer's first bytes (see `footer.rs`).
 const FOOTER_MAGIC: &[u8; 4] = b"TOCF";
 /// Pages walked at most (the walk is a diagnosis, not a scan of a huge
@@ -24,7 +26,12 @@ const WINDOW: u64 = 32;
 /// least, if its pages show that it was cut short; `None` if they do not
 /// parse, or if the last 16 bytes hold a trailer pointing at the footer
 /// the walk found (the file is damaged, not truncated).
-pub(super) fn lower_bound<S: Source>(source: &S, len: u64, trailer: &[u8]) -> Option<u64> {
+pub(super) fn lower_bound<S: Source>(
+    source: &S,
+    len: u64,
+    (version, trailer): (u8, &[u8]),
+) -> Option<u64> {
+    let tagged = LabelsForm::of_version(version) == LabelsForm::Tagged;
     let mut at = HEADER_LEN;
     for _ in 0..MAX_PAGES {
         let head = window(source, at, len)?;
@@ -41,7 +48,7 @@ pub(super) fn lower_bound<S: Source>(source: &S, len: u64, trailer: &[u8]) -> Op
             // Every page is there; the footer or trailer is cut.
             return footer_end(source, at, len).checked_add(TRAILER_LEN);
         }
-        match page_end(source, at, len) {
+        match page_end(source, at, len, tagged) {
             Step::Next(end) if end <= len => at = end,
             // A length past any file is garbage, not a cut (and must not
             // overflow).
@@ -71,8 +78,9 @@ fn window<S: Source>(source: &S, at: u64, len: u64) -> Option<Vec<u8>> {
 }
 
 /// Where the page starting at `at` ends: `rows labels payload_len payload`
-/// (`labels = dict_len f64{dict_len} count width ids`).
-fn page_end<S: Source>(source: &S, at: u64, len: u64) -> Step {
+/// (`labels = dict_len f64{dict_len} count width ids`, after a kind byte
+/// 0 in version 2; or, version 2, `0x01 n int{n} ids` with `rows` ids).
+fn page_end<S: Source>(source: &S, at: u64, len: u64, tagged: bool) -> Step {
     let step = |pos: u64, parse: &dyn Fn(&mut Reader<'_>) -> Result<u64>| -> Step {
         let Some(bytes) = window(source, pos, len) else {
             return Step::Garbage;
@@ -90,9 +98,40 @@ fn page_end<S: Source>(source: &S, at: u64, len: u64) -> Step {
             Err(_) => Step::Garbage,
         }
     };
-    // rows, dict_len: skip the dictionary.
+    // The integer labels form (version 2): rows, kind, n, the n integers,
+    // then the ids (rows of them, width from n), then the payload length.
+    // The window holds the varints of small dictionaries only; a larger
+    // one reads as garbage (the walk is a diagnosis, not a parser).
+    let int_end = step(at, &|r| {
+        let rows = r.varint("page rows")?;
+        if !tagged || r.u8("labels kind")? != 1 {
+            return Err(Error::BadArgument {
+                what: "labels kind",
+                expected: "the integer form",
+            });
+        }
+        let n = r.varint("integer label dictionary length")?;
+        for _ in 0..n {
+            r.varint("integer label")?;
+        }
+        let width = (64 - n.saturating_sub(1).leading_zeros()).max(1) as u64;
+        Ok(rows.saturating_mul(width).div_ceil(8))
+    });
+    if let Step::Next(ids_end) = int_end {
+        if ids_end >= len {
+            return Step::Next(ids_end);
+        }
+        return step(ids_end, &|r| r.varint("page payload length"));
+    }
+    // rows, (kind 0,) dict_len: skip the dictionary.
     let dict_end = match step(at, &|r| {
         r.varint("page rows")?;
+        if tagged && r.u8("labels kind")? != 0 {
+            return Err(Error::BadArgument {
+                what: "labels kind",
+                expected: "0 or 1",
+            });
+        }
         Ok(r.varint("label dictionary length")?.saturating_mul(8))
     }) {
         Step::Next(end) if end < len => end,

@@ -6,9 +6,9 @@ use std::path::Path;
 use rayon::prelude::*;
 
 use super::footer::{footer_and_trailer, header, HEADER_LEN};
-use super::labels::write_labels;
+use super::labels::{write_labels, LabelsForm};
 use super::mix::MixStats;
-use super::{BlockEntry, DatasetInfo};
+use super::{BlockEntry, DatasetInfo, FILE_VERSION};
 use crate::atomic::AtomicFile;
 use crate::codec::{EncodeOptions, Encoder};
 use crate::error::{Error, Result};
@@ -305,6 +305,7 @@ impl DatasetWriter {
         self.flush_pages(true)?;
         self.close_block()?;
         let info = DatasetInfo {
+            version: FILE_VERSION,
             n_rows: self.n_rows,
             n_cols: self.pending.n_cols(),
             nnz: self.nnz,
@@ -340,7 +341,7 @@ fn encode_page(
 ) -> Result<(Vec<u8>, usize)> {
     let mut out = Vec::new();
     write_varint(&mut out, batch.n_rows() as u64);
-    write_labels(labels, &mut out)?;
+    write_labels(labels, LabelsForm::of_version(FILE_VERSION), &mut out)?;
     let mut payload = Vec::new();
     match encoder {
         Some(encoder) => encoder.encode_into(batch, &mut payload)?,

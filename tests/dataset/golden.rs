@@ -1,5 +1,6 @@
-//! Golden dataset files of format version 1, one per page format,
-//! committed once under `tests/golden/v1/dataset/` and never regenerated:
+//! Golden dataset files of format versions 1 and 2, one per page format,
+//! committed once under `tests/golden/v1/dataset/` (and `v2/dataset/`) and
+//! never regenerated:
 //! every later build must open them and read back exactly the rows,
 //! labels and footer they were written with. The footer's format byte is
 //! the format's fixed code, so these files also pin the codes.
@@ -179,11 +180,24 @@ fn golden_v1_dataset_files_still_read() {
     for format in FormatKind::ALL {
         let path = golden_dir().join(file_name(format));
         let info = check(&path, format, true);
+        assert_eq!(info.version, 1, "{format}");
         assert_eq!(
             info.file_bytes,
             std::fs::metadata(&path).unwrap().len(),
             "{format}"
         );
+    }
+}
+
+/// Version 2 (the integer labels form; page 1 holds the label 0.75 and
+/// keeps the float form), committed under `tests/golden/v2/dataset/`.
+#[test]
+fn golden_v2_dataset_files_still_read() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v2/dataset");
+    for format in FormatKind::ALL {
+        let path = dir.join(file_name(format));
+        let info = check(&path, format, false);
+        assert_eq!(info.version, 2, "{format}");
     }
 }
 

@@ -392,3 +392,65 @@ fn file_errors_keep_their_source() {
     assert!(inner.to_string().contains("model kind"), "{inner}");
     std::fs::remove_file(path).unwrap();
 }
+
+/// Version 2's integer labels form in forged files (checksums right): a
+/// valid section reads back through the block and the packed block the
+/// loader keeps; each broken rule is an error naming the block, never a
+/// panic; a version-1 file with a kind byte, or a version 3 header, is
+/// refused.
+#[test]
+fn forged_integer_labels_are_read_or_refused() {
+    use crate::support::forge::{dataset_versioned, int_labels, valued_batch, Claims, TOC_FULL};
+    let claims = Claims {
+        n_cols: 3,
+        n_rows: 4,
+        nnz: 4,
+    };
+    let file = |version: u8, labels: Vec<u8>| {
+        let pages = [(4, labels, valued_batch(4, 3, 1.0))];
+        Dataset::from_memory(
+            dataset_versioned(TOC_FULL, version, &pages, 1, claims),
+            "forged.toc",
+        )
+    };
+    let ds = file(2, int_labels(&[-1, 7], &[1, 0, 0, 1])).unwrap();
+    let block = ds.read_block(0).unwrap();
+    assert_eq!(block.labels(), &[7.0, -1.0, -1.0, 7.0]);
+    let packed = block.pack().unwrap();
+    let mut decoder = tocpile::dataset::PageDecoder::default();
+    packed.decode_page(0, &mut decoder).unwrap();
+    assert_eq!(packed.page(0).unwrap().labels(), &[7.0, -1.0, -1.0, 7.0]);
+
+    let broken = [
+        ("descending", int_labels(&[7, -1], &[1, 0, 0, 1])),
+        ("repeated", int_labels(&[2, 2], &[1, 0, 0, 1])),
+        (
+            "id past the dictionary",
+            int_labels(&[1, 2, 3], &[3, 0, 0, 1]),
+        ),
+        (
+            "more labels than rows",
+            int_labels(&[1, 2, 3, 4, 5], &[0; 4]),
+        ),
+        ("no labels", int_labels(&[], &[])),
+        ("beyond 2^53", int_labels(&[(1 << 53) + 1], &[0; 4])),
+        ("unknown kind", vec![2, 0]),
+    ];
+    for (name, labels) in broken {
+        let e = file(2, labels).unwrap().read_block(0).unwrap_err();
+        assert!(e.to_string().contains("block 0"), "{name}: {e}");
+    }
+    // Padding bits set: four rows of one bit leave four.
+    let mut padded = int_labels(&[0, 1], &[1, 0, 0, 1]);
+    *padded.last_mut().unwrap() |= 0x80;
+    assert!(file(2, padded).unwrap().read_block(0).is_err());
+    // Kind bytes belong to version 2 only.
+    assert!(file(1, int_labels(&[0, 1], &[1, 0, 0, 1]))
+        .unwrap()
+        .read_block(0)
+        .is_err());
+    assert!(matches!(
+        file(3, int_labels(&[0, 1], &[1, 0, 0, 1])),
+        Err(Error::InFile { error, .. }) if matches!(*error, Error::UnsupportedVersion { found: 3, .. })
+    ));
+}

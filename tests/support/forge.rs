@@ -117,15 +117,63 @@ pub fn dataset_labelled(
     claims: Claims,
     label: f64,
 ) -> Vec<u8> {
+    let pages: Vec<(u64, Vec<u8>, Vec<u8>)> = pages
+        .iter()
+        .map(|(rows, payload)| (*rows, float_labels(*rows, label), payload.clone()))
+        .collect();
+    dataset_versioned(format, 1, &pages, per_block, claims)
+}
+
+/// A labels section in the float form (version 1; after a kind byte 0 in
+/// version 2): one label, `rows` ids of one bit.
+pub fn float_labels(rows: u64, label: f64) -> Vec<u8> {
+    let mut out = Vec::new();
+    varint(&mut out, 1); // label dictionary: one label
+    out.extend_from_slice(&label.to_le_bytes());
+    packed(&mut out, &vec![0; rows as usize], 1);
+    out
+}
+
+/// A labels section in the integer form of version 2 (kind byte 1
+/// included): `values` as zigzag varints (written as given, in any order),
+/// then `ids` at `bits(values.len() - 1)` bits with no header.
+pub fn int_labels(values: &[i64], ids: &[u64]) -> Vec<u8> {
+    let mut out = vec![1];
+    varint(&mut out, values.len() as u64);
+    for &v in values {
+        varint(&mut out, ((v << 1) ^ (v >> 63)) as u64);
+    }
+    let mut ids_packed = Vec::new();
+    let width = bits(values.len().saturating_sub(1) as u64);
+    packed(&mut ids_packed, ids, width);
+    // Drop the count and width: the integer form has neither.
+    let header = {
+        let mut h = Vec::new();
+        varint(&mut h, ids.len() as u64);
+        h.len() + 1
+    };
+    out.extend_from_slice(&ids_packed[header..]);
+    out
+}
+
+/// A dataset file of format `version` (the header's byte, written as
+/// given) of `pages` (rows, labels section bytes, payload), `per_block`
+/// pages to a block, its footer claiming `claims`; every checksum is right.
+pub fn dataset_versioned(
+    format: u8,
+    version: u8,
+    pages: &[(u64, Vec<u8>, Vec<u8>)],
+    per_block: usize,
+    claims: Claims,
+) -> Vec<u8> {
     let mut file = b"TOCD\x01\x00\x00\x00".to_vec();
+    file[4] = version;
     let mut entries = Vec::new();
     for group in pages.chunks(per_block.max(1)) {
         let mut block = Vec::new();
-        for (rows, payload) in group {
+        for (rows, labels, payload) in group {
             varint(&mut block, *rows);
-            varint(&mut block, 1); // label dictionary: one label
-            block.extend_from_slice(&label.to_le_bytes());
-            packed(&mut block, &vec![0; *rows as usize], 1);
+            block.extend_from_slice(labels);
             varint(&mut block, payload.len() as u64);
             block.extend_from_slice(payload);
         }
@@ -144,7 +192,7 @@ pub fn dataset_labelled(
     }
     footer.push(format);
     let page_rows = pages.iter().map(|p| p.0).max().unwrap_or(0);
-    let payload: u64 = pages.iter().map(|p| p.1.len() as u64).sum();
+    let payload: u64 = pages.iter().map(|p| p.2.len() as u64).sum();
     // page_rows, block_bytes, n_pages, payload bytes, schema length.
     for v in [page_rows, 1 << 22, pages.len() as u64, payload, 0] {
         varint(&mut footer, v);
