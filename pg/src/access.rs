@@ -49,9 +49,12 @@ pub fn define_settings() {
 
 /// Applies the settings to the library's limits (before any decoding).
 pub fn apply_limits() {
+    // The limits without a setting of their own keep the library's.
+    let current = tocpile_lib::limits::limits();
     tocpile_lib::limits::set_limits(tocpile_lib::limits::Limits {
         max_page_nnz: MAX_PAGE_NNZ.get().max(1) as u64,
         max_cols: MAX_COLS.get().max(1) as u64,
+        ..current
     });
 }
 
