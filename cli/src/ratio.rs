@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::measure::file::{self, file_sizes, FileJson, FileSizes};
+use crate::measure::file::{self, file_sizes_or_skip, FileJson, FileSizes};
 use crate::measure::ratios::{ratio_table, RatioConfig, RatioRow};
 use clap::Args;
 use serde::Serialize;
@@ -156,15 +156,7 @@ fn measure(
     let file = if args.no_file {
         None
     } else {
-        // An extra beside the measurements: a compressor that cannot get
-        // its memory (xz -9 under a tight limit) skips it.
-        file_sizes(path, &args.input_args).unwrap_or_else(|e| {
-            eprintln!(
-                "tocpile: warning: the file-level figure is skipped: {}",
-                e.0
-            );
-            None
-        })
+        file_sizes_or_skip(path, &args.input_args)
     };
     Ok(DatasetRatios {
         path: path.display().to_string(),

@@ -49,49 +49,13 @@ impl Scores {
 
     /// The class index of row `i` (None for linreg).
     pub(crate) fn class(&self, i: usize) -> Option<usize> {
-        let s = self.row(i);
-        match (&self.kind, s.len()) {
-            (ModelKind::LinearRegression, _) => None,
-            (_, 1) => Some(usize::from(s[0] > 0.0)),
-            _ => {
-                let mut best = 0;
-                for (c, &v) in s.iter().enumerate() {
-                    if v > s[best] {
-                        best = c;
-                    }
-                }
-                Some(best)
-            }
-        }
+        self.kind.class_of(self.row(i))
     }
 
     /// Probabilities of row `i` (None for svm and linreg): of the positive
     /// class for one output, of each class for more.
     pub(crate) fn probabilities(&self, i: usize, out: &mut Vec<f64>) -> bool {
-        let s = self.row(i);
-        match (&self.kind, s.len()) {
-            (ModelKind::Svm | ModelKind::LinearRegression, _) => false,
-            (_, 1) => {
-                out.push(sigmoid(s[0]));
-                true
-            }
-            _ => {
-                let max = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                let sum: f64 = s.iter().map(|&v| (v - max).exp()).sum();
-                out.extend(s.iter().map(|&v| (v - max).exp() / sum));
-                true
-            }
-        }
-    }
-}
-
-/// The library's logistic function (stable for large margins).
-fn sigmoid(x: f64) -> f64 {
-    if x >= 0.0 {
-        1.0 / (1.0 + (-x).exp())
-    } else {
-        let e = x.exp();
-        e / (1.0 + e)
+        self.kind.probabilities_of(self.row(i), out)
     }
 }
 

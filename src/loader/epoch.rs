@@ -37,6 +37,20 @@ pub(crate) trait Produce: Send {
     fn next_chunk(&mut self, max: usize) -> Vec<Result<MiniBatch>>;
 }
 
+/// One step of a producer that stops for good at its first error: `None`
+/// once `failed`, else the step's batch, its error marking it failed.
+pub(super) fn fused_step(
+    failed: &mut bool,
+    step: impl FnOnce() -> Result<Option<MiniBatch>>,
+) -> Option<Result<MiniBatch>> {
+    if *failed {
+        return None;
+    }
+    let result = step().transpose();
+    *failed = matches!(result, Some(Err(_)));
+    result
+}
+
 /// The state of one epoch for one worker.
 pub(crate) struct EpochState<S: Source + 'static> {
     feed: Feed<S>,
@@ -322,16 +336,10 @@ impl<S: Source + 'static> EpochState<S> {
 
 impl<S: Source + 'static> Produce for EpochState<S> {
     fn next_batch(&mut self) -> Option<Result<MiniBatch>> {
-        if self.failed {
-            return None;
-        }
-        match self.step() {
-            Ok(batch) => batch.map(Ok),
-            Err(e) => {
-                self.failed = true;
-                Some(Err(e))
-            }
-        }
+        let mut failed = self.failed;
+        let batch = fused_step(&mut failed, || self.step());
+        self.failed = failed;
+        batch
     }
 
     fn peak_bytes(&self) -> usize {

@@ -34,7 +34,7 @@
 
 use std::sync::Arc;
 
-use super::epoch::{Produce, STREAM_TUPLES};
+use super::epoch::{fused_step, Produce, STREAM_TUPLES};
 use super::feed::Feed;
 use super::resident::{packed_bytes, Packed, Resident};
 use super::units::RowGather;
@@ -437,16 +437,10 @@ impl<S: Source + 'static> RowEpoch<S> {
 
 impl<S: Source + 'static> Produce for RowEpoch<S> {
     fn next_batch(&mut self) -> Option<Result<MiniBatch>> {
-        if self.failed {
-            return None;
-        }
-        match self.step() {
-            Ok(batch) => batch.map(Ok),
-            Err(e) => {
-                self.failed = true;
-                Some(Err(e))
-            }
-        }
+        let mut failed = self.failed;
+        let batch = fused_step(&mut failed, || self.step());
+        self.failed = failed;
+        batch
     }
 
     fn peak_bytes(&self) -> usize {

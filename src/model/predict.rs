@@ -47,20 +47,7 @@ impl Predictions {
     /// logit is positive, else 0; multi-class: the largest logit, the
     /// first on a tie), or `None` for linear regression.
     pub fn class(&self, i: usize) -> Option<usize> {
-        let s = self.scores(i);
-        match (&self.kind, s.len()) {
-            (ModelKind::LinearRegression, _) => None,
-            (_, 1) => Some(usize::from(s[0] > 0.0)),
-            _ => {
-                let mut best = 0;
-                for (c, &v) in s.iter().enumerate() {
-                    if v > s[best] {
-                        best = c;
-                    }
-                }
-                Some(best)
-            }
-        }
+        self.kind.class_of(self.scores(i))
     }
 
     /// Row `i`'s prediction in the labels of the training data: the
@@ -87,15 +74,48 @@ impl Predictions {
     /// softmax and multi-class networks; `None` for SVM and linear
     /// regression, which give no probabilities.
     pub fn probabilities(&self, i: usize) -> Option<Vec<f64>> {
-        let s = self.scores(i);
-        match (&self.kind, s.len()) {
-            (ModelKind::Svm | ModelKind::LinearRegression, _) => None,
-            (_, 1) => Some(vec![sigmoid(s[0])]),
+        let mut out = Vec::new();
+        self.kind
+            .probabilities_of(self.scores(i), &mut out)
+            .then_some(out)
+    }
+}
+
+impl ModelKind {
+    /// The class of one row's `scores` under a model of this kind, as
+    /// [`Predictions::class`] gives it (for scores computed elsewhere, of
+    /// the same model).
+    pub fn class_of(&self, scores: &[f64]) -> Option<usize> {
+        match (self, scores.len()) {
+            (ModelKind::LinearRegression, _) => None,
+            (_, 1) => Some(usize::from(scores[0] > 0.0)),
             _ => {
-                let max = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                let e: Vec<f64> = s.iter().map(|&v| (v - max).exp()).collect();
-                let sum: f64 = e.iter().sum();
-                Some(e.into_iter().map(|v| v / sum).collect())
+                let mut best = 0;
+                for (c, &v) in scores.iter().enumerate() {
+                    if v > scores[best] {
+                        best = c;
+                    }
+                }
+                Some(best)
+            }
+        }
+    }
+
+    /// Appends the probabilities of one row's `scores` to `out`, as
+    /// [`Predictions::probabilities`] gives them; false (nothing
+    /// appended) for svm and linear regression.
+    pub fn probabilities_of(&self, scores: &[f64], out: &mut Vec<f64>) -> bool {
+        match (self, scores.len()) {
+            (ModelKind::Svm | ModelKind::LinearRegression, _) => false,
+            (_, 1) => {
+                out.push(sigmoid(scores[0]));
+                true
+            }
+            _ => {
+                let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let sum: f64 = scores.iter().map(|&v| (v - max).exp()).sum();
+                out.extend(scores.iter().map(|&v| (v - max).exp() / sum));
+                true
             }
         }
     }

@@ -14,7 +14,7 @@ use crate::input::InputArgs;
 use crate::measure::codec::{
     mb_per_s, ratio, sizes, speed, Sizes, Speed, FORMATS, OPS, TIMED_BATCH_ROWS, TIME_RATIOS,
 };
-use crate::measure::file::{self, file_sizes, FileJson, FileSizes};
+use crate::measure::file::{self, file_sizes_or_skip, FileJson, FileSizes};
 use crate::output::{emit, emit_json};
 use crate::rows::RowArgs;
 use crate::{Failure, Outcome};
@@ -90,15 +90,7 @@ pub fn run(args: &CodecArgs) -> Outcome {
         let file = if args.no_file {
             None
         } else {
-            // An extra beside the measurements: a compressor that cannot get
-            // its memory (xz -9 under a tight limit) skips it.
-            file_sizes(path, &args.input_args).unwrap_or_else(|e| {
-                eprintln!(
-                    "tocpile: warning: the file-level figure is skipped: {}",
-                    e.0
-                );
-                None
-            })
+            file_sizes_or_skip(path, &args.input_args)
         };
         reports.push(Report {
             name: path.display().to_string(),

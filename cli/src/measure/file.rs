@@ -88,6 +88,20 @@ pub fn file_sizes(path: &Path, args: &InputArgs) -> Result<Option<FileSizes>, Fa
     }))
 }
 
+/// [`file_sizes`], or `None` with a warning on stderr when it fails: the
+/// figure is an extra beside `ratio`'s and `bench codec`'s measurements,
+/// and a compressor that cannot get its memory (xz -9 under a tight
+/// limit) should not lose them.
+pub fn file_sizes_or_skip(path: &Path, args: &InputArgs) -> Option<FileSizes> {
+    file_sizes(path, args).unwrap_or_else(|e| {
+        eprintln!(
+            "tocpile: warning: the file-level figure is skipped: {}",
+            e.0
+        );
+        None
+    })
+}
+
 /// A sink that counts the bytes written to it.
 #[derive(Default)]
 struct Count(u64);
