@@ -18,6 +18,7 @@
 //! kernels run on them.
 
 pub mod bench;
+pub(crate) mod core;
 mod trainer;
 
 pub use trainer::{Fitted, Trainer};
@@ -26,9 +27,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::dataset::{Dataset, Source};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::loader::Loader;
-use crate::model::{Gradient, GradientHelper, Metrics, Model, Optimizer, OptimizerState};
+use crate::model::{GradientHelper, Metrics, Model, Optimizer};
 use crate::scale::{ScaleKind, Scaling};
 
 /// How to train.
@@ -132,7 +133,7 @@ impl Scale {
     /// [`resolve`](Self::resolve)).
     ///
     /// # Errors
-    /// As [`resolve`](Self::resolve); [`Error::LengthMismatch`] when the
+    /// As [`resolve`](Self::resolve); [`Error::LengthMismatch`](crate::Error::LengthMismatch) when the
     /// file's column count is not the model's.
     pub fn apply<S: Source + 'static>(
         self,
@@ -232,9 +233,9 @@ pub struct EpochReport {
 /// output).
 ///
 /// # Errors
-/// [`Error::BadArgument`] for a learning rate, decay or L2 out of range;
+/// [`Error::BadArgument`](crate::Error::BadArgument) for a learning rate, decay or L2 out of range;
 /// loader errors (a corrupt block, say) and model errors (a label the
-/// model cannot use) as they occur; [`Error::Diverged`] when the loss of
+/// model cannot use) as they occur; [`Error::Diverged`](crate::Error::Diverged) when the loss of
 /// an epoch is not finite, naming the epoch and learning rate.
 pub fn train<S: Source + 'static>(
     model: &mut Model,
@@ -243,30 +244,15 @@ pub fn train<S: Source + 'static>(
     eval: Option<&Arc<Dataset<S>>>,
     mut on_epoch: impl FnMut(&EpochReport),
 ) -> Result<Vec<EpochReport>> {
-    if !(options.learning_rate > 0.0 && options.learning_rate.is_finite()) {
-        return Err(Error::BadArgument {
-            what: "learning rate",
-            expected: "a positive finite number",
-        });
-    }
-    let decay_ok = options.decay > 0.0 && options.decay <= 1.0;
-    if !decay_ok || options.l2.is_nan() || options.l2 < 0.0 {
-        return Err(Error::BadArgument {
-            what: "decay and l2",
-            expected: "a decay in (0, 1] and a non-negative l2",
-        });
-    }
-    options.scale.apply(model, loader.dataset())?;
-    model.fit_binary_labels(loader.dataset())?;
-    let mut grad = Gradient::try_new(model)?;
-    let mut state = OptimizerState::try_new(options.optimizer, model)?;
+    core::check_options(options)?;
+    core::prepare(model, loader.dataset(), options)?;
+    let mut stepper = core::Stepper::new(model, options)?;
     let mut reports = Vec::with_capacity(options.epochs);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut helper: Option<GradientHelper> = None;
     for epoch in 0..options.epochs {
-        let lr = options.learning_rate * options.decay.powi(epoch as i32);
+        let lr = core::learning_rate(options, epoch);
         let start = Instant::now();
-        let mut metrics = Metrics::new(model.kind());
         let mut batches = loader.epoch(epoch as u64)?;
         let split = options.split_gradient && cores > 1 && batches.is_inline();
         if split && helper.is_none() {
@@ -276,38 +262,24 @@ pub fn train<S: Source + 'static>(
         if let Some(h) = helper.as_mut() {
             h.new_epoch();
         }
-        let mut steps = 0;
-        // The mean of this epoch's iterates, when they make the final model.
-        let mut mean = match options.average == Average::LastEpoch && epoch + 1 == options.epochs {
-            true => Some(model.try_clone()?),
-            false => None,
-        };
-        for batch in batches.by_ref() {
-            let batch = batch?;
-            let stats = match helper.as_mut().filter(|_| split) {
-                Some(h) => model.gradient_split(&batch.pages, options.l2, &mut grad, h)?,
-                None => model.gradient(&batch.pages, options.l2, &mut grad)?,
-            };
-            model.step_with(&grad, lr, &mut state);
-            steps += 1;
-            if let Some(mean) = mean.as_mut() {
-                mean.average_towards(model, 1.0 / steps as f64);
-            }
-            if !batch.replay {
-                metrics.add(&stats);
-            }
-        }
-        if let Some(mean) = mean {
-            *model = mean;
-        }
+        let tail = core::TailMean::start(model, options, epoch)?;
+        let steps = batches.by_ref().map(|b| {
+            b.map(|b| core::Step {
+                pages: b.pages,
+                replay: b.replay,
+            })
+        });
+        let run = core::run_epoch(
+            model,
+            &mut stepper,
+            steps,
+            lr,
+            tail,
+            helper.as_mut().filter(|_| split),
+        )?;
         let seconds = start.elapsed().as_secs_f64();
-        let train = Score::of(&metrics);
-        if !train.loss.is_finite() {
-            return Err(Error::Diverged {
-                epoch,
-                learning_rate: lr,
-            });
-        }
+        let train = core::epoch_score(&run.metrics, epoch, lr)?;
+        let steps = run.steps;
         let eval = match eval {
             Some(ds) => Some(evaluate(model, ds)?),
             None => None,
@@ -356,8 +328,8 @@ pub fn evaluate<S: Source + 'static>(model: &Model, dataset: &Arc<Dataset<S>>) -
 /// ([`Model::check_schema`]).
 ///
 /// # Errors
-/// [`Error::LengthMismatch`] or [`Error::BadArgument`] for data of other
-/// columns or another schema; read errors; [`Error::BadLabel`] for a
+/// [`Error::LengthMismatch`](crate::Error::LengthMismatch) or [`Error::BadArgument`](crate::Error::BadArgument) for data of other
+/// columns or another schema; read errors; [`Error::BadLabel`](crate::Error::BadLabel) for a
 /// label the model cannot use.
 pub fn evaluate_all<S: Source + 'static>(
     model: &Model,

@@ -63,6 +63,7 @@
 
 mod assign;
 mod chunks;
+mod collective;
 mod comm;
 mod in_process;
 mod loopback;

@@ -34,13 +34,15 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::collective::Exchange;
 use super::comm::Communicator;
 use crate::dataset::{Dataset, Source};
 use crate::error::{Error, Result};
 use crate::loader::Loader;
-use crate::model::{BatchStats, Gradient, Metrics, Model, OptimizerState};
+use crate::model::{BatchStats, Metrics, Model, Optimizer};
 use crate::page::Page;
-use crate::train::{evaluate, EpochReport, Score, TrainOptions};
+use crate::train::core::{self, Step, Stepper, TailMean};
+use crate::train::{evaluate, Average, EpochReport, Score, TrainOptions};
 
 /// How the ranks keep their models in step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,108 +105,38 @@ where
     S: Source + 'static,
 {
     check(comm, loader, options, sync)?;
-    let (rank, size) = (comm.rank(), comm.size());
     // Everyone starts from rank 0's parameters.
-    let n = broadcast_params(comm, model)?.len();
-    options.scale.apply(model, loader.dataset())?;
-    model.fit_binary_labels(loader.dataset())?;
-    let mut grad = Gradient::try_new(model)?;
+    broadcast_params(comm, model)?;
+    core::prepare(model, loader.dataset(), options)?;
     // Every rank applies the step rule to the same averaged gradient, so
     // their optimizer states stay equal (with model averaging each rank
     // steps on its own gradients and keeps its own state).
-    let mut state = OptimizerState::try_new(options.optimizer, model)?;
-    // Per step: the gradient (times rows), then rows, active ranks, and a
-    // failure flag per rank.
-    let mut buffer = crate::limits::try_filled(n + 2 + size, 0.0, "the gradient exchanged")?;
+    let mut stepper = Stepper::new(model, options)?;
+    let mut exchange = Exchange::new(comm, model)?;
     let mut reports = Vec::with_capacity(options.epochs);
     for epoch in 0..options.epochs {
-        let lr = options.learning_rate * options.decay.powi(epoch as i32);
+        let lr = core::learning_rate(options, epoch);
         let start = Instant::now();
         let traffic = comm.traffic();
-        let mut comm_seconds = 0.0;
-        let mut local = BatchStats::default();
         let mut batches = loader.epoch(epoch as u64)?;
-        let (mut steps, mut read, mut since_average) = (0, 0, 0);
-        let mut failure: Option<Error> = None;
-        loop {
-            buffer.fill(0.0);
-            let next = match failure {
-                Some(_) => None,
-                None => batches.next(),
-            };
-            let taken = next.map(|batch| {
-                let batch = batch?;
-                Ok((
-                    model.gradient(&batch.pages, options.l2, &mut grad)?,
-                    batch.replay,
-                ))
-            });
-            match taken {
-                Some(Ok((stats, replay))) => {
-                    read += 1;
-                    if !replay {
-                        local.merge(&stats);
-                    }
-                    match sync {
-                        Averaging::Gradients => {
-                            let rows = stats.rows as f64;
-                            for (b, g) in buffer.iter_mut().zip(gradient_values(&grad)) {
-                                *b = g * rows;
-                            }
-                            buffer[n] = rows;
-                        }
-                        Averaging::Models { .. } => model.step_with(&grad, lr, &mut state),
-                    }
-                    buffer[n + 1] = 1.0;
-                }
-                Some(Err(e)) => {
-                    failure = Some(e);
-                    buffer[n + 2 + rank] = 1.0;
-                }
-                None => {}
-            }
-            let waited = Instant::now();
-            match sync {
-                Averaging::Gradients => comm.allreduce_sum(&mut buffer)?,
-                // Only the flags travel between averages.
-                Averaging::Models { .. } => comm.allreduce_sum(&mut buffer[n..])?,
-            }
-            comm_seconds += waited.elapsed().as_secs_f64();
-            if let Some(r) = buffer[n + 2..].iter().position(|&f| f != 0.0) {
-                return Err(failure.unwrap_or_else(|| Error::Communication {
-                    rank,
-                    peer: r,
-                    message: format!("rank {r} failed in epoch {epoch} (see its error)"),
-                }));
-            }
-            if buffer[n + 1] == 0.0 {
-                break;
-            }
-            steps += 1;
-            match sync {
-                Averaging::Gradients if buffer[n] > 0.0 => {
-                    let scale = 1.0 / buffer[n];
-                    buffer[..n].iter_mut().for_each(|g| *g *= scale);
-                    grad.set_values(&buffer[..n])?;
-                    model.step_with(&grad, lr, &mut state);
-                }
-                Averaging::Gradients => {}
-                Averaging::Models { every } => {
-                    since_average += 1;
-                    if since_average == every {
-                        since_average = 0;
-                        let waited = Instant::now();
-                        average(comm, model)?;
-                        comm_seconds += waited.elapsed().as_secs_f64();
-                    }
-                }
-            }
-        }
-        if matches!(sync, Averaging::Models { .. }) && since_average > 0 {
-            let waited = Instant::now();
-            average(comm, model)?;
-            comm_seconds += waited.elapsed().as_secs_f64();
-        }
+        let tail = TailMean::start(model, options, epoch)?;
+        let steps = batches.by_ref().map(|b| {
+            b.map(|b| Step {
+                pages: b.pages,
+                replay: b.replay,
+            })
+        });
+        let run = exchange.epoch(
+            comm,
+            model,
+            &mut stepper,
+            steps,
+            lr,
+            sync,
+            tail,
+            Some(epoch),
+        )?;
+        let (local, steps, read, comm_seconds) = (run.local, run.steps, run.read, run.comm_seconds);
         let seconds = start.elapsed().as_secs_f64();
         let (train, batches_per_rank) = gather_figures(comm, model, &local, read)?;
         if !train.loss.is_finite() {
@@ -214,7 +146,7 @@ where
             });
         }
         let eval = match eval {
-            Some(ds) if rank == 0 => Some(evaluate(model, ds)?),
+            Some(ds) if comm.rank() == 0 => Some(evaluate(model, ds)?),
             _ => None,
         };
         let stats = batches.stats();
@@ -246,7 +178,7 @@ fn check<C: Communicator + ?Sized, S: Source + 'static>(
     options: &TrainOptions,
     sync: Averaging,
 ) -> Result<()> {
-    check_rates(options)?;
+    core::check_options(options)?;
     let bad = |what, expected| Err(Error::BadArgument { what, expected });
     let o = loader.options();
     if o.workers != comm.size() || o.worker != comm.rank() {
@@ -259,15 +191,6 @@ fn check<C: Communicator + ?Sized, S: Source + 'static>(
         return bad("model averaging", "every 1 step or more");
     }
     Ok(())
-}
-
-/// The gradient's values in parameter order, without a copy (it is as
-/// large as the model).
-fn gradient_values(grad: &Gradient) -> impl Iterator<Item = f64> + '_ {
-    grad.layers()
-        .iter()
-        .flat_map(|l| l.weights().iter().chain(l.bias().iter()))
-        .copied()
 }
 
 /// Replaces every rank's parameters by rank 0's; returns them.
@@ -320,78 +243,38 @@ where
     C: Communicator + ?Sized,
     I: IntoIterator<Item = Vec<Page>>,
 {
-    let (rank, size) = (comm.rank(), comm.size());
-    let mut params = broadcast_params(comm, model)?;
-    let n = params.len();
-    let mut grad = Gradient::try_new(model)?;
-    let mut buffer = crate::limits::try_filled(n + 2 + size, 0.0, "the gradient exchanged")?;
-    let mut local = BatchStats::default();
-    let (mut batches, mut steps, mut read) = (batches.into_iter(), 0, 0);
-    let mut failure = None;
-    loop {
-        buffer.fill(0.0);
-        if let Some(pages) = failure.is_none().then(|| batches.next()).flatten() {
-            match model.gradient(&pages, l2, &mut grad) {
-                Ok(stats) => {
-                    read += 1;
-                    local.merge(&stats);
-                    let rows = stats.rows as f64;
-                    for (b, g) in buffer.iter_mut().zip(gradient_values(&grad)) {
-                        *b = g * rows;
-                    }
-                    buffer[n] = rows;
-                    buffer[n + 1] = 1.0;
-                }
-                Err(e) => {
-                    failure = Some(e);
-                    buffer[n + 2 + rank] = 1.0;
-                }
-            }
-        }
-        comm.allreduce_sum(&mut buffer)?;
-        if let Some(r) = buffer[n + 2..].iter().position(|&f| f != 0.0) {
-            return Err(failure.unwrap_or_else(|| Error::Communication {
-                rank,
-                peer: r,
-                message: format!("rank {r} failed (see its error)"),
-            }));
-        }
-        if buffer[n + 1] == 0.0 {
-            break;
-        }
-        steps += 1;
-        if buffer[n] > 0.0 {
-            let scale = 1.0 / buffer[n];
-            for (p, g) in params.iter_mut().zip(&buffer[..n]) {
-                *p += -learning_rate * (g * scale);
-            }
-            model.set_params(&params)?;
-        }
-    }
-    let (score, _) = gather_figures(comm, model, &local, read)?;
-    Ok((score, steps))
-}
-
-/// The learning-rate checks of [`train`](crate::train::train).
-fn check_rates(options: &TrainOptions) -> Result<()> {
-    let bad = |what, expected| Err(Error::BadArgument { what, expected });
-    if !(options.learning_rate > 0.0 && options.learning_rate.is_finite()) {
-        return bad("learning rate", "a positive finite number");
-    }
-    let decay_ok = options.decay > 0.0 && options.decay <= 1.0;
-    if !decay_ok || options.l2.is_nan() || options.l2 < 0.0 {
-        return bad("decay and l2", "a decay in (0, 1] and a non-negative l2");
-    }
-    Ok(())
-}
-
-/// Replaces the parameters of every rank by their mean over the ranks.
-fn average<C: Communicator + ?Sized>(comm: &C, model: &mut Model) -> Result<()> {
-    let mut params = model.try_params()?;
-    comm.allreduce_sum(&mut params)?;
-    let scale = 1.0 / comm.size() as f64;
-    params.iter_mut().for_each(|p| *p *= scale);
-    model.set_params(&params)
+    broadcast_params(comm, model)?;
+    // Plain SGD at `learning_rate`, no tail mean: the caller runs the
+    // epochs (and decays the rate).
+    let options = TrainOptions {
+        epochs: 1,
+        learning_rate,
+        l2,
+        optimizer: Optimizer::Sgd,
+        average: Average::None,
+        ..TrainOptions::default()
+    };
+    let mut stepper = Stepper::new(model, &options)?;
+    let mut exchange = Exchange::new(comm, model)?;
+    let steps = batches.into_iter().map(|pages| {
+        Ok(Step {
+            pages,
+            replay: false,
+        })
+    });
+    let tail = TailMean::start(model, &options, 0)?;
+    let run = exchange.epoch(
+        comm,
+        model,
+        &mut stepper,
+        steps,
+        learning_rate,
+        Averaging::Gradients,
+        tail,
+        None,
+    )?;
+    let (score, _) = gather_figures(comm, model, &run.local, run.read)?;
+    Ok((score, run.steps))
 }
 
 /// The epoch's training figures over every rank (merged in rank order)
@@ -468,36 +351,38 @@ pub fn train_lockstep<S: Source + 'static>(
             expected: "loader i of k is worker i of k workers",
         });
     }
-    check_rates(options)?;
-    options.scale.apply(model, loaders[0].dataset())?;
-    model.fit_binary_labels(loaders[0].dataset())?;
-    let mut grad = Gradient::try_new(model)?;
-    let mut state = OptimizerState::try_new(options.optimizer, model)?;
+    core::check_options(options)?;
+    core::prepare(model, loaders[0].dataset(), options)?;
+    let mut stepper = Stepper::new(model, options)?;
     let mut steps = Vec::with_capacity(options.epochs);
     for epoch in 0..options.epochs {
-        let lr = options.learning_rate * options.decay.powi(epoch as i32);
+        let lr = core::learning_rate(options, epoch);
         let mut epochs = loaders
             .iter()
             .map(|l| l.epoch(epoch as u64).map(Some))
             .collect::<Result<Vec<_>>>()?;
-        let mut taken = 0;
-        loop {
+        // Each step: the next mini-batch of every loader that has one.
+        let global = std::iter::from_fn(|| {
             let mut pages = Vec::new();
             for slot in epochs.iter_mut() {
                 let Some(batches) = slot else { continue };
                 match batches.next() {
-                    Some(batch) => pages.extend(batch?.pages),
+                    Some(Ok(batch)) => pages.extend(batch.pages),
+                    Some(Err(e)) => return Some(Err(e)),
                     None => *slot = None,
                 }
             }
-            if epochs.iter().all(Option::is_none) {
-                break;
+            match epochs.iter().all(Option::is_none) {
+                true => None,
+                false => Some(Ok(Step {
+                    pages,
+                    replay: false,
+                })),
             }
-            model.gradient(&pages, options.l2, &mut grad)?;
-            model.step_with(&grad, lr, &mut state);
-            taken += 1;
-        }
-        steps.push(taken);
+        });
+        let tail = TailMean::start(model, options, epoch)?;
+        let run = core::run_epoch(model, &mut stepper, global, lr, tail, None)?;
+        steps.push(run.steps);
     }
     Ok(steps)
 }

@@ -23,12 +23,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::core;
 use super::{train, TrainOptions};
 use crate::dataset::{Dataset, DatasetWriter, WriterOptions};
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
 use crate::loader::{default_memory, Loader, LoaderOptions, Mode, Strategy};
-use crate::model::{Gradient, Model, ModelKind, Optimizer, OptimizerState};
+use crate::model::{Model, ModelKind, Optimizer};
 use crate::page::Page;
 use crate::rng::Rng;
 use crate::sparse::SparseBatch;
@@ -354,25 +355,27 @@ fn in_memory(
         batches.push(pages);
     }
     let mut model = Model::new(options.model.clone(), rows.n_cols(), options.seed)?;
-    let mut grad = Gradient::try_new(&model)?;
-    let mut state = OptimizerState::try_new(options.optimizer, &model)?;
     let train = train_options(options);
+    // The trainer's step and epoch loop on one thread, as `train` runs
+    // it, tail mean included: only the source of the mini-batches differs.
+    let mut stepper = core::Stepper::new(&model, &train)?;
     let mut times = Vec::new();
     let mut loss = f64::NAN;
     for epoch in 0..train.epochs {
-        let lr = train.learning_rate * train.decay.powi(epoch as i32);
+        let lr = core::learning_rate(&train, epoch);
         let order =
             Rng::stream(options.seed, &[STREAM_MEMORY, epoch as u64]).permutation(batches.len());
         let start = Instant::now();
-        let (mut loss_sum, mut seen) = (0.0, 0usize);
-        for &b in &order {
-            let stats = model.gradient(&batches[b], 0.0, &mut grad)?;
-            model.step_with(&grad, lr, &mut state);
-            loss_sum += stats.loss_sum;
-            seen += batches[b].iter().map(Page::n_rows).sum::<usize>();
-        }
+        let tail = core::TailMean::start(&model, &train, epoch)?;
+        let steps = order.iter().map(|&b| {
+            Ok(core::Step {
+                pages: &batches[b][..],
+                replay: false,
+            })
+        });
+        let run = core::run_epoch(&mut model, &mut stepper, steps, lr, tail, None)?;
         times.push(start.elapsed().as_secs_f64());
-        loss = loss_sum / seen.max(1) as f64;
+        loss = run.metrics.mean_loss();
     }
     let epoch_seconds = median(times[1..].to_vec());
     Ok(Setting {

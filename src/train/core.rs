@@ -1,0 +1,202 @@
+//! The step and epoch loop every trainer of the crate runs: [`train`]
+//! (one process, a [`Loader`]), the distributed trainer and its lockstep
+//! reference ([`crate::dist`]), the coded-shuffle workers' SGD
+//! ([`crate::dist::sgd_epoch`]) and the training benchmark's in-memory
+//! loops ([`super::bench`]). One place for the options' checks, the
+//! learning rate of an epoch, the model's set-up before the first step
+//! (input scaling, binary labels), the mini-batch step (gradient, L2,
+//! step rule), the tail average ([`Average::LastEpoch`]) and the epoch's
+//! figures, so that the trainers differ only in where their mini-batches
+//! come from and how ranks combine their gradients.
+//!
+//! [`train`]: super::train
+//! [`Loader`]: crate::loader::Loader
+
+use std::sync::Arc;
+
+use super::{Average, Score, TrainOptions};
+use crate::dataset::{Dataset, Source};
+use crate::error::{Error, Result};
+use crate::model::{BatchStats, Gradient, GradientHelper, Metrics, Model, OptimizerState};
+use crate::page::Page;
+
+/// [`Error::BadArgument`] for a learning rate, decay or L2 out of range.
+pub(crate) fn check_options(options: &TrainOptions) -> Result<()> {
+    if !(options.learning_rate > 0.0 && options.learning_rate.is_finite()) {
+        return Err(Error::BadArgument {
+            what: "learning rate",
+            expected: "a positive finite number",
+        });
+    }
+    let decay_ok = options.decay > 0.0 && options.decay <= 1.0;
+    if !decay_ok || options.l2.is_nan() || options.l2 < 0.0 {
+        return Err(Error::BadArgument {
+            what: "decay and l2",
+            expected: "a decay in (0, 1] and a non-negative l2",
+        });
+    }
+    Ok(())
+}
+
+/// The learning rate of epoch `epoch` (from 0): `lr * decay^epoch`.
+pub(crate) fn learning_rate(options: &TrainOptions, epoch: usize) -> f64 {
+    options.learning_rate * options.decay.powi(epoch as i32)
+}
+
+/// What every trainer does to the model before the first step: the
+/// input scaling [`TrainOptions::scale`] gives it on `dataset`, and a
+/// binary model's two label values ([`Model::fit_binary_labels`]).
+pub(crate) fn prepare<S: Source + 'static>(
+    model: &mut Model,
+    dataset: &Arc<Dataset<S>>,
+    options: &TrainOptions,
+) -> Result<()> {
+    options.scale.apply(model, dataset)?;
+    model.fit_binary_labels(dataset)
+}
+
+/// The mini-batch step: the gradient buffer and the step rule's state of
+/// one training run.
+pub(crate) struct Stepper {
+    grad: Gradient,
+    state: OptimizerState,
+    l2: f64,
+}
+
+impl Stepper {
+    /// The buffers for `model` under `options` (allocated now, fallibly).
+    pub(crate) fn new(model: &Model, options: &TrainOptions) -> Result<Stepper> {
+        Ok(Stepper {
+            grad: Gradient::try_new(model)?,
+            state: OptimizerState::try_new(options.optimizer, model)?,
+            l2: options.l2,
+        })
+    }
+
+    /// The gradient of `pages` (the L2 term included), shared with
+    /// `helper`'s thread when one is given; returns the rows' figures.
+    pub(crate) fn gradient(
+        &mut self,
+        model: &Model,
+        pages: &[Page],
+        helper: Option<&mut GradientHelper>,
+    ) -> Result<BatchStats> {
+        match helper {
+            Some(h) => model.gradient_split(pages, self.l2, &mut self.grad, h),
+            None => model.gradient(pages, self.l2, &mut self.grad),
+        }
+    }
+
+    /// The gradient last computed (or set).
+    pub(crate) fn grad(&self) -> &Gradient {
+        &self.grad
+    }
+
+    /// Replaces the gradient's values (parameter order), say by the mean
+    /// over the ranks.
+    pub(crate) fn set_gradient(&mut self, values: &[f64]) -> Result<()> {
+        self.grad.set_values(values)
+    }
+
+    /// One step of the rule along the current gradient.
+    pub(crate) fn step(&mut self, model: &mut Model, lr: f64) {
+        model.step_with(&self.grad, lr, &mut self.state);
+    }
+}
+
+/// The mean of an epoch's iterates (Polyak-Ruppert tail averaging,
+/// [`Average::LastEpoch`]): kept in the last epoch only.
+pub(crate) struct TailMean {
+    mean: Option<Model>,
+    steps: usize,
+}
+
+impl TailMean {
+    /// The mean of epoch `epoch`'s iterates when they make the final
+    /// model, else nothing to keep.
+    pub(crate) fn start(model: &Model, options: &TrainOptions, epoch: usize) -> Result<TailMean> {
+        let last = options.average == Average::LastEpoch && epoch + 1 == options.epochs;
+        Ok(TailMean {
+            mean: match last {
+                true => Some(model.try_clone()?),
+                false => None,
+            },
+            steps: 0,
+        })
+    }
+
+    /// Takes the model after a step into the mean.
+    pub(crate) fn add(&mut self, model: &Model) {
+        self.steps += 1;
+        if let Some(mean) = self.mean.as_mut() {
+            mean.average_towards(model, 1.0 / self.steps as f64);
+        }
+    }
+
+    /// Whether the mean is kept (the last epoch's, averaging on).
+    pub(crate) fn keeps(&self) -> bool {
+        self.mean.is_some()
+    }
+
+    /// Replaces the model by the mean, when one was kept.
+    pub(crate) fn finish(self, model: &mut Model) {
+        if let Some(mean) = self.mean {
+            *model = mean;
+        }
+    }
+}
+
+/// One process's mini-batch: its pages and whether it is a replay (MRS's
+/// batches over rows the epoch's figures already count).
+pub(crate) struct Step<P> {
+    pub(crate) pages: P,
+    pub(crate) replay: bool,
+}
+
+/// What one epoch of [`run_epoch`] did.
+pub(crate) struct EpochRun {
+    /// Running figures of the rows (replays excluded), before each step.
+    pub(crate) metrics: Metrics,
+    /// Steps taken, replays included.
+    pub(crate) steps: usize,
+}
+
+/// One epoch on one process: for each mini-batch, the gradient (shared
+/// with `helper` when given), a step of the rule at `lr`, the iterate
+/// taken into the tail mean; the running figures of the rows. The model
+/// is the tail mean at the end when [`TailMean::start`] kept one.
+pub(crate) fn run_epoch<P: AsRef<[Page]>>(
+    model: &mut Model,
+    stepper: &mut Stepper,
+    batches: impl Iterator<Item = Result<Step<P>>>,
+    lr: f64,
+    mut tail: TailMean,
+    mut helper: Option<&mut GradientHelper>,
+) -> Result<EpochRun> {
+    let mut metrics = Metrics::new(model.kind());
+    for batch in batches {
+        let batch = batch?;
+        let stats = stepper.gradient(model, batch.pages.as_ref(), helper.as_deref_mut())?;
+        stepper.step(model, lr);
+        tail.add(model);
+        if !batch.replay {
+            metrics.add(&stats);
+        }
+    }
+    let steps = tail.steps;
+    tail.finish(model);
+    Ok(EpochRun { metrics, steps })
+}
+
+/// The epoch's training figures, or [`Error::Diverged`] when its loss is
+/// not finite.
+pub(crate) fn epoch_score(metrics: &Metrics, epoch: usize, lr: f64) -> Result<Score> {
+    let score = Score::of(metrics);
+    if !score.loss.is_finite() {
+        return Err(Error::Diverged {
+            epoch,
+            learning_rate: lr,
+        });
+    }
+    Ok(score)
+}
