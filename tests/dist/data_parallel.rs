@@ -17,7 +17,7 @@ use tocpile::dist::{
 use tocpile::loader::{Loader, LoaderOptions, Mode, Strategy};
 use tocpile::model::{Model, ModelKind, Optimizer};
 use tocpile::scale::{ScaleKind, Scaling};
-use tocpile::train::{train, TrainOptions};
+use tocpile::train::{train, Average, TrainOptions};
 use tocpile::{Error, SparseBatch};
 
 use crate::support::{load, temp_path};
@@ -30,7 +30,7 @@ const OPTIONS: TrainOptions = TrainOptions {
     optimizer: Optimizer::Sgd,
     // The ranks' sums are compared with one process's to the last bit.
     split_gradient: false,
-    average: tocpile::train::Average::None,
+    average: Average::None,
     scale: tocpile::train::Scale::Model,
 };
 
@@ -86,6 +86,18 @@ fn distributed(
     sync: Averaging,
     mode: Mode,
 ) -> Vec<RankOutcome> {
+    distributed_with(path, kind, k, sync, mode, &options(kind))
+}
+
+/// [`distributed`] with these options.
+fn distributed_with(
+    path: &Path,
+    kind: &ModelKind,
+    k: usize,
+    sync: Averaging,
+    mode: Mode,
+    options: &TrainOptions,
+) -> Vec<RankOutcome> {
     let ranks = InProcess::group_with_timeout(k, Duration::from_secs(60)).unwrap();
     std::thread::scope(|s| {
         let handles: Vec<_> = ranks
@@ -100,7 +112,7 @@ fn distributed(
                         &comm,
                         &mut model,
                         &l,
-                        &options(kind),
+                        options,
                         sync,
                         Some(&eval),
                         |_| {},
@@ -478,4 +490,46 @@ fn ranks_apply_the_step_rule_and_the_scaling() {
         ..adam
     });
     assert!(max_diff(&sgd, &reference) > 1e-3);
+}
+
+/// The trainers share one step loop and its tail mean (the default,
+/// `Average::LastEpoch`, which the distributed and lockstep trainers once
+/// ignored): one loader in lockstep is `train`, bit for bit; two ranks
+/// are the lockstep run of two loaders (to rounding); model averaging
+/// ends with one model, the mean of the ranks' tail means.
+#[test]
+fn every_trainer_returns_the_tail_mean() {
+    let path = mushrooms_file();
+    let kind = ModelKind::Logistic;
+    let averaged = TrainOptions {
+        average: Average::LastEpoch,
+        ..OPTIONS
+    };
+    let fresh = || Model::new(kind.clone(), 98, 0).unwrap();
+    let mut single = fresh();
+    let one = loader(&path, 0, 1, Mode::Page);
+    train(&mut single, &one, &averaged, None, |_| {}).unwrap();
+    let lockstep_of = |k: usize, options: &TrainOptions| {
+        let loaders: Vec<Loader> = (0..k).map(|w| loader(&path, w, k, Mode::Page)).collect();
+        let mut model = fresh();
+        train_lockstep(&mut model, &loaders, options).unwrap();
+        model.params()
+    };
+    assert_eq!(lockstep_of(1, &averaged), single.params());
+    // The mean is taken: the last iterate is another model.
+    assert_ne!(lockstep_of(1, &OPTIONS), single.params());
+    let reference = lockstep_of(2, &averaged);
+    let ranks = distributed_with(&path, &kind, 2, Averaging::Gradients, Mode::Page, &averaged);
+    let (params, _) = ranks[0].as_ref().unwrap();
+    assert!(max_diff(params, &reference) < 1e-9);
+    assert!(max_diff(params, &lockstep_of(2, &OPTIONS)) > 1e-6);
+    for o in &ranks {
+        assert_eq!(&o.as_ref().unwrap().0, params);
+    }
+    let sync = Averaging::Models { every: 4 };
+    let local = distributed_with(&path, &kind, 2, sync, Mode::Page, &averaged);
+    let (params, reports) = local[0].as_ref().unwrap();
+    assert_eq!(&local[1].as_ref().unwrap().0, params);
+    assert!(reports.last().unwrap().epoch.eval.unwrap().accuracy > 0.95);
+    std::fs::remove_file(&path).unwrap();
 }
