@@ -19,8 +19,10 @@
 
 pub mod bench;
 pub(crate) mod core;
+mod setup;
 mod trainer;
 
+pub use setup::{infer_kind, label_sample, Holdout, LABEL_SAMPLE_BLOCKS, MAX_CLASSES};
 pub use trainer::{Fitted, Trainer};
 
 use std::sync::Arc;

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use tocpile::dataset::Dataset;
-use tocpile::loader::{labels_in_file_order, Buffer, Loader, LoaderOptions, Mode, Strategy};
+use tocpile::loader::{Buffer, Loader, LoaderOptions, Mode, Strategy};
 use tocpile::model::ModelKind;
-use tocpile::train::{train, EpochReport};
+use tocpile::train::{infer_kind, train, EpochReport};
 
 use crate::output::emit;
 use crate::{Failure, Outcome};
@@ -36,44 +36,27 @@ pub struct Run {
 }
 
 /// The model kind for `name` on `dataset`, inferring the number of classes
-/// from the labels for softmax and mlp unless `classes` is given.
+/// from the labels for softmax and mlp unless `classes` is given (the
+/// library's [`tocpile::train::infer_kind`], its error said in the
+/// command line's words).
 pub fn model_kind(
     name: &str,
     classes: Option<u64>,
     dataset: &Dataset,
     path: &Path,
 ) -> Result<ModelKind, Failure> {
-    let classes = match (name, classes) {
-        (_, Some(c)) => usize::try_from(c).unwrap_or(usize::MAX),
-        ("softmax" | "mlp", None) => infer_classes(name, dataset, path)?,
-        _ => 2,
-    };
-    Ok(ModelKind::from_name(name, classes)?)
-}
-
-/// Largest label + 1, the labels being class indices.
-fn infer_classes(name: &str, dataset: &Dataset, path: &Path) -> Result<usize, Failure> {
-    const MAX_CLASSES: f64 = 65_536.0;
-    let labels = labels_in_file_order(dataset)?;
-    // A binary network also takes -1/+1 labels (label > 0 is positive).
-    if name == "mlp" && labels.iter().all(|&y| y == -1.0 || y == 0.0 || y == 1.0) {
-        return Ok(2);
+    let classes = classes.map(|c| usize::try_from(c).unwrap_or(usize::MAX));
+    match infer_kind(name, classes, dataset) {
+        Err(tocpile::Error::BadValue { row, found, .. }) => Err(Failure::about(
+            path,
+            format!(
+                "row {row}: label {found} is not a class index (an integer in 0..{}): \
+                 {name} needs labels 0, 1, 2, ...; give --classes N if some classes are absent",
+                tocpile::train::MAX_CLASSES
+            ),
+        )),
+        other => Ok(other?),
     }
-    let mut max = 0.0f64;
-    for (row, &y) in labels.iter().enumerate() {
-        if !(y >= 0.0 && y.fract() == 0.0 && y < MAX_CLASSES) {
-            return Err(Failure::about(
-                path,
-                format!(
-                    "row {row}: label {} is not a class index (an integer in 0..{MAX_CLASSES}): \
-                     {name} needs labels 0, 1, 2, ...; give --classes N if some classes are absent",
-                    crate::output::number(y)
-                ),
-            ));
-        }
-        max = max.max(y);
-    }
-    Ok(max as usize + 1)
 }
 
 /// A spinner on stderr naming the epoch, hidden unless stderr is a
@@ -126,8 +109,8 @@ pub fn run(args: &TrainArgs) -> Outcome {
     let split = match args.holdout {
         Some(fraction) => {
             let split = prepare::holdout(&args.file, &dataset, fraction, args.seed, args.scale)?;
-            dataset = Arc::new(Dataset::open(&split.train)?);
-            eval = Some(Arc::new(Dataset::open(&split.test)?));
+            dataset = Arc::clone(split.train());
+            eval = Some(Arc::clone(split.test()));
             Some(split)
         }
         None => None,
@@ -178,7 +161,7 @@ pub fn run(args: &TrainArgs) -> Outcome {
         let held = match &split {
             Some(s) => format!(
                 " ({} rows held out by --holdout {}, seed {})",
-                s.test_info.n_rows,
+                s.test().info().n_rows,
                 args.holdout.unwrap_or(0.0),
                 args.seed
             ),

@@ -8,7 +8,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::{train, EpochReport, TrainOptions};
+use std::any::Any;
+
+use super::setup::{infer_kind, Holdout};
+use super::{train, EpochReport, Scale, TrainOptions};
 use crate::cleanup::ScratchFile;
 use crate::dataset::{Dataset, DatasetWriter, Prefetch, Source, WriterOptions};
 use crate::error::{Error, Result};
@@ -45,6 +48,9 @@ pub struct Trainer {
     options: TrainOptions,
     loader: LoaderOptions,
     seed: u64,
+    holdout: Option<f64>,
+    eval: Option<Arc<Dataset>>,
+    start: Option<Model>,
 }
 
 /// A trained model and what each epoch did.
@@ -65,7 +71,61 @@ impl Trainer {
             options: TrainOptions::default(),
             loader: LoaderOptions::default(),
             seed: 0,
+            holdout: None,
+            eval: None,
+            start: None,
         }
+    }
+
+    /// A trainer of the model named `name` ([`ModelKind::from_name`]) for
+    /// `dataset`, softmax and mlp with their classes inferred from its
+    /// labels unless `classes` is given ([`infer_kind`]).
+    ///
+    /// # Errors
+    /// As [`infer_kind`].
+    pub fn for_dataset<S: Source>(
+        name: &str,
+        classes: Option<usize>,
+        dataset: &Dataset<S>,
+    ) -> Result<Trainer> {
+        Ok(Trainer::new(infer_kind(name, classes, dataset)?))
+    }
+
+    /// The model kind.
+    pub fn kind(&self) -> &ModelKind {
+        &self.kind
+    }
+
+    /// The input scaling the model trains with (default [`Scale::Auto`]).
+    pub fn scale(mut self, scale: Scale) -> Trainer {
+        self.options.scale = scale;
+        self
+    }
+
+    /// Holds out a share `fraction` of the rows of a dataset file (a
+    /// hash of the row number under the [`seed`](Self::seed) picks them,
+    /// [`Holdout`]), trains on the others and evaluates on those after
+    /// each epoch (each part scaled on its own rows, with the kind the
+    /// file stores, or the one [`scale`](Self::scale) fits).
+    pub fn holdout(mut self, fraction: f64) -> Trainer {
+        self.holdout = Some(fraction);
+        self
+    }
+
+    /// Evaluates the model on every row of `dataset` after each epoch
+    /// (the reports' `eval`).
+    pub fn eval(mut self, dataset: Arc<Dataset>) -> Trainer {
+        self.eval = Some(dataset);
+        self
+    }
+
+    /// Training starts from `model`'s parameters (and its input scaling,
+    /// kept under [`Scale::Auto`]) rather than a new model: a warm
+    /// start. The trainer's kind is then the model's.
+    pub fn warm_start(mut self, model: Model) -> Trainer {
+        self.kind = model.kind().clone();
+        self.start = Some(model);
+        self
     }
 
     /// Every training option at once.
@@ -132,20 +192,88 @@ impl Trainer {
     }
 
     /// Fits a model on every row of `dataset`: a new model of the
-    /// trainer's kind over its columns (its schema recorded), trained by
-    /// [`train`] through a [`Loader`].
+    /// trainer's kind over its columns (its schema recorded), or the
+    /// [warm start](Self::warm_start), trained by [`train`] through a
+    /// [`Loader`].
     ///
     /// # Errors
-    /// [`Error::BadArgument`] for a dataset without rows; as
-    /// [`Model::new`], [`Loader::new`] and [`train`].
+    /// As [`fit_with`](Self::fit_with).
     pub fn fit<S: Source + 'static>(&self, dataset: &Arc<Dataset<S>>) -> Result<Fitted> {
+        self.fit_with(dataset, |_| {})
+    }
+
+    /// [`fit`](Self::fit), calling `on_epoch` with each epoch's report as
+    /// it is made (for progress output).
+    ///
+    /// # Errors
+    /// [`Error::BadArgument`] for a dataset without rows, a
+    /// [holdout](Self::holdout) that leaves a part without rows or is
+    /// given with an [eval](Self::eval) dataset, or either on a dataset
+    /// that is not a file; [`Error::LengthMismatch`] for an evaluation
+    /// dataset or a warm start of other columns; as [`Model::new`],
+    /// [`Holdout::split`], [`Loader::new`] and [`train`].
+    pub fn fit_with<S: Source + 'static>(
+        &self,
+        dataset: &Arc<Dataset<S>>,
+        on_epoch: impl FnMut(&EpochReport),
+    ) -> Result<Fitted> {
         if dataset.info().n_rows == 0 {
             return Err(Error::BadArgument {
                 what: "training data",
                 expected: "at least one row",
             });
         }
-        let mut model = Model::new(self.kind.clone(), dataset.info().n_cols, self.seed)?;
+        if self.holdout.is_none() && self.eval.is_none() {
+            return self.train_on(dataset, None, on_epoch);
+        }
+        let bad = |what, expected| Err(Error::BadArgument { what, expected });
+        // Held-out parts and evaluation sets are dataset files.
+        let Some(file) = (dataset as &dyn Any).downcast_ref::<Arc<Dataset>>() else {
+            return bad("holdout or eval", "a dataset file to train on");
+        };
+        let Some(fraction) = self.holdout else {
+            let eval = self.eval.as_ref().expect("an eval dataset");
+            check_columns("evaluation dataset", file, eval)?;
+            return self.train_on(file, Some(eval), on_epoch);
+        };
+        if self.eval.is_some() {
+            return bad(
+                "holdout and eval",
+                "one of them (holdout evaluates on its rows)",
+            );
+        }
+        let kind = match self.options.scale {
+            Scale::None => None,
+            Scale::Fit(kind) => Some(kind),
+            Scale::Auto | Scale::Stored | Scale::Model => {
+                file.info().scaling.as_ref().map(|s| s.kind())
+            }
+        };
+        let split = Holdout::split(file, fraction, self.seed, kind)?;
+        if !split.both_have_rows() {
+            return bad("held-out share", "a share that leaves rows on both sides");
+        }
+        self.train_on(split.train(), Some(split.test()), on_epoch)
+    }
+
+    fn train_on<S: Source + 'static>(
+        &self,
+        dataset: &Arc<Dataset<S>>,
+        eval: Option<&Arc<Dataset<S>>>,
+        on_epoch: impl FnMut(&EpochReport),
+    ) -> Result<Fitted> {
+        let n_cols = dataset.info().n_cols;
+        let mut model = match &self.start {
+            Some(start) if start.n_cols() != n_cols => {
+                return Err(Error::LengthMismatch {
+                    what: "columns of the warm start's model",
+                    expected: n_cols as u64,
+                    found: start.n_cols() as u64,
+                })
+            }
+            Some(start) => start.try_clone()?,
+            None => Model::new(self.kind.clone(), n_cols, self.seed)?,
+        };
         model.set_schema(&dataset.info().schema);
         let loader = Loader::new(
             Arc::clone(dataset),
@@ -154,7 +282,7 @@ impl Trainer {
                 ..self.loader.clone()
             },
         )?;
-        let reports = train(&mut model, &loader, &self.options, None, |_| {})?;
+        let reports = train(&mut model, &loader, &self.options, eval, on_epoch)?;
         Ok(Fitted { model, reports })
     }
 
@@ -221,4 +349,17 @@ impl Model {
         let blocks: Prefetch = dataset.prefetch((0..dataset.n_blocks()).collect(), 2)?;
         Ok(blocks.map(move |block| self.predict(&block?.pages()?)))
     }
+}
+
+/// [`Error::LengthMismatch`] unless `other` has `dataset`'s columns.
+fn check_columns(what: &'static str, dataset: &Dataset, other: &Dataset) -> Result<()> {
+    let (expected, found) = (dataset.info().n_cols, other.info().n_cols);
+    if expected != found {
+        return Err(Error::LengthMismatch {
+            what,
+            expected: expected as u64,
+            found: found as u64,
+        });
+    }
+    Ok(())
 }

@@ -45,35 +45,6 @@ pub fn eval_columns(
     ))
 }
 
-/// Distinct labels of `dataset` up to the third (reading the sampled
-/// blocks until a third appears, or to the last).
-/// Blocks whose labels are looked at: every block of a small file, else
-/// this many spread evenly over it (reading every block's labels was a
-/// whole pass over the file before the first epoch: 59 s of a dense
-/// file's 238 s run under the out-of-memory experiment's throttle). A
-/// class holding more than 1/256 of the rows in runs (label-sorted
-/// files) or spread out is seen.
-const LABEL_SAMPLE_BLOCKS: usize = 256;
-
-fn first_labels(dataset: &Dataset) -> Result<Vec<f64>, Failure> {
-    let mut seen: Vec<f64> = Vec::with_capacity(3);
-    let n = dataset.n_blocks();
-    let picks = n.min(LABEL_SAMPLE_BLOCKS);
-    let blocks = (0..picks).map(|k| if picks == n { k } else { k * n / picks });
-    for b in blocks {
-        let block = dataset.read_block(b)?;
-        for &y in block.labels() {
-            if !seen.iter().any(|s| s.to_bits() == y.to_bits()) {
-                seen.push(y);
-                if seen.len() > 2 {
-                    return Ok(seen);
-                }
-            }
-        }
-    }
-    Ok(seen)
-}
-
 /// A warning (stderr) when a binary model (lr, svm) sees more than two
 /// distinct labels: it takes label > 0 as the positive class, which turns
 /// class indices 1, 2, ... into one class without a word otherwise.
@@ -81,7 +52,8 @@ pub fn warn_multiclass(model: &str, dataset: &Dataset, path: &Path) -> Result<()
     if !matches!(model, "lr" | "svm") {
         return Ok(());
     }
-    let seen = first_labels(dataset)?;
+    // Up to the third distinct label, from a sample of the blocks.
+    let seen = tocpile::train::label_sample(dataset, 3)?;
     if seen.len() > 2 {
         let shown: Vec<String> = seen.iter().map(|&y| crate::output::number(y)).collect();
         eprintln!(

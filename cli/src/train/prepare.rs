@@ -2,15 +2,14 @@
 //! split (`--holdout`), the input scaling (`--scale`) and the step rule
 //! with its default learning rate (`--optimizer`, `--lr`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use clap::ValueEnum;
-use tocpile::cleanup::{self, ScratchFile};
-use tocpile::dataset::{split_holdout, Dataset, DatasetInfo};
+use tocpile::dataset::Dataset;
 use tocpile::model::{Model, ModelKind, Optimizer};
 use tocpile::scale::{ScaleKind, Scaling};
-use tocpile::train::{Scale, TrainOptions};
+use tocpile::train::{Holdout, Scale, TrainOptions};
 
 use super::TrainArgs;
 use crate::Failure;
@@ -76,21 +75,10 @@ impl OptimizerArg {
     }
 }
 
-/// The two parts of a held-out split: registered scratch files, deleted
-/// when dropped and on SIGINT/SIGTERM (`tocpile::cleanup`); after a
-/// SIGKILL the next `--holdout` run removes them by name.
-pub struct Holdout {
-    pub train: PathBuf,
-    pub test: PathBuf,
-    pub train_info: DatasetInfo,
-    pub test_info: DatasetInfo,
-    _guards: [ScratchFile; 2],
-}
-
 /// Splits `path` into temporary training and held-out files (rows held out
-/// by a hash of their number under `seed`); each part gets a scaling of
-/// the kind `scale` asks for (the file's kind under `auto`) fitted on its
-/// own rows.
+/// by a hash of their number under `seed`, [`Holdout::split`]); each part
+/// gets a scaling of the kind `scale` asks for (the file's kind under
+/// `auto`) fitted on its own rows.
 pub fn holdout(
     path: &Path,
     dataset: &Arc<Dataset>,
@@ -102,37 +90,19 @@ pub fn holdout(
         ScaleArg::Auto => dataset.info().scaling.as_ref().map(Scaling::kind),
         other => other.kind(),
     };
-    let dir = std::env::temp_dir();
-    cleanup::remove_stale(&dir, ".tocpile-holdout-");
-    let pid = std::process::id();
-    let claimed = ScratchFile::claim(&dir, |n| {
-        format!(".tocpile-holdout-{pid}-{seed}-{n}-train.toc")
-    })
-    .and_then(|train| {
-        let test = train
-            .path()
-            .to_string_lossy()
-            .replace("-train.toc", "-test.toc");
-        Ok([train, ScratchFile::new(test)?])
-    });
-    let guards = claimed.map_err(|e| Failure::about(path, format!("--holdout: {e}")))?;
-    let train = guards[0].path().to_path_buf();
-    let test = guards[1].path().to_path_buf();
-    let (train_info, test_info) = split_holdout(dataset, fraction, seed, kind, &train, &test)
-        .map_err(|e| Failure::about(path, format!("splitting off the held-out rows: {e}")))?;
-    let split = Holdout {
-        train,
-        test,
-        train_info,
-        test_info,
-        _guards: guards,
-    };
-    if split.train_info.n_rows == 0 || split.test_info.n_rows == 0 {
+    let split = Holdout::split(dataset, fraction, seed, kind).map_err(|e| {
+        Failure::about(
+            path,
+            format!("--holdout: splitting off the held-out rows: {e}"),
+        )
+    })?;
+    if !split.both_have_rows() {
+        let (train, test) = split.infos();
         return Err(Failure::about(
             path,
             format!(
                 "--holdout {fraction} leaves {} training and {} held-out rows: both need rows",
-                split.train_info.n_rows, split.test_info.n_rows
+                train.n_rows, test.n_rows
             ),
         ));
     }
