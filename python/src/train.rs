@@ -1,70 +1,33 @@
-//! `tocpile.train`: the library's trainer (mini-batch steps on the encoded
+//! `tocpile.train`: the library's [`Trainer`] (mini-batch steps on the encoded
 //! pages a loader yields) set up as `tocpile train` sets it up: the step
 //! rule and its default learning rate (`optimizer`, `lr`), the input
 //! scaling applied to the model's parameters (`scale`), and the held-out
 //! split (`holdout`). The same options give the same model file, bit for
 //! bit, as the command line (the tests compare them).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use pyo3::exceptions::{PyUserWarning, PyValueError};
 use pyo3::prelude::*;
-use tocpile::cleanup::{self, ScratchFile};
-use tocpile::dataset::{split_holdout, Dataset};
-use tocpile::loader::{Buffer, Loader, LoaderOptions};
-use tocpile::model::{Model, ModelKind, Optimizer};
-use tocpile::scale::{ScaleKind, Scaling};
-use tocpile::train::TrainOptions;
+use tocpile::dataset::Dataset;
+use tocpile::loader::{Buffer, LoaderOptions};
+use tocpile::model::Optimizer;
+use tocpile::scale::ScaleKind;
+use tocpile::train::{infer_kind, Holdout, Scale, TrainOptions, Trainer, MAX_CLASSES};
 
 use crate::dataset::scale_kind_of;
 use crate::loader::{buffer_of, dataset_of, int_at_least, mode_of, strategy_of, usize_at_least};
 use crate::model::PyModel;
 use crate::IntoPy;
 
-/// Largest label + 1, the labels being class indices (as the command
-/// line infers it); 2 for an MLP on binary (0/1 or -1/+1) labels.
-fn infer_classes(name: &str, ds: &Dataset) -> PyResult<usize> {
-    const MAX_CLASSES: f64 = 65_536.0;
-    let labels = tocpile::loader::labels_in_file_order(ds).py_err()?;
-    if name == "mlp" && labels.iter().all(|&y| y == -1.0 || y == 0.0 || y == 1.0) {
-        return Ok(2);
-    }
-    let mut max = 0.0f64;
-    for (row, &y) in labels.iter().enumerate() {
-        if !(y >= 0.0 && y.fract() == 0.0 && y < MAX_CLASSES) {
-            return Err(PyValueError::new_err(format!(
-                "{}: row {row}: label {y} is not a class index (an integer in 0..{MAX_CLASSES}): \
-                 {name} needs labels 0, 1, 2, ...; pass classes=N if some classes are absent",
-                ds.path().display()
-            )));
-        }
-        max = max.max(y);
-    }
-    Ok(max as usize + 1)
-}
-
 /// A `UserWarning` when a binary model (lr, svm) sees more than two
 /// distinct labels, as the command line warns: it takes label > 0 as the
 /// positive class, which merges class indices 1, 2, ... silently
 /// otherwise.
 fn warn_multiclass(py: Python<'_>, name: &str, ds: &Arc<Dataset>) -> PyResult<()> {
-    let seen = py
-        .detach(|| -> tocpile::Result<Vec<f64>> {
-            let mut seen: Vec<f64> = Vec::with_capacity(3);
-            for b in 0..ds.n_blocks() {
-                for &y in ds.read_block(b)?.labels() {
-                    if !seen.iter().any(|s| s.to_bits() == y.to_bits()) {
-                        seen.push(y);
-                        if seen.len() > 2 {
-                            return Ok(seen);
-                        }
-                    }
-                }
-            }
-            Ok(seen)
-        })
-        .py_err()?;
+    // Up to the third distinct label, from a sample of the blocks (as
+    // the command line).
+    let seen = py.detach(|| tocpile::train::label_sample(ds, 3)).py_err()?;
     if seen.len() > 2 {
         let shown: Vec<String> = seen.iter().map(|y| y.to_string()).collect();
         let message = std::ffi::CString::new(format!(
@@ -110,61 +73,6 @@ fn scale_choice_of(name: &str) -> PyResult<ScaleChoice> {
                 ))
             }),
     }
-}
-
-/// The scaling to train with, as `tocpile train --scale`: the file's for
-/// auto, none for none, else the file's when of that kind or one fitted by
-/// a pass over the file.
-fn scaling_for(choice: ScaleChoice, dataset: &Arc<Dataset>) -> tocpile::Result<Option<Scaling>> {
-    let stored = dataset.info().scaling.clone();
-    match choice {
-        ScaleChoice::Auto => Ok(stored),
-        ScaleChoice::Kind(None) => Ok(None),
-        ScaleChoice::Kind(Some(kind)) => match stored.filter(|s| s.kind() == kind) {
-            Some(s) => Ok(Some(s)),
-            None => dataset.fit_scaling(kind).map(Some),
-        },
-    }
-}
-
-/// The two parts of a held-out split, removed when dropped. Named as the
-/// command line names them (`.tocpile-holdout-PID-…`, so a later run
-/// removes those of a killed process), with a counter so that threads of
-/// one process do not collide.
-struct Holdout {
-    train: Arc<Dataset>,
-    test: Arc<Dataset>,
-    _guards: [ScratchFile; 2],
-}
-
-fn holdout(
-    dataset: &Arc<Dataset>,
-    fraction: f64,
-    seed: u64,
-    choice: ScaleChoice,
-) -> tocpile::Result<Holdout> {
-    let kind = match choice {
-        ScaleChoice::Auto => dataset.info().scaling.as_ref().map(Scaling::kind),
-        ScaleChoice::Kind(k) => k,
-    };
-    let dir = std::env::temp_dir();
-    cleanup::remove_stale(&dir, ".tocpile-holdout-");
-    let pid = std::process::id();
-    let train = ScratchFile::claim(&dir, |n| {
-        format!(".tocpile-holdout-{pid}-{seed}-py{n}-train.toc")
-    })?;
-    let test_path = train
-        .path()
-        .to_string_lossy()
-        .replace("-train.toc", "-test.toc");
-    let guards = [train, ScratchFile::new(test_path)?];
-    let (train, test): (PathBuf, PathBuf) = (guards[0].path().into(), guards[1].path().into());
-    split_holdout(dataset, fraction, seed, kind, &train, &test)?;
-    Ok(Holdout {
-        train: Arc::new(Dataset::open(&train)?),
-        test: Arc::new(Dataset::open(&test)?),
-        _guards: guards,
-    })
 }
 
 /// Trains a model on the dataset file at `path`, the gradients computed
@@ -276,14 +184,19 @@ pub(crate) fn train(
         warn_multiclass(py, &name, &dataset)?;
     }
     // Classes from every row, held-out ones included (as the command line).
-    let classes = match (name.as_str(), classes) {
-        (_, Some(c)) => c,
-        ("softmax" | "mlp", None) => py.detach(|| infer_classes(&name, &dataset))?,
-        _ => 2,
-    };
     let kind = match &init {
         Some(m) => m.kind().clone(),
-        None => ModelKind::from_name(&name, classes).py_err()?,
+        None => match py.detach(|| infer_kind(&name, classes, &dataset)) {
+            Err(tocpile::Error::BadValue { row, found, .. }) => {
+                return Err(PyValueError::new_err(format!(
+                    "{}: row {row}: label {found} is not a class index (an integer in \
+                     0..{MAX_CLASSES}): {name} needs labels 0, 1, 2, ...; pass classes=N if \
+                     some classes are absent",
+                    dataset.path().display()
+                )))
+            }
+            other => other.py_err()?,
+        },
     };
     if let Some(m) = &init {
         if m.n_cols() != dataset.info().n_cols {
@@ -312,10 +225,23 @@ pub(crate) fn train(
         decay,
         l2,
         optimizer: rule,
-        // The scaling is set below from `scale`.
-        scale: tocpile::train::Scale::Model,
+        // A warm start keeps its own scaling.
+        scale: match (&init, choice) {
+            (Some(_), _) => Scale::Model,
+            (None, ScaleChoice::Auto) => Scale::Stored,
+            (None, ScaleChoice::Kind(None)) => Scale::None,
+            (None, ScaleChoice::Kind(Some(kind))) => Scale::Fit(kind),
+        },
         ..TrainOptions::default()
     };
+    // The library's trainer, as `tocpile train` sets it up.
+    let mut trainer = Trainer::new(kind)
+        .options(train_options)
+        .loader(options)
+        .seed(seed);
+    if let Some(m) = init {
+        trainer = trainer.warm_start(m);
+    }
     py.detach(|| {
         let split = match holdout {
             Some(fraction) => Some(holdout_checked(&dataset, fraction, seed, choice)?),
@@ -323,30 +249,20 @@ pub(crate) fn train(
         };
         let dataset = match &split {
             Some(s) => {
-                eval = Some(Arc::clone(&s.test));
-                Arc::clone(&s.train)
+                eval = Some(Arc::clone(s.test()));
+                Arc::clone(s.train())
             }
             None => dataset,
         };
-        let mut model = match init {
-            Some(m) => m,
-            None => {
-                let mut m = Model::new(kind, dataset.info().n_cols, seed).py_err()?;
-                m.set_scaling(scaling_for(choice, &dataset).py_err()?)
-                    .py_err()?;
-                m
-            }
-        };
-        model.set_schema(&dataset.info().schema);
-        let loader = Loader::new(Arc::clone(&dataset), options).py_err()?;
-        let history =
-            tocpile::train::train(&mut model, &loader, &train_options, eval.as_ref(), |_| {})
-                .py_err()?;
-        Ok(PyModel::new(model, history))
+        if let Some(e) = eval {
+            trainer = trainer.eval(e);
+        }
+        let fitted = trainer.fit(&dataset).py_err()?;
+        Ok(PyModel::new(fitted.model, fitted.reports))
     })
 }
 
-/// [`holdout`], refusing a split that leaves one side without rows (the
+/// [`Holdout::split`], refusing a split that leaves one side without rows (the
 /// command line's message).
 fn holdout_checked(
     dataset: &Arc<Dataset>,
@@ -354,8 +270,13 @@ fn holdout_checked(
     seed: u64,
     choice: ScaleChoice,
 ) -> PyResult<Holdout> {
-    let split = holdout(dataset, fraction, seed, choice).py_err()?;
-    let (train, test) = (split.train.info().n_rows, split.test.info().n_rows);
+    // The held-out part's scaling: the file's kind under auto.
+    let kind = match choice {
+        ScaleChoice::Auto => dataset.info().scaling.as_ref().map(|s| s.kind()),
+        ScaleChoice::Kind(k) => k,
+    };
+    let split = Holdout::split(dataset, fraction, seed, kind).py_err()?;
+    let (train, test) = (split.train().info().n_rows, split.test().info().n_rows);
     if train == 0 || test == 0 {
         return Err(PyValueError::new_err(format!(
             "{}: holdout={fraction} leaves {train} training and {test} held-out rows: both need rows",
