@@ -25,6 +25,12 @@
 //! message that never comes. A rank that fails (a corrupt block) says so
 //! in the next allreduce, and every rank returns an error.
 //!
+//! **One step loop.** The ranks run the trainer core of
+//! [`train`](crate::train::train) (its checks, step rule, set-up and tail
+//! mean, [`TrainOptions::average`]) with the allreduce between gradient
+//! and step (`dist::collective`); under [`Averaging::Models`] each rank's
+//! tail mean is averaged over the ranks at the end.
+//!
 //! **Determinism.** The allreduce sums in rank order, so the model depends
 //! on the seed and the rank count only: the same bits whether the ranks
 //! are threads ([`InProcess`](super::InProcess)) or MPI processes. Rank
