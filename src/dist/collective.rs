@@ -7,11 +7,26 @@
 use std::time::Instant;
 
 use super::comm::Communicator;
-use super::train::Averaging;
 use crate::error::{Error, Result};
 use crate::model::{BatchStats, Gradient, Model};
 use crate::page::Page;
 use crate::train::core::{Step, Stepper, TailMean};
+
+/// How the ranks keep their models in step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Averaging {
+    /// Allreduce the gradients every step: one model, synchronous SGD on
+    /// the global mini-batch (the default).
+    Gradients,
+    /// Each rank steps on its own mini-batches; every `every` steps (and
+    /// at the end of each epoch) the ranks replace their parameters by
+    /// the mean over the ranks (local SGD, model averaging). Fewer and
+    /// larger messages; the models differ between averages.
+    Models {
+        /// Steps between averages (at least 1).
+        every: usize,
+    },
+}
 
 /// The buffer the ranks sum each step: the gradient (times this rank's
 /// rows), then rows, active ranks, and a failure flag per rank.

@@ -80,6 +80,7 @@ mod wire;
 
 pub use assign::{capacity_for, next_cache, placement, Assignment, Caches};
 pub use chunks::{xor_into, ChunkLayout, Decoder};
+pub use collective::Averaging;
 pub use comm::{Communicator, Tag, Traffic, RESERVED_TAGS};
 pub use in_process::InProcess;
 pub use loopback::loopback;
@@ -90,5 +91,5 @@ pub use plan::{plan, Plan, Scheme};
 pub use set::WorkerSet;
 pub use shuffle::{read_blocks, ShuffleOptions, ShuffleReport, ShuffleServer, ShuffleWorker};
 pub use tables::Tables;
-pub use train::{sgd_epoch, train_distributed, train_lockstep, Averaging, DistributedReport};
+pub use train::{sgd_epoch, train_distributed, train_lockstep, DistributedReport};
 pub use wire::{plan_from_bytes, plan_to_bytes, Session};

@@ -40,7 +40,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::collective::Exchange;
+use super::collective::{Averaging, Exchange};
 use super::comm::Communicator;
 use crate::dataset::{Dataset, Source};
 use crate::error::{Error, Result};
@@ -49,22 +49,6 @@ use crate::model::{BatchStats, Metrics, Model, Optimizer};
 use crate::page::Page;
 use crate::train::core::{self, Step, Stepper, TailMean};
 use crate::train::{evaluate, Average, EpochReport, Score, TrainOptions};
-
-/// How the ranks keep their models in step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Averaging {
-    /// Allreduce the gradients every step: one model, synchronous SGD on
-    /// the global mini-batch (the default).
-    Gradients,
-    /// Each rank steps on its own mini-batches; every `every` steps (and
-    /// at the end of each epoch) the ranks replace their parameters by
-    /// the mean over the ranks (local SGD, model averaging). Fewer and
-    /// larger messages; the models differ between averages.
-    Models {
-        /// Steps between averages (at least 1).
-        every: usize,
-    },
-}
 
 /// Figures of one epoch on every rank, beyond the [`EpochReport`].
 #[derive(Debug, Clone, PartialEq)]
