@@ -29,7 +29,7 @@
 //!     [1.1, 2.0, 0.0, 0.0],
 //! ])?;
 //! // The paper's layout: always the prefix tree.
-//! let paper_layout = EncodeOptions { adaptive: Adaptive::NONE, ..EncodeOptions::default() };
+//! let paper_layout = EncodeOptions::default().with_adaptive(Adaptive::NONE);
 //! let encoded = Encoder::new(paper_layout).encode(&batch)?;
 //! assert_eq!(encoded.n_codes(), 9); // D = [1 2 3 4] [6 3] [5 8] [6]
 //!
@@ -72,7 +72,9 @@
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+#[doc(hidden)]
 pub mod atomic;
+#[doc(hidden)]
 pub mod cleanup;
 pub mod codec;
 pub mod dataset;
@@ -84,6 +86,7 @@ pub mod kernels;
 pub mod limits;
 pub mod loader;
 pub mod model;
+mod options;
 mod page;
 pub mod rng;
 pub mod scale;

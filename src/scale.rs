@@ -81,6 +81,9 @@ impl std::fmt::Display for ScaleKind {
 
 /// Per-column statistics gathered in one pass over the rows: what either
 /// scaler needs.
+///
+/// Not part of the API (hidden): may change in any release.
+#[doc(hidden)]
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ColumnStats {
     rows: u64,

@@ -17,6 +17,7 @@
 //! [`Page`](crate::Page)s, whatever the file holds, and the model's
 //! kernels run on them.
 
+#[doc(hidden)]
 pub mod bench;
 mod trainer;
 
@@ -33,6 +34,7 @@ use crate::scale::{ScaleKind, Scaling};
 
 /// How to train.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct TrainOptions {
     /// Epochs to run (default 10).
     pub epochs: usize,

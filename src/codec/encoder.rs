@@ -57,6 +57,7 @@ pub enum Packing {
 
 /// Encoder configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct EncodeOptions {
     /// Which TOC stages to apply.
     pub level: Level,

@@ -128,6 +128,8 @@ impl fmt::Display for Error {
             Error::TooLarge { what, value, max } => {
                 write!(f, "{what} is {value}, at most {max} supported")
             }
+            // No path: an `io::Error` converted by `?` with nothing to name.
+            Error::Io { path, message, .. } if path.is_empty() => f.write_str(message),
             Error::Io { path, message, .. } => write!(f, "{path}: {message}"),
             Error::Parse {
                 path,
