@@ -69,6 +69,15 @@
 //!   rows for the dataset writer. It adds arrow-rs's array, buffer and
 //!   schema crates (no Parquet); the `tocpile` command line reads Parquet
 //!   files through it with its own `parquet` feature.
+//! - `mpi` (off by default): `dist::Mpi`, the communicator over MPI.
+//! - `serde` (off by default): `Serialize` and `Deserialize` on the option
+//!   structs (`TrainOptions`, `LoaderOptions`, `EncodeOptions`,
+//!   `WriterOptions`, `LibsvmOptions`), `DatasetInfo`, `EpochReport`,
+//!   `EvaluationReport` and the enums they hold. A `Scaling` read back is
+//!   checked as by `Scaling::new`.
+//! - `sprs` (off by default): `TryFrom<&sprs::CsMat<f64>>` for
+//!   [`SparseBatch`] (CSR or CSC; explicit zeros dropped) and
+//!   `TryFrom<&SparseBatch>` for `CsMat<f64>` (CSR).
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
@@ -91,6 +100,8 @@ mod page;
 pub mod rng;
 pub mod scale;
 mod sparse;
+#[cfg(feature = "sprs")]
+mod sprs_interop;
 pub mod train;
 mod wire;
 

@@ -68,6 +68,7 @@ pub const FILE_VERSION: u8 = 2;
 
 /// What the footer says about a dataset file.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct DatasetInfo {
     /// The file format version (1 or 2; [`FILE_VERSION`] for a file this
     /// build wrote).

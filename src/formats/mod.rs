@@ -59,6 +59,7 @@ use crate::sparse::SparseBatch;
 /// dataset file's footer stores: codes are never reused or renumbered,
 /// whatever the order of [`FormatKind::ALL`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[repr(u8)]
 pub enum FormatKind {
     /// Dense `f64` rows.

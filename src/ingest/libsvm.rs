@@ -63,6 +63,7 @@ const SCAN_ROWS: usize = 16_384;
 
 /// How to read a LIBSVM file.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct LibsvmOptions {
     /// The column count. `None`: inferred from the largest index, which

@@ -9,6 +9,7 @@ use crate::formats::FormatKind;
 
 /// How tuples are ordered each epoch (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Strategy {
     /// Block permutation, buffer of blocks, tuple shuffle in the buffer.
     CorgiPile,
@@ -68,6 +69,7 @@ impl std::fmt::Display for Strategy {
 
 /// What the buffer holds and shuffles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Mode {
     /// Rows, shuffled one by one (CorgiPile paper, Algorithm 1): each
     /// buffer's pages decoded from their compressed bytes, each
@@ -152,6 +154,7 @@ impl Mode {
 
 /// The buffer size of CorgiPile, Sliding-Window and MRS.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Buffer {
     /// A share of the dataset (the paper's default is 0.1). For CorgiPile
     /// it is rounded up to whole blocks; for Sliding-Window and MRS it is
@@ -164,6 +167,7 @@ pub enum Buffer {
 
 /// Everything a [`Loader`](super::Loader) needs besides the file.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct LoaderOptions {
     /// The ordering strategy (default CorgiPile).
