@@ -152,13 +152,11 @@ fn shuffling(args: &Args) -> tocpile::Result<()> {
     for (label, options) in configs {
         let loader = Loader::new(Arc::clone(&dataset), options)?;
         let mut model = Model::new(kind.clone(), n_cols, 1)?;
-        let train_options = TrainOptions {
-            epochs,
-            learning_rate: lr,
-            optimizer: tocpile::model::Optimizer::Sgd,
-            scale: tocpile::train::Scale::Model,
-            ..TrainOptions::default()
-        };
+        let train_options = TrainOptions::default()
+            .with_optimizer(tocpile::model::Optimizer::Sgd)
+            .with_epochs(epochs)
+            .with_learning_rate(lr)
+            .with_scale(tocpile::train::Scale::Model);
         print!("| {label} |");
         let reports = train(&mut model, &loader, &train_options, Some(&test), |r| {
             let eval = r.eval.expect("test file given");
@@ -191,14 +189,12 @@ fn shuffling(args: &Args) -> tocpile::Result<()> {
 }
 
 fn options(strategy: Strategy, mode: Mode, buffer: f64) -> LoaderOptions {
-    LoaderOptions {
-        strategy,
-        mode,
-        buffer: Buffer::Fraction(buffer),
-        seed: 42,
-        scratch_dir: Some(std::env::temp_dir()),
-        ..LoaderOptions::default()
-    }
+    LoaderOptions::default()
+        .with_strategy(strategy)
+        .with_mode(mode)
+        .with_buffer(Buffer::Fraction(buffer))
+        .with_seed(42)
+        .with_scratch_dir(Some(std::env::temp_dir()))
 }
 
 /// Reads the first `bytes` bytes of a file (into the page cache).
@@ -255,11 +251,9 @@ fn formats(args: &Args) -> tocpile::Result<()> {
     for (format, path, bytes) in &files {
         let loader = Loader::open(
             path,
-            LoaderOptions {
-                strategy: Strategy::NoShuffle,
-                mode: Mode::Page,
-                ..LoaderOptions::default()
-            },
+            LoaderOptions::default()
+                .with_strategy(Strategy::NoShuffle)
+                .with_mode(Mode::Page),
         )?;
         let mut times = [Vec::new(), Vec::new()];
         let mut accuracy = f64::NAN;
@@ -275,13 +269,11 @@ fn formats(args: &Args) -> tocpile::Result<()> {
                     shared::drop_page_cache();
                     warm(path, budget);
                 }
-                let one = TrainOptions {
-                    epochs: 1,
-                    learning_rate: lr * 0.95f64.powi(epoch as i32),
-                    optimizer: tocpile::model::Optimizer::Sgd,
-                    scale: tocpile::train::Scale::Model,
-                    ..TrainOptions::default()
-                };
+                let one = TrainOptions::default()
+                    .with_optimizer(tocpile::model::Optimizer::Sgd)
+                    .with_epochs(1)
+                    .with_learning_rate(lr * 0.95f64.powi(epoch as i32))
+                    .with_scale(tocpile::train::Scale::Model);
                 let report = train(&mut model, &loader, &one, None, |_| {})?;
                 times[k].push(report[0].seconds);
                 accuracy = report[0].train.accuracy;
@@ -362,13 +354,11 @@ fn speed(args: &Args) -> tocpile::Result<()> {
     for strategy in [Strategy::NoShuffle, Strategy::CorgiPile] {
         let loader = Loader::open(&train_path, options(strategy, Mode::Auto, 0.1))?;
         let mut model = Model::new(ModelKind::Logistic, n_cols, 1)?;
-        let train_options = TrainOptions {
-            epochs,
-            learning_rate: lr,
-            optimizer: tocpile::model::Optimizer::Sgd,
-            scale: tocpile::train::Scale::Model,
-            ..TrainOptions::default()
-        };
+        let train_options = TrainOptions::default()
+            .with_optimizer(tocpile::model::Optimizer::Sgd)
+            .with_epochs(epochs)
+            .with_learning_rate(lr)
+            .with_scale(tocpile::train::Scale::Model);
         let reports = train(&mut model, &loader, &train_options, None, |_| {})?;
         let secs: f64 = reports.iter().map(|r| r.seconds).sum();
         let accuracy = evaluate(&model, &test)?.accuracy;

@@ -25,11 +25,9 @@ fn main() -> tocpile::Result<()> {
     }
     let labels: Vec<f64> = (0..1000).map(|i| f64::from(i >= 500)).collect();
     // One 20-row page per block: a block closes with its first page.
-    let options = WriterOptions {
-        page_rows: 20,
-        block_bytes: 1,
-        ..WriterOptions::default()
-    };
+    let options = WriterOptions::default()
+        .with_page_rows(20)
+        .with_block_bytes(1);
     let mut writer = DatasetWriter::create(&path, 1, options)?;
     writer.push(&rows, &labels)?;
     writer.finish()?;
@@ -48,15 +46,13 @@ fn main() -> tocpile::Result<()> {
     for (strategy, buffer) in configs {
         let loader = Loader::new(
             Arc::clone(&dataset),
-            LoaderOptions {
-                strategy,
-                buffer,
-                mode: Mode::Exact,
-                batch_rows: 20,
-                trace: true,
-                seed: 3,
-                ..LoaderOptions::default()
-            },
+            LoaderOptions::default()
+                .with_strategy(strategy)
+                .with_buffer(buffer)
+                .with_mode(Mode::Exact)
+                .with_batch_rows(20)
+                .with_trace(true)
+                .with_seed(3),
         )?;
         let mut epoch = loader.epoch(0)?;
         for batch in epoch.by_ref() {

@@ -67,20 +67,17 @@ fn main() -> tocpile::Result<()> {
         let start = Instant::now();
         let mut reader = LibsvmReader::open(
             &input,
-            LibsvmOptions {
-                n_cols,
-                zero_based: false,
-            },
+            LibsvmOptions::default()
+                .with_n_cols(n_cols)
+                .with_zero_based(false),
         )?;
         let out = out_dir.join(format!("ingest-{}.toc", format.name()));
         // The layout the README's figures were measured with (the
         // writer's defaults before 50-row pages and 2 KiB blocks).
-        let options = WriterOptions {
-            format,
-            page_rows: 250,
-            block_bytes: 4 << 20,
-            ..WriterOptions::default()
-        };
+        let options = WriterOptions::default()
+            .with_format(format)
+            .with_page_rows(250)
+            .with_block_bytes(4 << 20);
         let mut writer = DatasetWriter::create(&out, reader.n_cols(), options)?;
         let mut rows = 0u64;
         while rows < max_rows {

@@ -56,16 +56,14 @@ fn main() -> tocpile::Result<()> {
     );
 
     let loader = |strategy, mode, double_buffer, trace| {
-        let options = LoaderOptions {
-            strategy,
-            mode,
-            double_buffer,
-            trace,
-            buffer: Buffer::Fraction(0.1),
-            seed: 7,
-            scratch_dir: Some(std::env::temp_dir()),
-            ..LoaderOptions::default()
-        };
+        let options = LoaderOptions::default()
+            .with_strategy(strategy)
+            .with_mode(mode)
+            .with_double_buffer(double_buffer)
+            .with_trace(trace)
+            .with_buffer(Buffer::Fraction(0.1))
+            .with_seed(7)
+            .with_scratch_dir(Some(std::env::temp_dir()));
         Loader::new(Arc::clone(&dataset), options)
     };
 

@@ -1,3 +1,6 @@
+//! Not part of the API (hidden): used by the workspace's front ends and
+//! tests; may change in any release.
+//!
 //! The one atomic file writer: bytes go to a temporary file beside the
 //! target, which is fsynced and then renamed over it, and the directory is
 //! fsynced so the rename itself is durable. Until the writer commits,

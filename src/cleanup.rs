@@ -1,3 +1,6 @@
+//! Not part of the API (hidden): used by the workspace's front ends and
+//! tests; may change in any release.
+//!
 //! Temporary files and interruption: every file the crate writes before
 //! publishing it (the atomic writer's `.NAME.tmp-PID-N`) and every scratch
 //! file it keeps for a while (Shuffle Once's copy and bucket files, a

@@ -376,8 +376,8 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
-    /// The work was interrupted ([`cleanup::interrupt`](crate::cleanup::interrupt),
-    /// e.g. on SIGINT or SIGTERM); temporary files were removed.
+    /// The work was interrupted (the command line's handler of SIGINT and
+    /// SIGTERM asks for it); temporary files were removed.
     Interrupted,
     /// A size an input asks for is above a limit of the resource policy
     /// ([`crate::limits`]): the input is hostile or bigger than this
@@ -485,6 +485,16 @@ impl Error {
              space was reached)"
         );
         Error::io_context(path, error, message)
+    }
+}
+
+/// An I/O error with no file to name (`?` on an `io::Result` in a
+/// caller's own code): an [`Error::Io`] with an empty `path`, the error
+/// kept as its [`source`](std::error::Error::source). The crate itself
+/// names the file with [`Error::io`].
+impl From<std::io::Error> for Error {
+    fn from(error: std::io::Error) -> Error {
+        Error::io("", error)
     }
 }
 

@@ -29,7 +29,7 @@
 //!     [1.1, 2.0, 0.0, 0.0],
 //! ])?;
 //! // The paper's layout: always the prefix tree.
-//! let paper_layout = EncodeOptions { adaptive: Adaptive::NONE, ..EncodeOptions::default() };
+//! let paper_layout = EncodeOptions::default().with_adaptive(Adaptive::NONE);
 //! let encoded = Encoder::new(paper_layout).encode(&batch)?;
 //! assert_eq!(encoded.n_codes(), 9); // D = [1 2 3 4] [6 3] [5 8] [6]
 //!
@@ -69,10 +69,21 @@
 //!   rows for the dataset writer. It adds arrow-rs's array, buffer and
 //!   schema crates (no Parquet); the `tocpile` command line reads Parquet
 //!   files through it with its own `parquet` feature.
+//! - `mpi` (off by default): `dist::Mpi`, the communicator over MPI.
+//! - `serde` (off by default): `Serialize` and `Deserialize` on the option
+//!   structs (`TrainOptions`, `LoaderOptions`, `EncodeOptions`,
+//!   `WriterOptions`, `LibsvmOptions`), `DatasetInfo`, `EpochReport`,
+//!   `EvaluationReport` and the enums they hold. A `Scaling` read back is
+//!   checked as by `Scaling::new`.
+//! - `sprs` (off by default): `TryFrom<&sprs::CsMat<f64>>` for
+//!   [`SparseBatch`] (CSR or CSC; explicit zeros dropped) and
+//!   `TryFrom<&SparseBatch>` for `CsMat<f64>` (CSR).
 #![deny(missing_docs)]
 #![deny(unsafe_code)]
 
+#[doc(hidden)]
 pub mod atomic;
+#[doc(hidden)]
 pub mod cleanup;
 pub mod codec;
 pub mod dataset;
@@ -84,10 +95,13 @@ pub mod kernels;
 pub mod limits;
 pub mod loader;
 pub mod model;
+mod options;
 mod page;
 pub mod rng;
 pub mod scale;
 mod sparse;
+#[cfg(feature = "sprs")]
+mod sprs_interop;
 pub mod train;
 mod wire;
 

@@ -25,6 +25,9 @@ use crate::error::{Error, Result};
 /// Default ceiling on the non-zeros one page may decode to: 2^27 (1.5 GiB
 /// as a decoded `SparseBatch`, 12 bytes an entry). A 65,536-row page of
 /// 784 dense columns holds 51M.
+///
+/// Not part of the API (hidden): may change in any release.
+#[doc(hidden)]
 pub const DEFAULT_MAX_PAGE_NNZ: u64 = 1 << 27;
 /// Default ceiling on the non-zeros decoded at once from many pages: the
 /// pages of one block, or of one CorgiPile buffer (decoded whole to
@@ -33,10 +36,16 @@ pub const DEFAULT_MAX_PAGE_NNZ: u64 = 1 << 27;
 /// [`DEFAULT_MAX_PAGE_NNZ`] can add up to far more: sixteen prefix-tree
 /// bombs in 1.5 MB asked for 2 billion. Real buffers hold a few million
 /// (flights3m's 10% buffer: 9M).
+///
+/// Not part of the API (hidden): may change in any release.
+#[doc(hidden)]
 pub const DEFAULT_MAX_DECODE_NNZ: u64 = 1 << 27;
 /// Default ceiling on the columns a model, a dense format or a kernel
 /// vector allocates for: 2^26 (512 MiB per `f64` vector). The widest
 /// common LIBSVM sets (kdd2010, 29M features) fit.
+///
+/// Not part of the API (hidden): may change in any release.
+#[doc(hidden)]
 pub const DEFAULT_MAX_COLS: u64 = 1 << 26;
 /// Default ceiling on the parameters (weights and biases) of a model
 /// built for training: 2^26, 512 MiB per copy of them, and training keeps
@@ -45,6 +54,9 @@ pub const DEFAULT_MAX_COLS: u64 = 1 << 26;
 /// 33M columns fits, as does the TOC paper's network (200 and 50 hidden)
 /// over 335,000 columns. (A linear model over exactly `max_cols` columns
 /// has one parameter more than this default: raise both together.)
+///
+/// Not part of the API (hidden): may change in any release.
+#[doc(hidden)]
 pub const DEFAULT_MAX_PARAMS: u64 = 1 << 26;
 
 static MAX_PAGE_NNZ: AtomicU64 = AtomicU64::new(DEFAULT_MAX_PAGE_NNZ);
@@ -118,6 +130,9 @@ const RAISE_PARAMS: &str = "--max-params N (library: tocpile::limits::set_limits
 /// # Errors
 /// [`Error::TooLarge`] for more non-zeros than cells (a corrupt count);
 /// [`Error::LimitExceeded`] above the ceiling.
+///
+/// Not part of the API (hidden): may change in any release.
+#[doc(hidden)]
 pub fn check_page_nnz(nnz: u64, rows: usize, cols: usize) -> Result<()> {
     let cells = (rows as u64).saturating_mul(cols as u64);
     if nnz > cells {
@@ -154,6 +169,9 @@ pub(crate) fn check_footer_nnz(nnz: u64, n_pages: u64) -> Result<()> {
 ///
 /// # Errors
 /// [`Error::LimitExceeded`].
+///
+/// Not part of the API (hidden): may change in any release.
+#[doc(hidden)]
 pub fn check_dense_cells(rows: usize, cols: usize) -> Result<()> {
     check_cols(cols, "columns of a dense page")?;
     let cells = (rows as u64).saturating_mul(cols as u64);
@@ -170,6 +188,9 @@ pub fn check_dense_cells(rows: usize, cols: usize) -> Result<()> {
 ///
 /// # Errors
 /// [`Error::LimitExceeded`].
+///
+/// Not part of the API (hidden): may change in any release.
+#[doc(hidden)]
 pub fn check_cols(cols: usize, what: &'static str) -> Result<()> {
     check_limit(what, cols as u64, limits().max_cols, RAISE_COLS)
 }
@@ -179,6 +200,9 @@ pub fn check_cols(cols: usize, what: &'static str) -> Result<()> {
 ///
 /// # Errors
 /// [`Error::LimitExceeded`].
+///
+/// Not part of the API (hidden): may change in any release.
+#[doc(hidden)]
 pub fn check_params(params: usize) -> Result<()> {
     check_matrix(params, "model parameters (weights and biases)")
 }
@@ -189,6 +213,9 @@ pub fn check_params(params: usize) -> Result<()> {
 ///
 /// # Errors
 /// [`Error::LimitExceeded`].
+///
+/// Not part of the API (hidden): may change in any release.
+#[doc(hidden)]
 pub fn check_matrix(cells: usize, what: &'static str) -> Result<()> {
     check_limit(what, cells as u64, limits().max_params, RAISE_PARAMS)
 }
@@ -198,6 +225,9 @@ pub fn check_matrix(cells: usize, what: &'static str) -> Result<()> {
 ///
 /// # Errors
 /// [`Error::LimitExceeded`] above the ceiling.
+///
+/// Not part of the API (hidden): may change in any release.
+#[doc(hidden)]
 pub fn check_decode_nnz(nnz: u64, what: &'static str) -> Result<()> {
     check_limit(
         what,
@@ -224,6 +254,9 @@ fn check_limit(what: &'static str, value: u64, max: u64, raise: &'static str) ->
 ///
 /// # Errors
 /// [`Error::OutOfMemory`].
+///
+/// Not part of the API (hidden): may change in any release.
+#[doc(hidden)]
 pub fn try_filled<T: Clone>(len: usize, value: T, what: &'static str) -> Result<Vec<T>> {
     let mut out = Vec::new();
     out.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {

@@ -27,6 +27,7 @@ use crate::wire::{write_f64s, write_varint, Reader};
 
 /// Which scaler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum ScaleKind {
     /// Divide each column by its largest absolute value (`MaxAbsScaler`).
     MaxAbs,
@@ -81,6 +82,9 @@ impl std::fmt::Display for ScaleKind {
 
 /// Per-column statistics gathered in one pass over the rows: what either
 /// scaler needs.
+///
+/// Not part of the API (hidden): may change in any release.
+#[doc(hidden)]
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ColumnStats {
     rows: u64,
@@ -161,6 +165,8 @@ impl ColumnStats {
 /// A fitted scaling: a factor per column, by which the column is
 /// multiplied (`1 / max|x_j|` or `1 / std(x_j)`).
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(try_from = "ScalingFields"))]
 pub struct Scaling {
     kind: ScaleKind,
     factors: Vec<f64>,
@@ -170,6 +176,24 @@ pub struct Scaling {
 const MAGIC: [u8; 4] = *b"SCAL";
 /// Version of the scaling section.
 const VERSION: u8 = 1;
+
+/// What a serialized [`Scaling`] holds, checked by [`Scaling::new`] when
+/// it is read back.
+#[cfg(feature = "serde")]
+#[derive(serde::Deserialize)]
+struct ScalingFields {
+    kind: ScaleKind,
+    factors: Vec<f64>,
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<ScalingFields> for Scaling {
+    type Error = Error;
+
+    fn try_from(fields: ScalingFields) -> Result<Scaling> {
+        Scaling::new(fields.kind, fields.factors)
+    }
+}
 
 impl Scaling {
     /// A copy, allocated fallibly (its factors are one per column).

@@ -107,10 +107,7 @@ fn loaded_batches_hold_what_heap_bytes_reports() {
 fn pages_of_a_block_hold_what_they_report() {
     let _serial = SERIAL.lock().unwrap();
     let path = std::env::temp_dir().join(format!("tocpile-heap-{}.toc", std::process::id()));
-    let options = WriterOptions {
-        page_rows: 20,
-        ..WriterOptions::default()
-    };
+    let options = WriterOptions::default().with_page_rows(20);
     let mut writer = DatasetWriter::create(&path, 40, options).unwrap();
     let rows = rows();
     writer.push(&rows, &vec![0.0; rows.n_rows()]).unwrap();

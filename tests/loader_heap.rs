@@ -73,11 +73,9 @@ fn dataset() -> Arc<Dataset<Vec<u8>>> {
         std::process::id(),
         std::thread::current().id()
     ));
-    let layout = WriterOptions {
-        page_rows: 50,
-        block_bytes: 2048,
-        ..WriterOptions::default()
-    };
+    let layout = WriterOptions::default()
+        .with_page_rows(50)
+        .with_block_bytes(2048);
     let mut writer = DatasetWriter::create(&path, 30, layout).unwrap();
     writer.push(&rows, &labels).unwrap();
     writer.finish().unwrap();
@@ -87,13 +85,11 @@ fn dataset() -> Arc<Dataset<Vec<u8>>> {
 }
 
 fn options(memory: usize) -> LoaderOptions {
-    LoaderOptions {
-        strategy: Strategy::CorgiPile,
-        mode: Mode::Page,
-        double_buffer: false,
-        memory,
-        ..LoaderOptions::default()
-    }
+    LoaderOptions::default()
+        .with_strategy(Strategy::CorgiPile)
+        .with_mode(Mode::Page)
+        .with_double_buffer(false)
+        .with_memory(memory)
 }
 
 /// Runs one epoch, dropping each batch, and returns its stats.
@@ -179,11 +175,9 @@ fn exact_mode_buffer_peak_accounts_for_decoded_blocks() {
     let ds = dataset();
     assert_eq!(ds.n_blocks(), 16);
     for memory in [0, usize::MAX] {
-        let exact = LoaderOptions {
-            mode: Mode::Exact,
-            buffer: Buffer::Blocks(8),
-            ..options(memory)
-        };
+        let exact = options(memory)
+            .with_mode(Mode::Exact)
+            .with_buffer(Buffer::Blocks(8));
         drain(&Loader::new(Arc::clone(&ds), exact.clone()).unwrap(), 0);
         let loader = Loader::new(Arc::clone(&ds), exact).unwrap();
         // Epoch 0 fills the resident cache (memory: usize::MAX); the

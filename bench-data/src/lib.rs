@@ -99,10 +99,9 @@ pub fn load(name: &str, max_rows: usize) -> (SparseBatch, Vec<f64>) {
 }
 
 fn read(path: &Path, n_cols: usize, max_rows: usize) -> tocpile::Result<(SparseBatch, Vec<f64>)> {
-    let options = LibsvmOptions {
-        n_cols: Some(n_cols),
-        zero_based: false,
-    };
+    let options = LibsvmOptions::default()
+        .with_n_cols(Some(n_cols))
+        .with_zero_based(false);
     let mut reader = LibsvmReader::open(path, options)?;
     let mut rows = SparseBatch::with_cols(reader.n_cols())?;
     let mut labels = Vec::new();

@@ -105,12 +105,10 @@ pub fn run(args: &TrainBenchArgs) -> Outcome {
         .ok_or_else(|| Failure(format!("unknown shuffling strategy {:?}", args.shuffle)))?;
     let dataset = Dataset::open(&args.file)?;
     let kind = crate::train::model_kind(&args.model, args.classes, &dataset, &args.file)?;
-    let loader_options = tocpile::loader::LoaderOptions {
-        strategy,
-        mode: args.mode.mode(),
-        batch_rows: usize::try_from(args.batch_size).unwrap_or(usize::MAX),
-        ..tocpile::loader::LoaderOptions::default()
-    };
+    let loader_options = tocpile::loader::LoaderOptions::default()
+        .with_strategy(strategy)
+        .with_mode(args.mode.mode())
+        .with_batch_rows(usize::try_from(args.batch_size).unwrap_or(usize::MAX));
     let memory = crate::train::memory_budget(args.memory, &dataset, &loader_options).0;
     drop(dataset);
     let options = TrainBenchOptions {

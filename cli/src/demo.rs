@@ -85,10 +85,9 @@ pub fn run(_args: &DemoArgs) -> Outcome {
 
 /// Reads the embedded dataset and cuts it into mini-batches.
 fn load() -> Result<Demo, Failure> {
-    let options = LibsvmOptions {
-        n_cols: Some(MUSHROOMS_COLS),
-        zero_based: false,
-    };
+    let options = LibsvmOptions::default()
+        .with_n_cols(Some(MUSHROOMS_COLS))
+        .with_zero_based(false);
     let mut reader = LibsvmReader::from_reader(Cursor::new(MUSHROOMS), MUSHROOMS_NAME, options)?;
     let mut raw = SparseBatch::with_cols(MUSHROOMS_COLS)?;
     let mut raw_labels = Vec::new();
@@ -190,36 +189,30 @@ impl Drop for TempFile {
 fn training_step(demo: &Demo) -> Outcome {
     let file =
         TempFile(std::env::temp_dir().join(format!("tocpile-demo-{}.toc", std::process::id())));
-    let options = WriterOptions {
-        page_rows: TRAIN_PAGE_ROWS,
-        block_bytes: TRAIN_BLOCK_BYTES,
-        format: FormatKind::TocFull,
-        ..WriterOptions::default()
-    };
+    let options = WriterOptions::default()
+        .with_page_rows(TRAIN_PAGE_ROWS)
+        .with_block_bytes(TRAIN_BLOCK_BYTES)
+        .with_format(FormatKind::TocFull);
     let mut writer = DatasetWriter::create(&file.0, demo.rows.n_cols(), options)?;
     writer.push(&demo.rows, &demo.labels)?;
     let info = writer.finish()?;
     let loader = Loader::open(
         &file.0,
-        LoaderOptions {
-            strategy: Strategy::CorgiPile,
+        LoaderOptions::default()
+            .with_strategy(Strategy::CorgiPile)
             // The default path `tocpile train` takes on such a file: whole
             // pages shuffled, the kernels on the file's TOC pages as they
             // are (exact mode would decode rows and gather CSR batches).
-            mode: Mode::Page,
-            batch_rows: BATCH_ROWS,
-            buffer: Buffer::Fraction(0.1),
-            seed: SEED,
-            ..LoaderOptions::default()
-        },
+            .with_mode(Mode::Page)
+            .with_batch_rows(BATCH_ROWS)
+            .with_buffer(Buffer::Fraction(0.1))
+            .with_seed(SEED),
     )?;
     warn(&loader);
-    let options = TrainOptions {
-        epochs: TRAIN_EPOCHS,
-        learning_rate: TRAIN_LR,
-        optimizer: tocpile::model::Optimizer::Sgd,
-        ..TrainOptions::default()
-    };
+    let options = TrainOptions::default()
+        .with_optimizer(tocpile::model::Optimizer::Sgd)
+        .with_epochs(TRAIN_EPOCHS)
+        .with_learning_rate(TRAIN_LR);
     let table = Table {
         metric: "accuracy",
         eval: false,

@@ -164,24 +164,22 @@ fn on_rank<C: Communicator>(args: &TrainArgs, comm: &C) -> Outcome {
     // The same model, scaling and step rule as a single-process run.
     let (mut model, options, scaling_name) = prepare::start(args, &kind, &dataset)?;
     let batch_rows = usize::try_from(args.batch_size).unwrap_or(usize::MAX);
-    let mut loader_options = LoaderOptions {
-        strategy: args.shuffle[0],
-        mode: args.mode.mode(),
-        batch_rows,
-        buffer: Buffer::Fraction(args.buffer),
-        seed: args.seed,
-        worker: rank,
-        workers: size,
-        ..LoaderOptions::default()
-    };
+    let mut loader_options = LoaderOptions::default()
+        .with_strategy(args.shuffle[0])
+        .with_mode(args.mode.mode())
+        .with_batch_rows(batch_rows)
+        .with_buffer(Buffer::Fraction(args.buffer))
+        .with_seed(args.seed)
+        .with_worker(rank)
+        .with_workers(size);
     // --memory per rank; the default budget of the memory available is
     // shared by the ranks (threads of one process, or processes that may
     // share a machine).
     let (memory, _) = args.memory_budget(&dataset, &loader_options);
-    loader_options.memory = match args.memory {
+    loader_options.memory = Some(match args.memory {
         Some(_) => memory,
         None => memory / size.max(1),
-    };
+    });
     let loader = Loader::new(Arc::clone(&dataset), loader_options)?;
     let sync = match args.dist.average_every {
         Some(k) => Averaging::Models {

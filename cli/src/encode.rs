@@ -203,12 +203,11 @@ pub fn run_encode(args: &EncodeArgs) -> Outcome {
         });
     }
     let mut input = Input::open(&args.input, &input_args, false)?;
-    let options = WriterOptions {
-        page_rows: usize::try_from(args.page_rows).unwrap_or(usize::MAX),
-        block_bytes: usize::try_from(args.block_bytes).unwrap_or(usize::MAX),
-        format: args.page_format,
-        schema: input.schema_text(),
-    };
+    let options = WriterOptions::default()
+        .with_page_rows(usize::try_from(args.page_rows).unwrap_or(usize::MAX))
+        .with_block_bytes(usize::try_from(args.block_bytes).unwrap_or(usize::MAX))
+        .with_format(args.page_format)
+        .with_schema(input.schema_text());
     let what = format!("encoding {}", args.input.display());
     let info = write_dataset(&mut input, &args.output, options, args.scale, &what)?;
     let unseen = input.unseen_levels();

@@ -128,22 +128,19 @@ fn text_format(path: &Path, asked: Option<TextFormat>) -> TextFormat {
 
 /// The LIBSVM reader's options from the command line.
 fn libsvm_options(args: &InputArgs) -> LibsvmOptions {
-    LibsvmOptions {
-        n_cols: args.cols,
-        zero_based: args.zero_based,
-    }
+    LibsvmOptions::default()
+        .with_n_cols(args.cols)
+        .with_zero_based(args.zero_based)
 }
 
 /// The CSV reader's options from the command line (reading a saved
 /// schema if one is named).
 fn csv_options(args: &InputArgs) -> Result<CsvOptions, Failure> {
     let schema = args.schema.as_deref().map(read_schema).transpose()?;
-    let mut options = CsvOptions {
-        label: args.label_column.clone(),
-        schema,
-        missing_indicators: args.missing_indicators,
-        ..CsvOptions::default()
-    };
+    let mut options = CsvOptions::default()
+        .with_label(args.label_column.clone())
+        .with_schema(schema)
+        .with_missing_indicators(args.missing_indicators);
     if let Some(markers) = &args.missing_markers {
         options.missing_markers = markers.iter().filter(|m| !m.is_empty()).cloned().collect();
     }

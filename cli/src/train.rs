@@ -131,17 +131,15 @@ pub fn run(args: &TrainArgs) -> Outcome {
     // The header's budget: the smallest of the loaders' (one per strategy).
     let mut shown: Option<(usize, Option<String>)> = None;
     for &strategy in &args.shuffle {
-        let mut options = LoaderOptions {
-            strategy,
-            mode: args.mode.mode(),
-            batch_rows: usize::try_from(args.batch_size).unwrap_or(usize::MAX),
-            buffer: Buffer::Fraction(args.buffer),
-            seed: args.seed,
-            scratch_dir: args.scratch_dir.clone(),
-            ..LoaderOptions::default()
-        };
+        let mut options = LoaderOptions::default()
+            .with_strategy(strategy)
+            .with_mode(args.mode.mode())
+            .with_batch_rows(usize::try_from(args.batch_size).unwrap_or(usize::MAX))
+            .with_buffer(Buffer::Fraction(args.buffer))
+            .with_seed(args.seed)
+            .with_scratch_dir(args.scratch_dir.clone());
         let budget = args.memory_budget(&dataset, &options);
-        options.memory = budget.0;
+        options.memory = Some(budget.0);
         if !matches!(&shown, Some(s) if s.0 <= budget.0) {
             shown = Some(budget);
         }

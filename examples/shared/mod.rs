@@ -60,12 +60,10 @@ pub fn write(
     page_rows: usize,
     block_bytes: usize,
 ) -> tocpile::Result<DatasetInfo> {
-    let options = WriterOptions {
-        page_rows,
-        block_bytes,
-        format,
-        ..WriterOptions::default()
-    };
+    let options = WriterOptions::default()
+        .with_page_rows(page_rows)
+        .with_block_bytes(block_bytes)
+        .with_format(format);
     let mut w = DatasetWriter::create(path, rows.n_cols(), options)?;
     for start in (0..labels.len()).step_by(100_000) {
         let end = (start + 100_000).min(labels.len());

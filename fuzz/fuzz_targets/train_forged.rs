@@ -40,12 +40,10 @@ fuzz_target!(|data: &[u8]| {
     let Ok(mut model) = Model::new(kind, n_cols, 0) else {
         return;
     };
-    let options = LoaderOptions {
-        strategy: *strategy,
-        mode: *mode,
-        batch_rows: 16,
-        ..LoaderOptions::default()
-    };
+    let options = LoaderOptions::default()
+        .with_strategy(*strategy)
+        .with_mode(*mode)
+        .with_batch_rows(16);
     let Ok(loader) = Loader::new(Arc::new(ds), options) else {
         return;
     };

@@ -103,7 +103,9 @@ pub fn arbitrary_file(u: &mut Unstructured<'_>) -> Result<Vec<u8>> {
         claims.n_cols = arbitrary_total(u)?;
     }
     let per_block = u.int_in_range(1usize..=4)?;
-    Ok(dataset_versioned(format, version, &pages, per_block, claims))
+    Ok(dataset_versioned(
+        format, version, &pages, per_block, claims,
+    ))
 }
 
 /// A page's labels section: version 1, the float form; version 2, the

@@ -25,11 +25,12 @@ pub fn all_options() -> impl Iterator<Item = EncodeOptions> {
                 [false, true].into_iter().flat_map(move |int_dictionary| {
                     [Adaptive::ALL, Adaptive::NONE]
                         .into_iter()
-                        .map(move |adaptive| EncodeOptions {
-                            level,
-                            packing,
-                            int_dictionary,
-                            adaptive,
+                        .map(move |adaptive| {
+                            EncodeOptions::default()
+                                .with_level(level)
+                                .with_packing(packing)
+                                .with_int_dictionary(int_dictionary)
+                                .with_adaptive(adaptive)
                         })
                 })
             })

@@ -134,17 +134,13 @@ pub(crate) fn _encode_csv<'py>(
     let format = format_of(page_format)?;
     let info = py
         .detach(|| -> tocpile::Result<DatasetInfo> {
-            let options = CsvOptions {
-                label,
-                ..CsvOptions::default()
-            };
+            let options = CsvOptions::default().with_label(label);
             let mut reader = CsvReader::open(&csv_path, options)?;
-            let layout = WriterOptions {
-                page_rows,
-                block_bytes,
-                format,
-                schema: reader.schema().to_text(),
-            };
+            let layout = WriterOptions::default()
+                .with_page_rows(page_rows)
+                .with_block_bytes(block_bytes)
+                .with_format(format)
+                .with_schema(reader.schema().to_text());
             let mut writer = DatasetWriter::create(&path, reader.n_cols(), layout)?;
             writer.set_scaling(scale)?;
             while let Some(chunk) = reader.next_chunk(8192)? {
@@ -179,12 +175,11 @@ impl PyWriter {
     ) -> PyResult<PyWriter> {
         let scale = scale_kind_of(scale)?;
         let format = format_of(page_format)?;
-        let options = WriterOptions {
-            page_rows,
-            block_bytes,
-            format,
-            schema: schema.to_string(),
-        };
+        let options = WriterOptions::default()
+            .with_page_rows(page_rows)
+            .with_block_bytes(block_bytes)
+            .with_format(format)
+            .with_schema(schema.to_string());
         let mut writer = DatasetWriter::create(&path, n_cols, options).py_err()?;
         // Fitted in the same pass as the rows are written, stored in the
         // footer (the data is not changed), as `tocpile encode --scale`.

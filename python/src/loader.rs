@@ -286,17 +286,15 @@ impl PyLoader {
             Some(d) if !d.is_none() => Some(py.import("numpy")?.call_method1("dtype", (d,))?),
             _ => None,
         };
-        let options = LoaderOptions {
-            strategy: strategy_of(shuffle)?,
-            mode: mode_of(mode)?,
-            batch_rows: batch_size,
-            buffer: buffer_value,
-            seed,
-            worker: rank,
-            workers: world_size,
-            double_buffer,
-            ..LoaderOptions::default()
-        };
+        let options = LoaderOptions::default()
+            .with_strategy(strategy_of(shuffle)?)
+            .with_mode(mode_of(mode)?)
+            .with_batch_rows(batch_size)
+            .with_buffer(buffer_value)
+            .with_seed(seed)
+            .with_worker(rank)
+            .with_workers(world_size)
+            .with_double_buffer(double_buffer);
         let dense = want_dense(as_)?;
         let dataset = dataset_of(py, path)?;
         let loader = py.detach(|| Loader::new(dataset, options)).py_err()?;

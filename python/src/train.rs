@@ -208,32 +208,28 @@ pub(crate) fn train(
             )));
         }
     }
-    let options = LoaderOptions {
-        strategy: strategy_of(shuffle)?,
-        mode: mode_of(mode)?,
-        batch_rows: batch_size,
-        buffer: match buffer {
+    let options = LoaderOptions::default()
+        .with_strategy(strategy_of(shuffle)?)
+        .with_mode(mode_of(mode)?)
+        .with_batch_rows(batch_size)
+        .with_buffer(match buffer {
             Some(b) => buffer_of(b)?,
             None => Buffer::Fraction(0.1),
-        },
-        seed,
-        ..LoaderOptions::default()
-    };
-    let train_options = TrainOptions {
-        epochs,
-        learning_rate,
-        decay,
-        l2,
-        optimizer: rule,
+        })
+        .with_seed(seed);
+    let train_options = TrainOptions::default()
+        .with_optimizer(rule)
+        .with_epochs(epochs)
+        .with_learning_rate(learning_rate)
+        .with_decay(decay)
+        .with_l2(l2)
         // A warm start keeps its own scaling.
-        scale: match (&init, choice) {
+        .with_scale(match (&init, choice) {
             (Some(_), _) => Scale::Model,
             (None, ScaleChoice::Auto) => Scale::Stored,
             (None, ScaleChoice::Kind(None)) => Scale::None,
             (None, ScaleChoice::Kind(Some(kind))) => Scale::Fit(kind),
-        },
-        ..TrainOptions::default()
-    };
+        });
     // The library's trainer, as `tocpile train` sets it up.
     let mut trainer = Trainer::new(kind)
         .options(train_options)

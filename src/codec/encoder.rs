@@ -28,6 +28,7 @@ use crate::wire::{bits_needed, write_f64s, write_packed, write_varint};
 /// How much of TOC to apply: the three configurations of the paper's
 /// ablation (Figure 6). Every level is a complete, decodable format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Level {
     /// Sparse encoding only: every `(column, value)` pair stored in row
     /// order, 32-bit columns and raw `f64` values (TOC_SPARSE).
@@ -43,6 +44,7 @@ pub enum Level {
 
 /// Width policy for the packed integer arrays of [`Level::Full`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Packing {
     /// The fewest bits that hold the largest value. The default: on the
     /// shared datasets it compresses 1.2 to 1.8 times better than whole
@@ -57,6 +59,8 @@ pub enum Packing {
 
 /// Encoder configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct EncodeOptions {
     /// Which TOC stages to apply.
     pub level: Level,
@@ -75,6 +79,7 @@ pub struct EncodeOptions {
 /// (so none can make a batch larger). [`Adaptive::NONE`] gives the fixed
 /// layout of format version 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Adaptive {
     /// Store the batch flat (value-indexed, bit-packed rows: CSR with
     /// packed columns and value ids) when the prefix tree does not pay, as

@@ -29,6 +29,9 @@ pub(crate) fn layout_of(blob: &[u8]) -> Result<layout::Layout> {
 pub(crate) use layout::packed_arrays;
 
 pub use encoder::{Adaptive, EncodeOptions, Encoder, Level, Packing};
+// Not part of the API (hidden): the batch format's magic and version
+// (docs/FORMAT.md); may change in any release.
+#[doc(hidden)]
 pub use layout::{MAGIC, VERSION};
 pub use tree::DecodeTree;
 pub(crate) use trusted::{PageRows, PAD};

@@ -218,7 +218,7 @@ impl Block {
         let mut packed = Vec::with_capacity(self.pages.len());
         let mut tree = crate::formats::take_tree();
         let mut block_nnz = 0u64;
-        let checked = crate::formats::with_build_scratch(&mut tree, |tree| {
+        let checked: Result<()> = crate::formats::with_build_scratch(&mut tree, |tree| {
             for (j, span) in self.pages.iter().enumerate() {
                 let payload = &self.bytes[span.payload.clone()];
                 let page = validate_payload(self.format, payload, (span.rows, self.n_cols), tree)

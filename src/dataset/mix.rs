@@ -40,6 +40,7 @@ pub const MAX_CLASSES: usize = 256;
 
 /// What the footer says about the mixing of labels across pages.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct LabelMix {
     /// Pages the statistic was measured on.
     pub pages: u64,

@@ -32,9 +32,19 @@ mod truncation;
 mod verify;
 mod writer;
 
-pub use block::{Block, TocView};
-pub use mix::{LabelMix, MAX_CLASSES};
+pub use block::Block;
+pub use mix::LabelMix;
+
+// Not part of the API (hidden): the block's views and decoders, the
+// prefetcher and the class cap, used by the loader, the command line and
+// the tests; may change in any release.
+#[doc(hidden)]
+pub use block::TocView;
+#[doc(hidden)]
+pub use mix::MAX_CLASSES;
+#[doc(hidden)]
 pub use packed::{PackedBlock, PageDecoder};
+#[doc(hidden)]
 pub use prefetch::Prefetch;
 pub use reader::Dataset;
 pub use source::Source;
@@ -44,14 +54,21 @@ pub use writer::{DatasetWriter, WriterOptions, DEFAULT_BLOCK_BYTES, DEFAULT_PAGE
 use crate::formats::FormatKind;
 
 /// First bytes of a dataset file (and its last four).
+///
+/// Not part of the API (hidden): may change in any release.
+#[doc(hidden)]
 pub const FILE_MAGIC: [u8; 4] = *b"TOCD";
 /// The file format version this build writes; it reads every version
 /// from 1 up to it. Version 2 adds a kind byte to every page's labels
 /// section and the integer labels form (`docs/FORMAT.md`).
+///
+/// Not part of the API (hidden): may change in any release.
+#[doc(hidden)]
 pub const FILE_VERSION: u8 = 2;
 
 /// What the footer says about a dataset file.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct DatasetInfo {
     /// The file format version (1 or 2; [`FILE_VERSION`] for a file this
     /// build wrote).

@@ -48,6 +48,8 @@ pub const DEFAULT_BLOCK_BYTES: usize = 2 << 10;
 
 /// How a dataset file is laid out.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct WriterOptions {
     /// Rows per page (default [`DEFAULT_PAGE_ROWS`]).
     pub page_rows: usize,

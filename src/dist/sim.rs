@@ -1,3 +1,6 @@
+//! Not part of the API (hidden): used by the workspace's front ends and
+//! tests; may change in any release.
+//!
 //! The packet-count simulation of UberShuffle's Figure 5: how many
 //! transmissions uncoded shuffling, coded shuffling and UberShuffle need
 //! for one epoch, against the closed forms of Theorems 1 and 2.

@@ -128,6 +128,8 @@ impl fmt::Display for Error {
             Error::TooLarge { what, value, max } => {
                 write!(f, "{what} is {value}, at most {max} supported")
             }
+            // No path: an `io::Error` converted by `?` with nothing to name.
+            Error::Io { path, message, .. } if path.is_empty() => f.write_str(message),
             Error::Io { path, message, .. } => write!(f, "{path}: {message}"),
             Error::Parse {
                 path,
@@ -391,5 +393,32 @@ mod tests {
             "{}",
             text(b"\x89PNG")
         );
+    }
+
+    /// `?` on an `io::Result` in a caller's code: the kind and the error
+    /// itself stay reachable through `source()`, also inside `InFile`.
+    #[test]
+    fn an_io_error_converted_by_question_mark_keeps_its_source() {
+        use std::error::Error as _;
+        fn open() -> crate::Result<std::fs::File> {
+            Ok(std::fs::File::open("/nonexistent/tocpile-io-source")?)
+        }
+        let e = open().unwrap_err();
+        assert!(
+            matches!(&e, Error::Io { kind: std::io::ErrorKind::NotFound, path, .. } if path.is_empty()),
+            "{e:?}"
+        );
+        assert!(!e.to_string().starts_with(':'), "{e}");
+        let io = e.source().and_then(|s| s.downcast_ref::<std::io::Error>());
+        assert_eq!(io.map(|io| io.kind()), Some(std::io::ErrorKind::NotFound));
+        let wrapped = Error::InFile {
+            path: "x.toc".into(),
+            section: "header".into(),
+            offset: 0,
+            error: Box::new(e.clone()),
+        };
+        let inner = wrapped.source().and_then(|s| s.downcast_ref::<Error>());
+        assert_eq!(inner, Some(&e));
+        assert!(inner.and_then(|i| i.source()).is_some());
     }
 }

@@ -21,7 +21,7 @@ use crate::sparse::SparseBatch;
 /// and a dimension mismatch panics.
 ///
 /// ```
-/// use ndarray::Array1;
+/// use tocpile::ndarray::Array1;
 /// use tocpile::formats::{Batch, FormatKind};
 /// use tocpile::{SparseBatch, Workspace};
 ///

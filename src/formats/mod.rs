@@ -35,11 +35,16 @@ mod sparse;
 mod toc;
 
 pub use batch::Batch;
+// Not part of the API (hidden): the dense format's size and the pool of
+// decode trees, used by the command line's measurements and the tests;
+// may change in any release.
+#[doc(hidden)]
 pub use dense::den_len;
 pub use dense::{Den, Dvi};
 pub use general::Compressed;
 pub(crate) use ids::index_values;
 pub(crate) use pool::{give as give_tree, take as take_tree, with_scratch as with_build_scratch};
+#[doc(hidden)]
 pub use pool::{pooled_bytes, release_pooled};
 pub use sparse::{Csr, Cvi};
 pub use toc::TocPage;
@@ -54,6 +59,7 @@ use crate::sparse::SparseBatch;
 /// dataset file's footer stores: codes are never reused or renumbered,
 /// whatever the order of [`FormatKind::ALL`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[repr(u8)]
 pub enum FormatKind {
     /// Dense `f64` rows.

@@ -53,7 +53,7 @@
 //! // Into a dataset file, with the schema for test files to reuse.
 //! use tocpile::dataset::{DatasetWriter, WriterOptions};
 //! let path = std::env::temp_dir().join(format!("tocpile-arrow-doc-{}.toc", std::process::id()));
-//! let layout = WriterOptions { schema: encoder.schema().to_text(), ..WriterOptions::default() };
+//! let layout = WriterOptions::default().with_schema(encoder.schema().to_text());
 //! let mut writer = DatasetWriter::create(&path, encoder.n_cols(), layout)?;
 //! writer.push(&chunk.batch, &chunk.labels)?;
 //! assert_eq!(writer.finish()?.n_rows, 2);

@@ -38,7 +38,7 @@
 //! ])?;
 //! assert_eq!(schema.column_names(), ["delay", "origin=EWR", "origin=JFK"]);
 //! let text = "origin,late,delay\nJFK,1,12.5\n\"LGA\",0,\n";
-//! let options = CsvOptions { label: "late".into(), schema: Some(schema), ..Default::default() };
+//! let options = CsvOptions::default().with_label("late".into()).with_schema(Some(schema));
 //! let mut reader = CsvReader::from_reader(Cursor::new(text), "flights", options)?;
 //! let chunk = reader.next_chunk(100)?.expect("two rows");
 //! assert_eq!(chunk.labels, [1.0, 0.0]);
@@ -55,7 +55,9 @@ use hashbrown::HashMap;
 use rayon::prelude::*;
 
 use super::missing::is_missing;
-pub use super::schema::{Column, Schema, MAX_LEVELS};
+#[doc(hidden)]
+pub use super::schema::MAX_LEVELS;
+pub use super::schema::{Column, Schema};
 use super::table::Table;
 use super::{
     check_chunk_call, detect_gzip, join_parts, open_path, parse_finite, remember_failure,
@@ -65,6 +67,7 @@ use crate::error::{Error, Result};
 
 /// How to read a CSV file.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CsvOptions {
     /// Header name of the label column. Default `"label"`.
     pub label: String,

@@ -35,7 +35,7 @@
 //! use tocpile::ingest::libsvm::{LibsvmOptions, LibsvmReader};
 //!
 //! let text = "+1 1:0.5 3:2 # first row\n\n-1 qid:7 2:1\n";
-//! let options = LibsvmOptions { n_cols: Some(3), ..Default::default() };
+//! let options = LibsvmOptions::default().with_n_cols(Some(3));
 //! let mut reader = LibsvmReader::from_reader(Cursor::new(text), "example", options)?;
 //! let chunk = reader.next_chunk(1000)?.expect("two rows");
 //! assert_eq!(chunk.labels, [1.0, -1.0]);
@@ -63,6 +63,8 @@ const SCAN_ROWS: usize = 16_384;
 
 /// How to read a LIBSVM file.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct LibsvmOptions {
     /// The column count. `None`: inferred from the largest index, which
     /// reads the file twice (see the [module docs](self)).

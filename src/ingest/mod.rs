@@ -78,6 +78,9 @@ mod table;
 /// line error), never an abort. A CSV record may be up to 255 MiB (the
 /// `csv` crate holds a record in buffers of its own, which double as they
 /// grow: a longer record would need more than twice its length).
+///
+/// Not part of the API (hidden): may change in any release.
+#[doc(hidden)]
 pub const MAX_LINE_BYTES: usize = 1 << 30;
 
 /// Characters of an offending token kept in [`Error::Parse`]'s `found`.

@@ -71,7 +71,7 @@
 //! The products, each against plain dense math on the same rows:
 //!
 //! ```
-//! use ndarray::{array, Array2};
+//! use tocpile::ndarray::{array, Array2};
 //! use tocpile::{encode, DecodeTree, SparseBatch, TocBatch, Workspace};
 //!
 //! fn close<'a>(x: impl IntoIterator<Item = &'a f64>, y: impl IntoIterator<Item = &'a f64>) -> bool {
@@ -110,6 +110,7 @@ mod flat;
 mod fused;
 pub(crate) mod layout;
 mod on_batch;
+#[doc(hidden)]
 pub mod pages;
 
 pub use on_batch::BatchKernels;

@@ -1,3 +1,6 @@
+//! Not part of the API (hidden): used by the workspace's front ends and
+//! tests; may change in any release.
+//!
 //! Kernels over a mini-batch stored as several pages, one
 //! [`DecodeTree`] each (a mini-batch of k pages drawn from different
 //! blocks, as the loader's page mode builds it), with the pages processed

@@ -67,16 +67,23 @@ pub struct MemoryBudget {
     /// What gave `available` (the smaller bound when several were read).
     pub source: Option<MemorySource>,
     /// Bytes set aside for the loader's own working set and the rest of
-    /// the process before halving ([`memory_budget_for`](super::memory_budget_for); 0 for
-    /// [`memory_budget`]).
+    /// the process before halving (0 for [`MemoryBudget::detect`]).
     pub working_set: u64,
     /// Bytes kept for the page cache of the file's streamed part: when
-    /// the file fits what is left, the budget leaves room for it
-    /// ([`memory_budget_for`](super::memory_budget_for)); 0 otherwise.
+    /// the file fits what is left, the budget leaves room for it; 0
+    /// otherwise.
     pub file_cache: u64,
 }
 
 impl MemoryBudget {
+    /// The default resident budget of this process, read from `/proc` and
+    /// `/sys/fs/cgroup` now (see the module docs); 1 GiB when nothing can
+    /// be read. A loader whose [`LoaderOptions::memory`](super::LoaderOptions::memory)
+    /// is `None` calls this when it opens.
+    pub fn detect() -> MemoryBudget {
+        MemoryBudget::from_available(available_under(Path::new("/")))
+    }
+
     /// The budget for `available` bytes from `source` (`None`: unknown,
     /// the budget is [`DEFAULT_MEMORY`]).
     pub fn from_available(available: Option<(u64, MemorySource)>) -> MemoryBudget {
@@ -189,17 +196,21 @@ pub(crate) fn fit_file(mut budget: MemoryBudget, file_bytes: u64, expansion: f64
     budget
 }
 
-/// The default [`LoaderOptions::memory`](super::LoaderOptions::memory):
-/// [`memory_budget`]'s bytes.
+/// [`MemoryBudget::detect`]'s bytes: the budget of an automatic
+/// [`LoaderOptions::memory`](super::LoaderOptions::memory).
+///
+/// Not part of the API (hidden): may change in any release.
+#[doc(hidden)]
 pub fn default_memory() -> usize {
-    memory_budget().bytes
+    MemoryBudget::detect().bytes
 }
 
-/// The default resident budget of this process, read from `/proc` and
-/// `/sys/fs/cgroup` now (see the module docs); [`DEFAULT_MEMORY`] when
-/// nothing can be read.
+/// As [`MemoryBudget::detect`].
+///
+/// Not part of the API (hidden): may change in any release.
+#[doc(hidden)]
 pub fn memory_budget() -> MemoryBudget {
-    MemoryBudget::from_available(available_under(Path::new("/")))
+    MemoryBudget::detect()
 }
 
 /// The memory available to the process, with `root` standing for `/`

@@ -278,3 +278,10 @@ fn this_process_gets_a_budget_within_the_cap() {
     assert!(b.bytes > 0 && b.bytes <= DEFAULT_MEMORY);
     assert!(default_memory() <= DEFAULT_MEMORY);
 }
+
+/// `LoaderOptions::default()` reads nothing of the system: the automatic
+/// budget is probed when a loader opens (issue 25).
+#[test]
+fn loader_options_default_leaves_the_budget_automatic() {
+    assert_eq!(super::super::LoaderOptions::default().memory, None);
+}

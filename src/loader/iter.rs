@@ -49,6 +49,13 @@ pub struct EpochStats {
 
 /// One epoch's mini-batches, in order: an iterator of
 /// `Result<MiniBatch>` that ends after the first error.
+///
+/// It is not an [`ExactSizeIterator`]: the number of mini-batches is
+/// known only as the epoch runs. In page mode a mini-batch is whole pages
+/// holding at least `batch_rows` rows, so the count depends on the rows of
+/// the pages in the epoch's random order; MRS adds replay batches drawn at
+/// random; an error ends the epoch early. [`EpochStats::batches`] counts
+/// them afterwards.
 pub struct Epoch {
     source: EpochSource,
     stats: EpochStats,

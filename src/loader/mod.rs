@@ -28,7 +28,7 @@
 //! label mix the writer measured ([`Mode::choose`]).
 //!
 //! **Memory.** What stays in memory across epochs is each block's bytes as
-//! in the file, checked once ([`PackedBlock`](crate::dataset::PackedBlock)),
+//! in the file, checked once,
 //! not decode trees (5 to 27 times larger): see
 //! [`LoaderOptions::memory`].
 //!
@@ -54,12 +54,12 @@
 //! let path = std::env::temp_dir().join(format!("tocpile-loader-doc-{}.toc", std::process::id()));
 //! let rows: Vec<[f64; 2]> = (0..1000).map(|i| [1.0, i as f64]).collect();
 //! let labels: Vec<f64> = (0..1000).map(|i| (i % 2) as f64).collect();
-//! let layout = WriterOptions { page_rows: 50, block_bytes: 1024, ..WriterOptions::default() };
+//! let layout = WriterOptions::default().with_page_rows(50).with_block_bytes(1024);
 //! let mut writer = DatasetWriter::create(&path, 2, layout)?;
 //! writer.push(&SparseBatch::from_dense_rows(2, &rows)?, &labels)?;
 //! writer.finish()?;
 //!
-//! let options = LoaderOptions { strategy: Strategy::CorgiPile, trace: true, ..LoaderOptions::default() };
+//! let options = LoaderOptions::default().with_strategy(Strategy::CorgiPile).with_trace(true);
 //! let loader = Loader::new(Arc::new(Dataset::open(&path)?), options)?;
 //! // Rows are shuffled (CorgiPile's tuple shuffle); the reason says what
 //! // the file's label mix shows: alternating labels, pages well mixed.
@@ -98,16 +98,25 @@ mod trace;
 mod units;
 mod working_set;
 
-pub use budget::{
-    default_memory, memory_budget, MemoryBudget, MemorySource, AVAILABLE_SHARE_DIVISOR,
-    DEFAULT_MEMORY, PROCESS_BYTES,
-};
+pub use budget::{MemoryBudget, MemorySource};
 pub use iter::{Epoch, EpochStats};
 use options::check_options;
-pub use options::{Buffer, LoaderOptions, Mode, ModeChoice, Strategy, AUTO_MIN_PAGES};
+pub use options::{Buffer, LoaderOptions, Mode, Strategy};
 pub use shuffle::shuffle_file;
 use shuffle::shuffle_file_mapped;
+
+// Not part of the API (hidden): the budget's constants, the mode's
+// explanation and the shuffle-quality trace, used by the command line,
+// the Python package and the tests; may change in any release.
+#[doc(hidden)]
+pub use budget::{
+    default_memory, memory_budget, AVAILABLE_SHARE_DIVISOR, DEFAULT_MEMORY, PROCESS_BYTES,
+};
+#[doc(hidden)]
+pub use options::{ModeChoice, AUTO_MIN_PAGES};
+#[doc(hidden)]
 pub use trace::{labels_in_file_order, ShuffleQuality, Trace};
+#[doc(hidden)]
 pub use working_set::memory_budget_for;
 
 use std::fs::File;
@@ -287,7 +296,11 @@ impl<S: Source + 'static> Loader<S> {
             Some((copy, _)) => copy.n_blocks(),
             None => dataset.n_blocks(),
         };
-        let resident = Arc::new(Resident::new(n_blocks, options.memory));
+        // An automatic budget is probed here, not in `LoaderOptions::default`.
+        let memory = options
+            .memory
+            .unwrap_or_else(|| MemoryBudget::detect().bytes);
+        let resident = Arc::new(Resident::new(n_blocks, memory));
         Ok(Loader {
             dataset,
             shuffled,

@@ -4,12 +4,12 @@
 
 use std::path::PathBuf;
 
-use super::budget::default_memory;
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
 
 /// How tuples are ordered each epoch (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Strategy {
     /// Block permutation, buffer of blocks, tuple shuffle in the buffer.
     CorgiPile,
@@ -69,6 +69,7 @@ impl std::fmt::Display for Strategy {
 
 /// What the buffer holds and shuffles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Mode {
     /// Rows, shuffled one by one (CorgiPile paper, Algorithm 1): each
     /// buffer's pages decoded from their compressed bytes, each
@@ -153,6 +154,7 @@ impl Mode {
 
 /// The buffer size of CorgiPile, Sliding-Window and MRS.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Buffer {
     /// A share of the dataset (the paper's default is 0.1). For CorgiPile
     /// it is rounded up to whole blocks; for Sliding-Window and MRS it is
@@ -165,6 +167,8 @@ pub enum Buffer {
 
 /// Everything a [`Loader`](super::Loader) needs besides the file.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct LoaderOptions {
     /// The ordering strategy (default CorgiPile).
     pub strategy: Strategy,
@@ -215,16 +219,18 @@ pub struct LoaderOptions {
     /// interruption ([`crate::cleanup`]); copies of killed runs are
     /// removed by the next Shuffle Once loader in the same directory.
     pub scratch_dir: Option<PathBuf>,
-    /// Bytes of blocks the loader may keep in memory across epochs
-    /// (default [`default_memory`](super::default_memory): half the memory
-    /// available to the process, from `/proc/meminfo` and its memory
-    /// cgroups, at most [`DEFAULT_MEMORY`](super::DEFAULT_MEMORY)): blocks
+    /// Bytes of blocks the loader may keep in memory across epochs: blocks
     /// that fit stay resident after their first visit, as their bytes in
     /// the file (checked once per process) plus a page index of 24 bytes a
-    /// page; the rest are read from the file every epoch. 0 streams every
-    /// block every epoch. Rows are decoded from the resident bytes every
-    /// epoch; what stays is compressed.
-    pub memory: usize,
+    /// page; the rest are read from the file every epoch. `Some(0)` streams
+    /// every block every epoch. Rows are decoded from the resident bytes
+    /// every epoch; what stays is compressed.
+    ///
+    /// `None` (the default) is automatic: when the loader opens, half the
+    /// memory available to the process, from `/proc/meminfo` and its
+    /// memory cgroups, at most 1 GiB ([`MemoryBudget::detect`](super::MemoryBudget::detect)).
+    /// `LoaderOptions::default()` itself reads nothing of the system.
+    pub memory: Option<usize>,
 }
 
 impl Default for LoaderOptions {
@@ -242,7 +248,7 @@ impl Default for LoaderOptions {
             trace: false,
             format: None,
             scratch_dir: None,
-            memory: default_memory(),
+            memory: None,
         }
     }
 }

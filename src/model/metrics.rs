@@ -31,6 +31,7 @@ pub struct Evaluation {
 
 /// The figures of an [`Evaluation`].
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct EvaluationReport {
     /// Rows evaluated.
     pub rows: u64,

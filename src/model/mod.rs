@@ -88,12 +88,24 @@ use crate::sparse::MAX_COLS;
 
 pub use kind::{ModelKind, DEFAULT_HIDDEN};
 pub use metrics::{auc, Evaluation, EvaluationReport};
-pub use optim::{Optimizer, OptimizerState};
+pub use optim::Optimizer;
 use params::param_count;
-pub use params::{Gradient, Layer};
+pub use params::Gradient;
 pub use predict::Predictions;
+pub use stats::Metrics;
+
+// Not part of the API (hidden): the optimizer's state, the network's
+// layers, the gradient's split and the per-batch figures, used by the
+// trainers of the command line, the PostgreSQL extension and the tests;
+// may change in any release.
+#[doc(hidden)]
+pub use optim::OptimizerState;
+#[doc(hidden)]
+pub use params::Layer;
+#[doc(hidden)]
 pub use split::GradientHelper;
-pub use stats::{BatchStats, Metrics};
+#[doc(hidden)]
+pub use stats::BatchStats;
 
 /// A model: its kind, input width and parameters.
 #[derive(Debug, Clone, PartialEq)]

@@ -25,6 +25,7 @@ use super::{Gradient, Layer, Model};
 
 /// A step rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Optimizer {
     /// Plain SGD: `w -= lr * g`.
     Sgd,

@@ -1,3 +1,6 @@
+//! Not part of the API (hidden): used by the workspace's front ends and
+//! tests; may change in any release.
+//!
 //! [`bench_train`]: what training from a dataset file costs against the
 //! practical limit, an SGD loop over mini-batches already built in memory,
 //! all measured in one run so the figures are ratios (issue 11's targets,
@@ -158,7 +161,7 @@ pub fn bench_train(path: &Path, options: &TrainBenchOptions) -> Result<TrainBenc
             .map_or_else(std::env::temp_dir, Path::to_path_buf)
     });
     let csr_path = dir.join(format!(".tocpile-bench-csr-{}.toc", std::process::id()));
-    let result = (|| {
+    let result: Result<Vec<Setting>> = (|| {
         let (rows, labels) = read_all(&dataset)?;
         write_copy(&csr_path, &rows, &labels, &info, FormatKind::Csr)?;
         let csr = Arc::new(Dataset::open(&csr_path)?);
@@ -263,7 +266,7 @@ fn from_file(
             mode: options.mode,
             batch_rows: options.batch_rows,
             seed: options.seed,
-            memory,
+            memory: Some(memory),
             ..LoaderOptions::default()
         },
     )?;

@@ -12,10 +12,7 @@ fn check_dataset(name: &str) {
         EncodeOptions::paper(),
         EncodeOptions::level(Level::Logical),
         EncodeOptions::level(Level::Sparse),
-        EncodeOptions {
-            packing: Packing::Bytes,
-            ..EncodeOptions::default()
-        },
+        EncodeOptions::default().with_packing(Packing::Bytes),
     ];
     for rows in [50, 250] {
         for options in options {

@@ -21,10 +21,7 @@ fn logical_encoding_gives_d_i_and_table4() {
     // The paper's layout: a tree whatever its size, the first layer in
     // order of first appearance (`Adaptive::NONE`).
     for level in [Level::Logical, Level::Full] {
-        let options = EncodeOptions {
-            adaptive: Adaptive::NONE,
-            ..EncodeOptions::level(level)
-        };
+        let options = EncodeOptions::level(level).with_adaptive(Adaptive::NONE);
         let toc = Encoder::new(options).encode(&figure3()).unwrap();
         let tree = toc.full_tree();
         // D: R1 [1 2 3 4], R2 [6 3], R3 [5 8], R4 [6].
@@ -89,12 +86,9 @@ fn levels_shrink_the_example() {
 fn the_example_is_too_small_for_a_tree_to_pay() {
     // Five distinct pairs in twelve entries: flat rows of packed columns
     // and value ids are smaller than the tree's codes plus first layer.
-    let tree = Encoder::new(EncodeOptions {
-        adaptive: Adaptive::NONE,
-        ..EncodeOptions::default()
-    })
-    .encode(&figure3())
-    .unwrap();
+    let tree = Encoder::new(EncodeOptions::default().with_adaptive(Adaptive::NONE))
+        .encode(&figure3())
+        .unwrap();
     let adaptive = Encoder::new(EncodeOptions::default())
         .encode(&figure3())
         .unwrap();

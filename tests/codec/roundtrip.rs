@@ -17,12 +17,13 @@ pub fn all_options() -> Vec<EncodeOptions> {
     for packing in [Packing::Bits, Packing::Bytes] {
         for int_dictionary in [true, false] {
             for adaptive in [Adaptive::ALL, Adaptive::NONE] {
-                out.push(EncodeOptions {
-                    level: Level::Full,
-                    packing,
-                    int_dictionary,
-                    adaptive,
-                });
+                out.push(
+                    EncodeOptions::default()
+                        .with_level(Level::Full)
+                        .with_packing(packing)
+                        .with_int_dictionary(int_dictionary)
+                        .with_adaptive(adaptive),
+                );
             }
         }
     }
@@ -72,7 +73,7 @@ proptest! {
     fn never_larger_than_cvi_with_bit_packing(batch in batch()) {
         let full = tocpile::encode(&batch).unwrap().encoded_len();
         prop_assert!(full as u64 <= cvi_bit_packed_len(&batch), "{} > CVI", full);
-        let v1 = Encoder::new(EncodeOptions { adaptive: Adaptive::NONE, ..EncodeOptions::default() })
+        let v1 = Encoder::new(EncodeOptions::default().with_adaptive(Adaptive::NONE))
             .encode(&batch)
             .unwrap()
             .encoded_len();

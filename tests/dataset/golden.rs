@@ -89,12 +89,11 @@ fn labels() -> Vec<f64> {
 const SCHEMA: &str = "tocpile-schema 1\nnumeric golden \u{e9}\n";
 
 fn options(format: FormatKind) -> WriterOptions {
-    WriterOptions {
-        page_rows: 5,
-        block_bytes: 120,
-        format,
-        schema: SCHEMA.into(),
-    }
+    WriterOptions::default()
+        .with_page_rows(5)
+        .with_block_bytes(120)
+        .with_format(format)
+        .with_schema(SCHEMA.into())
 }
 
 /// Writes every format's golden file into `dir`.

@@ -66,12 +66,11 @@ fn real_datasets_round_trip_for_several_layouts() {
         for (page_rows, block_bytes) in [(250, 4 << 20), (50, 20_000), (7, 777)] {
             for format in [FormatKind::TocFull, FormatKind::TocSparse] {
                 let path = temp_path(name);
-                let options = WriterOptions {
-                    page_rows,
-                    block_bytes,
-                    format,
-                    schema: format!("schema of {name}"),
-                };
+                let options = WriterOptions::default()
+                    .with_page_rows(page_rows)
+                    .with_block_bytes(block_bytes)
+                    .with_format(format)
+                    .with_schema(format!("schema of {name}"));
                 let info = write(&path, &all, &labels, options);
                 assert_eq!(info.n_rows, all.n_rows() as u64);
                 assert_eq!(info.nnz, all.nnz() as u64);
@@ -108,11 +107,9 @@ fn toc_pages_are_smaller_than_csr_sized_ones() {
 pub(super) fn small_file() -> (PathBuf, Vec<u8>) {
     let (all, labels) = load("mushrooms", 120);
     let path = temp_path("small");
-    let options = WriterOptions {
-        page_rows: 16,
-        block_bytes: 300,
-        ..WriterOptions::default()
-    };
+    let options = WriterOptions::default()
+        .with_page_rows(16)
+        .with_block_bytes(300);
     write(&path, &all, &labels, options);
     let bytes = std::fs::read(&path).unwrap();
     (path, bytes)
@@ -218,10 +215,7 @@ fn writes_are_atomic() {
 #[test]
 fn bad_arguments_are_errors() {
     let path = temp_path("args");
-    let zero = WriterOptions {
-        page_rows: 0,
-        ..WriterOptions::default()
-    };
+    let zero = WriterOptions::default().with_page_rows(0);
     assert!(matches!(
         DatasetWriter::create(&path, 3, zero),
         Err(Error::BadArgument { .. })
@@ -273,12 +267,10 @@ fn every_page_format_round_trips_through_a_file() {
     let (all, labels) = load("census_fertility", 3000);
     for format in FormatKind::ALL {
         let path = temp_path(format.name());
-        let options = WriterOptions {
-            page_rows: 100,
-            block_bytes: 10_000,
-            format,
-            ..WriterOptions::default()
-        };
+        let options = WriterOptions::default()
+            .with_page_rows(100)
+            .with_block_bytes(10_000)
+            .with_format(format);
         let info = write(&path, &all, &labels, options);
         let ds = Dataset::open(&path).unwrap();
         assert_eq!(ds.info(), &info);

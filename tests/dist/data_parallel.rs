@@ -22,26 +22,25 @@ use tocpile::{Error, SparseBatch};
 
 use crate::support::{load, temp_path};
 
-const OPTIONS: TrainOptions = TrainOptions {
-    epochs: 3,
-    learning_rate: 0.5,
-    decay: 0.95,
-    l2: 1e-4,
-    optimizer: Optimizer::Sgd,
-    // The ranks' sums are compared with one process's to the last bit.
-    split_gradient: false,
-    average: Average::None,
-    scale: tocpile::train::Scale::Model,
-};
+/// The options every test here starts from.
+fn base_options() -> TrainOptions {
+    TrainOptions::default()
+        .with_optimizer(Optimizer::Sgd)
+        .with_epochs(3)
+        .with_learning_rate(0.5)
+        .with_decay(0.95)
+        .with_l2(1e-4)
+        // The ranks' sums are compared with one process's to the last bit.
+        .with_split_gradient(false)
+        .with_average(tocpile::train::Average::None)
+        .with_scale(tocpile::train::Scale::Model)
+}
 
 /// Linear regression on 22 one-hot columns a row needs a smaller rate.
 fn options(kind: &ModelKind) -> TrainOptions {
     match kind {
-        ModelKind::LinearRegression => TrainOptions {
-            learning_rate: 0.02,
-            ..OPTIONS
-        },
-        _ => OPTIONS,
+        ModelKind::LinearRegression => base_options().with_learning_rate(0.02),
+        _ => base_options(),
     }
 }
 
@@ -52,11 +51,9 @@ fn mushrooms_file() -> PathBuf {
 
 fn write(rows: &SparseBatch, labels: &[f64], block_bytes: usize) -> PathBuf {
     let path = temp_path("data-parallel");
-    let options = WriterOptions {
-        page_rows: 25,
-        block_bytes,
-        ..WriterOptions::default()
-    };
+    let options = WriterOptions::default()
+        .with_page_rows(25)
+        .with_block_bytes(block_bytes);
     let mut w = DatasetWriter::create(&path, rows.n_cols(), options).unwrap();
     w.push(rows, labels).unwrap();
     w.finish().unwrap();
@@ -64,15 +61,13 @@ fn write(rows: &SparseBatch, labels: &[f64], block_bytes: usize) -> PathBuf {
 }
 
 fn loader(path: &Path, worker: usize, workers: usize, mode: Mode) -> Loader {
-    let options = LoaderOptions {
-        strategy: Strategy::CorgiPile,
-        mode,
-        batch_rows: 100,
-        seed: 11,
-        worker,
-        workers,
-        ..LoaderOptions::default()
-    };
+    let options = LoaderOptions::default()
+        .with_strategy(Strategy::CorgiPile)
+        .with_mode(mode)
+        .with_batch_rows(100)
+        .with_seed(11)
+        .with_worker(worker)
+        .with_workers(workers);
     Loader::open(path, options).unwrap()
 }
 
@@ -198,7 +193,7 @@ fn one_rank_is_the_ordinary_trainer() {
     train(
         &mut model,
         &loader(&path, 0, 1, Mode::Page),
-        &OPTIONS,
+        &base_options(),
         None,
         |_| {},
     )
@@ -333,7 +328,7 @@ fn a_loader_that_is_not_the_ranks_slice_is_refused() {
         &comm,
         &mut model,
         &l,
-        &OPTIONS,
+        &base_options(),
         Averaging::Gradients,
         None,
         |_| {},
@@ -341,7 +336,7 @@ fn a_loader_that_is_not_the_ranks_slice_is_refused() {
     assert!(matches!(e, Err(Error::BadArgument { .. })), "{e:?}");
     let l = loader(&path, 0, 1, Mode::Page);
     let sync = Averaging::Models { every: 0 };
-    let e = train_distributed(&comm, &mut model, &l, &OPTIONS, sync, None, |_| {});
+    let e = train_distributed(&comm, &mut model, &l, &base_options(), sync, None, |_| {});
     assert!(matches!(e, Err(Error::BadArgument { .. })), "{e:?}");
     let _ = Dataset::open(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
@@ -437,11 +432,9 @@ fn ranks_apply_the_step_rule_and_the_scaling() {
     let path = mushrooms_file();
     let kind = ModelKind::Logistic;
     let k = 2;
-    let adam = TrainOptions {
-        optimizer: Optimizer::Adam,
-        learning_rate: 0.03,
-        ..OPTIONS
-    };
+    let adam = base_options()
+        .with_optimizer(Optimizer::Adam)
+        .with_learning_rate(0.03);
     let factors: Vec<f64> = (0..98).map(|j| 0.5 + (j % 7) as f64 * 0.25).collect();
     let scaled = |seed: u64| {
         let mut m = Model::new(kind.clone(), 98, seed).unwrap();
@@ -485,10 +478,7 @@ fn ranks_apply_the_step_rule_and_the_scaling() {
     let diff = max_diff(&outcomes[0], &reference);
     assert!(diff < 1e-9, "{diff}");
     assert_eq!(outcomes[0], outcomes[1]);
-    let sgd = lockstep_with(&TrainOptions {
-        optimizer: Optimizer::Sgd,
-        ..adam
-    });
+    let sgd = lockstep_with(&adam.with_optimizer(Optimizer::Sgd).with_learning_rate(0.03));
     assert!(max_diff(&sgd, &reference) > 1e-3);
 }
 
@@ -501,10 +491,7 @@ fn ranks_apply_the_step_rule_and_the_scaling() {
 fn every_trainer_returns_the_tail_mean() {
     let path = mushrooms_file();
     let kind = ModelKind::Logistic;
-    let averaged = TrainOptions {
-        average: Average::LastEpoch,
-        ..OPTIONS
-    };
+    let averaged = base_options().with_average(Average::LastEpoch);
     let fresh = || Model::new(kind.clone(), 98, 0).unwrap();
     let mut single = fresh();
     let one = loader(&path, 0, 1, Mode::Page);
@@ -517,12 +504,12 @@ fn every_trainer_returns_the_tail_mean() {
     };
     assert_eq!(lockstep_of(1, &averaged), single.params());
     // The mean is taken: the last iterate is another model.
-    assert_ne!(lockstep_of(1, &OPTIONS), single.params());
+    assert_ne!(lockstep_of(1, &base_options()), single.params());
     let reference = lockstep_of(2, &averaged);
     let ranks = distributed_with(&path, &kind, 2, Averaging::Gradients, Mode::Page, &averaged);
     let (params, _) = ranks[0].as_ref().unwrap();
     assert!(max_diff(params, &reference) < 1e-9);
-    assert!(max_diff(params, &lockstep_of(2, &OPTIONS)) > 1e-6);
+    assert!(max_diff(params, &lockstep_of(2, &base_options())) > 1e-6);
     for o in &ranks {
         assert_eq!(&o.as_ref().unwrap().0, params);
     }

@@ -26,11 +26,9 @@ const EPOCHS: u64 = 3;
 fn mushrooms_blocks() -> (std::path::PathBuf, Vec<Vec<u8>>) {
     let (rows, labels) = load("mushrooms", usize::MAX);
     let path = temp_path("shuffle");
-    let options = WriterOptions {
-        page_rows: 50,
-        block_bytes: 1024,
-        ..WriterOptions::default()
-    };
+    let options = WriterOptions::default()
+        .with_page_rows(50)
+        .with_block_bytes(1024);
     let mut w = DatasetWriter::create(&path, rows.n_cols(), options).unwrap();
     w.push(&rows, &labels).unwrap();
     w.finish().unwrap();
@@ -81,13 +79,11 @@ fn one_server_four_workers_move_real_blocks_under_every_scheme() {
     let seed = 7;
     let loaders: Vec<Loader> = (0..WORKERS)
         .map(|worker| {
-            let options = LoaderOptions {
-                strategy: Strategy::CorgiPile,
-                seed,
-                worker,
-                workers: WORKERS,
-                ..LoaderOptions::default()
-            };
+            let options = LoaderOptions::default()
+                .with_strategy(Strategy::CorgiPile)
+                .with_seed(seed)
+                .with_worker(worker)
+                .with_workers(WORKERS);
             Loader::open(&path, options).unwrap()
         })
         .collect();

@@ -475,11 +475,7 @@ proptest! {
         let (schema, rows, arrow_labels) = encode_all(&parts, &options);
 
         let file = TempFile::new("agree.csv", csv.as_bytes(), false);
-        let csv_options = CsvOptions {
-            label: "y".into(),
-            missing_indicators: indicators,
-            ..CsvOptions::default()
-        };
+        let csv_options = CsvOptions::default().with_label("y".into()).with_missing_indicators(indicators);
         let mut reader = CsvReader::open(file.path(), csv_options).unwrap();
         prop_assert_eq!(reader.schema(), &schema);
         let (csv_rows, csv_labels, _) =

@@ -209,7 +209,7 @@ proptest! {
         let file = TempFile::new("round.csv", text.as_bytes(), gzip);
         let (schema, want, want_labels) = expected(&kinds, &rows, indicators);
 
-        let options = CsvOptions { missing_indicators: indicators, ..CsvOptions::default() };
+        let options = CsvOptions::default().with_missing_indicators(indicators);
         let mut reader = CsvReader::open(file.path(), options).unwrap();
         prop_assert_eq!(reader.schema(), &schema);
         let (batch, labels, _) =
@@ -222,7 +222,7 @@ proptest! {
         // gives the same rows.
         let again = Schema::from_text(&schema.to_text()).unwrap();
         prop_assert_eq!(&again, &schema);
-        let options = CsvOptions { schema: Some(again), ..CsvOptions::default() };
+        let options = CsvOptions::default().with_schema(Some(again));
         let mut reader = CsvReader::from_reader(Cursor::new(text), "stream", options).unwrap();
         let (batch, labels, _) =
             read_all(schema.n_cols(), &[5], |m| reader.next_chunk(m)).unwrap();
@@ -393,10 +393,7 @@ fn a_byte_order_mark_before_the_header_is_skipped() {
         },
     ])
     .unwrap();
-    let options = CsvOptions {
-        schema: Some(schema),
-        ..CsvOptions::default()
-    };
+    let options = CsvOptions::default().with_schema(Some(schema));
     let mut reader =
         CsvReader::from_reader(Cursor::new(text.as_bytes().to_vec()), "stdin", options).unwrap();
     assert_eq!(reader.next_chunk(10).unwrap().unwrap().labels, [1.0, 0.0]);

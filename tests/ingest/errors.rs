@@ -12,10 +12,7 @@ use tocpile::Error;
 /// chunks of 1000 rows.
 fn libsvm_error(text: &str, n_cols: Option<usize>) -> Error {
     let file = TempFile::new("bad.svm", text.as_bytes(), false);
-    let options = LibsvmOptions {
-        n_cols,
-        ..Default::default()
-    };
+    let options = LibsvmOptions::default().with_n_cols(n_cols);
     let mut reader = LibsvmReader::open(file.path(), options).unwrap();
     let error = loop {
         match reader.next_chunk(1000) {
@@ -167,10 +164,7 @@ fn libsvm_truncated_gzip() {
     for cut in [gz.len() / 2, gz.len() - 4] {
         let file = TempFile::new("cut.svm.gz", &gz[..cut], false);
         for n_cols in [None, Some(7)] {
-            let options = LibsvmOptions {
-                n_cols,
-                ..Default::default()
-            };
+            let options = LibsvmOptions::default().with_n_cols(n_cols);
             let mut result = LibsvmReader::open(file.path(), options);
             let mut rows = 0;
             while let Ok(reader) = &mut result {
@@ -297,10 +291,7 @@ fn csv_wrong_field_count() {
 
 #[test]
 fn csv_unknown_label_column() {
-    let options = CsvOptions {
-        label: "delayed".into(),
-        ..CsvOptions::default()
-    };
+    let options = CsvOptions::default().with_label("delayed".into());
     let e = csv_error("origin,\"dep delay\",late\nJFK,1,0\n", options);
     assert_eq!(
         e,
@@ -339,21 +330,16 @@ fn csv_header_problems() {
         parse(1, 9, "a column name not used before in the header", "a")
     );
     let schema = Schema::new(vec![Column::Numeric { name: "a".into() }]).unwrap();
-    let options = CsvOptions {
-        schema: Some(schema),
-        ..CsvOptions::default()
-    };
+    let options = CsvOptions::default().with_schema(Some(schema));
     let e = csv_error("a,label,extra\n1,1,1\n", options);
     assert_eq!(
         e,
         parse(1, 9, "a column named in the schema, or the label", "extra")
     );
     let schema = Schema::new(vec![Column::Numeric { name: "a".into() }]).unwrap();
-    let options = CsvOptions {
-        label: "a".into(),
-        schema: Some(schema),
-        ..CsvOptions::default()
-    };
+    let options = CsvOptions::default()
+        .with_label("a".into())
+        .with_schema(Some(schema));
     let e = csv_error("a,b\n1,1\n", options);
     assert!(matches!(e, Error::InvalidSchema { .. }), "{e:?}");
 }
@@ -369,10 +355,7 @@ fn csv_unseen_levels_are_counted() {
     ])
     .unwrap();
     let text = "d,label,origin\n1,0,JFK\n2,1,LGA\n3,0,\n4,1,EWR\n";
-    let options = CsvOptions {
-        schema: Some(schema),
-        ..CsvOptions::default()
-    };
+    let options = CsvOptions::default().with_schema(Some(schema));
     let mut reader = CsvReader::from_reader(Cursor::new(text), "test", options).unwrap();
     let chunk = reader.next_chunk(10).unwrap().unwrap();
     assert_eq!(reader.unseen_levels(), 2);

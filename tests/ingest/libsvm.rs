@@ -149,7 +149,7 @@ proptest! {
             // Inference sees only columns that some row names.
             rows.iter().filter_map(|r| r.1.last()).map(|p| p.0 as usize + 1).max().unwrap_or(0)
         };
-        let options = LibsvmOptions { n_cols: give_n_cols.then_some(n_cols), zero_based };
+        let options = LibsvmOptions::default().with_n_cols(give_n_cols.then_some(n_cols)).with_zero_based(zero_based);
         let mut reader = LibsvmReader::open(file.path(), options).unwrap();
         prop_assert_eq!(reader.n_cols(), n_cols);
         let (batch, labels, chunks) = read_all(n_cols, &sizes, |m| reader.next_chunk(m)).unwrap();
@@ -163,7 +163,7 @@ proptest! {
         }
 
         // The same text from a stream.
-        let options = LibsvmOptions { n_cols: Some(n_cols), zero_based };
+        let options = LibsvmOptions::default().with_n_cols(Some(n_cols)).with_zero_based(zero_based);
         let bytes = if gzip { gzip_bytes(text.as_bytes()) } else { text.into_bytes() };
         let mut reader = LibsvmReader::from_reader(Cursor::new(bytes), "stream", options).unwrap();
         let (batch, labels, _) = read_all(n_cols, &[7], |m| reader.next_chunk(m)).unwrap();
@@ -183,10 +183,7 @@ fn readers_can_move_to_another_thread() {
 fn labels_in_every_spelling() {
     // A byte order mark first, as some Windows tools write.
     let text = "\u{feff}+1 1:1\n-1 1:1\n0\n2.5\n1e3\n-.5E-2 1:+2\n";
-    let options = LibsvmOptions {
-        n_cols: Some(1),
-        ..Default::default()
-    };
+    let options = LibsvmOptions::default().with_n_cols(Some(1));
     let mut reader = LibsvmReader::from_reader(Cursor::new(text), "labels", options).unwrap();
     let chunk = reader.next_chunk(100).unwrap().unwrap();
     assert_eq!(chunk.labels, [1.0, -1.0, 0.0, 2.5, 1000.0, -0.005]);
@@ -220,10 +217,7 @@ fn real_datasets_match_the_reference_loader() {
         };
         let (want, want_labels) = load(name, max_rows);
         let n_cols = dataset_cols(name);
-        let options = LibsvmOptions {
-            n_cols: Some(n_cols),
-            ..Default::default()
-        };
+        let options = LibsvmOptions::default().with_n_cols(Some(n_cols));
         let mut reader = LibsvmReader::open(&path, options).unwrap();
         let mut got = SparseBatch::with_cols(n_cols).unwrap();
         let mut labels = Vec::new();

@@ -46,10 +46,7 @@ fn markers_keep_a_column_numeric() {
 #[test]
 fn indicators_mark_the_missing_cells() {
     let text = "label,x,y,c\n1,2.5,1,a\n0,NA,2,NA\n1,,3,b\n";
-    let options = CsvOptions {
-        missing_indicators: true,
-        ..CsvOptions::default()
-    };
+    let options = CsvOptions::default().with_missing_indicators(true);
     let (schema, batch) = rows(text, options);
     // y has no missing cell: no indicator. c is categorical: NA a level.
     assert_eq!(
@@ -72,10 +69,7 @@ fn indicators_mark_the_missing_cells() {
     let again = Schema::from_text(&schema.to_text()).unwrap();
     assert_eq!(again, schema);
     let test = "c,label,y,x\nb,0,,7\nz,1,n/a,None\n";
-    let options = CsvOptions {
-        schema: Some(again),
-        ..CsvOptions::default()
-    };
+    let options = CsvOptions::default().with_schema(Some(again));
     let mut reader = CsvReader::from_reader(Cursor::new(test), "test", options).unwrap();
     let chunk = reader.next_chunk(10).unwrap().unwrap();
     assert_eq!(chunk.batch.row(0), (&[0u32, 5][..], &[7.0, 1.0][..]));
@@ -94,10 +88,7 @@ fn one_other_text_makes_a_column_categorical() {
 
 #[test]
 fn an_all_missing_column_is_numeric() {
-    let options = CsvOptions {
-        missing_indicators: true,
-        ..CsvOptions::default()
-    };
+    let options = CsvOptions::default().with_missing_indicators(true);
     let (schema, batch) = rows("label,x\n1,NA\n0,\n", options);
     assert_eq!(schema.columns(), [indicated("x")]);
     assert_eq!(
@@ -109,17 +100,11 @@ fn an_all_missing_column_is_numeric() {
 #[test]
 fn markers_come_from_the_options() {
     let text = "label,x\n1,-\n0,3\n1,NA\n";
-    let options = CsvOptions {
-        missing_markers: vec!["-".into()],
-        ..CsvOptions::default()
-    };
+    let options = CsvOptions::default().with_missing_markers(vec!["-".into()]);
     let schema = infer(text, &options);
     // NA is no longer a marker: the column is categorical.
     assert!(matches!(schema.columns()[0], Column::Categorical { .. }));
-    let options = CsvOptions {
-        missing_markers: vec!["-".into(), "NA".into()],
-        ..CsvOptions::default()
-    };
+    let options = CsvOptions::default().with_missing_markers(vec!["-".into(), "NA".into()]);
     let (schema, batch) = rows(text, options);
     assert_eq!(schema.columns(), [numeric("x")]);
     assert_eq!(schema.missing_markers(), ["-", "NA"]);
@@ -132,10 +117,7 @@ fn markers_come_from_the_options() {
         vec!["nan".into()],
         vec![" x".into()],
     ] {
-        let options = CsvOptions {
-            missing_markers: bad.clone(),
-            ..CsvOptions::default()
-        };
+        let options = CsvOptions::default().with_missing_markers(bad.clone());
         let file = TempFile::new("markers.csv", b"label,x\n1,2\n", false);
         let e = Schema::infer(file.path(), &options).unwrap_err();
         assert!(matches!(e, Error::InvalidSchema { .. }), "{bad:?}: {e:?}");
@@ -162,10 +144,7 @@ fn version_1_schemas_keep_their_rule() {
     let old = Schema::from_text("tocpile-schema 1\nnumeric x\n").unwrap();
     assert!(old.missing_markers().is_empty());
     assert_eq!(old.to_text(), "tocpile-schema 1\nnumeric x\n");
-    let options = || CsvOptions {
-        schema: Some(old.clone()),
-        ..CsvOptions::default()
-    };
+    let options = || CsvOptions::default().with_schema(Some(old.clone()));
     let mut reader = CsvReader::from_reader(Cursor::new("label,x\n1,\n"), "t", options()).unwrap();
     assert_eq!(reader.next_chunk(5).unwrap().unwrap().batch.nnz(), 0);
     let mut reader =

@@ -194,11 +194,9 @@ fn dense_formats_refuse_columns_beyond_the_limit() {
 /// given.
 fn small_file_scaled(scale: Option<ScaleKind>) -> Vec<u8> {
     let path = temp_path("limits-small");
-    let options = WriterOptions {
-        page_rows: 4,
-        block_bytes: 64,
-        ..WriterOptions::default()
-    };
+    let options = WriterOptions::default()
+        .with_page_rows(4)
+        .with_block_bytes(64);
     let mut w = DatasetWriter::create(&path, 10, options).unwrap();
     w.set_scaling(scale).unwrap();
     let mut rows = SparseBatch::with_cols(10).unwrap();
@@ -310,12 +308,10 @@ fn a_page_wider_than_its_file_is_an_error_in_every_mode() {
     named(&ds.verify(|_| {}).unwrap_err());
     for mode in [Mode::Exact, Mode::Page] {
         for strategy in [Strategy::CorgiPile, Strategy::NoShuffle, Strategy::Mrs] {
-            let options = LoaderOptions {
-                mode,
-                strategy,
-                batch_rows: 16,
-                ..LoaderOptions::default()
-            };
+            let options = LoaderOptions::default()
+                .with_mode(mode)
+                .with_strategy(strategy)
+                .with_batch_rows(16);
             let loader = Loader::new(std::sync::Arc::clone(&ds), options).unwrap();
             let first = loader.epoch(0).and_then(|mut e| e.next().unwrap());
             named(&first.unwrap_err());

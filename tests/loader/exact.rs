@@ -70,17 +70,15 @@ fn exact_batches_hold_the_traced_rows_of_the_file() {
             (Some(FormatKind::TocFull), FormatKind::TocFull),
         ] {
             for (memory, double_buffer) in [(usize::MAX, true), (0, true), (0, false)] {
-                let options = LoaderOptions {
-                    strategy,
-                    mode: Mode::Exact,
-                    batch_rows: 70,
-                    trace: true,
-                    format,
-                    memory,
-                    double_buffer,
-                    scratch_dir: Some(std::env::temp_dir()),
-                    ..LoaderOptions::default()
-                };
+                let options = LoaderOptions::default()
+                    .with_strategy(strategy)
+                    .with_mode(Mode::Exact)
+                    .with_batch_rows(70)
+                    .with_trace(true)
+                    .with_format(format)
+                    .with_memory(memory)
+                    .with_double_buffer(double_buffer)
+                    .with_scratch_dir(Some(std::env::temp_dir()));
                 let loader = Loader::new(Arc::clone(&ds), options).unwrap();
                 for epoch in 0..2 {
                     let mut stream = Vec::new();
@@ -129,13 +127,11 @@ fn rows_left_over_between_buffers_stay_the_same_rows() {
         Strategy::BlockOnly,
     ] {
         for batch_rows in [33, 250] {
-            let options = LoaderOptions {
-                strategy,
-                mode: Mode::Exact,
-                batch_rows,
-                trace: true,
-                ..LoaderOptions::default()
-            };
+            let options = LoaderOptions::default()
+                .with_strategy(strategy)
+                .with_mode(Mode::Exact)
+                .with_batch_rows(batch_rows)
+                .with_trace(true);
             let loader = Loader::open(&path, options).unwrap();
             let mut seen = Vec::new();
             for batch in loader.epoch(3).unwrap() {

@@ -36,11 +36,9 @@ pub(crate) fn write_file(
     block_bytes: usize,
 ) -> PathBuf {
     let path = temp_path("data");
-    let options = WriterOptions {
-        page_rows,
-        block_bytes,
-        ..WriterOptions::default()
-    };
+    let options = WriterOptions::default()
+        .with_page_rows(page_rows)
+        .with_block_bytes(block_bytes);
     let mut w = DatasetWriter::create(&path, rows.n_cols(), options).unwrap();
     w.push(rows, labels).unwrap();
     w.finish().unwrap();
@@ -48,13 +46,11 @@ pub(crate) fn write_file(
 }
 
 fn options(strategy: Strategy, mode: Mode) -> LoaderOptions {
-    LoaderOptions {
-        strategy,
-        mode,
-        trace: true,
-        scratch_dir: Some(std::env::temp_dir()),
-        ..LoaderOptions::default()
-    }
+    LoaderOptions::default()
+        .with_strategy(strategy)
+        .with_mode(mode)
+        .with_trace(true)
+        .with_scratch_dir(Some(std::env::temp_dir()))
 }
 
 /// Runs one epoch, checking every batch's rows against the labels (label
@@ -117,15 +113,7 @@ proptest! {
         let mode = if page_mode { Mode::Page } else { Mode::Exact };
         let mut seen = Vec::new();
         for worker in 0..workers {
-            let loader = Loader::new(Arc::clone(&ds), LoaderOptions {
-                batch_rows,
-                workers,
-                worker,
-                double_buffer,
-                seed,
-                buffer: Buffer::Fraction(fraction),
-                ..options(strategy, mode)
-            }).unwrap();
+            let loader = Loader::new(Arc::clone(&ds), (options(strategy, mode)).with_batch_rows(batch_rows).with_workers(workers).with_worker(worker).with_double_buffer(double_buffer).with_seed(seed).with_buffer(Buffer::Fraction(fraction))).unwrap();
             for epoch in 0..2 {
                 let (stream, replayed) = run_epoch(&loader, epoch);
                 if epoch == 0 {
@@ -175,11 +163,9 @@ fn same_seed_same_order_whatever_the_buffering() {
     for strategy in Strategy::ALL {
         for mode in [Mode::Exact, Mode::Page] {
             let order = |double_buffer, seed, epoch| {
-                let o = LoaderOptions {
-                    double_buffer,
-                    seed,
-                    ..options(strategy, mode)
-                };
+                let o = (options(strategy, mode))
+                    .with_double_buffer(double_buffer)
+                    .with_seed(seed);
                 run_epoch(&Loader::open(&path, o).unwrap(), epoch)
             };
             let base = order(true, 5, 1);
@@ -205,11 +191,9 @@ fn workers_share_the_block_permutation() {
     let single = Loader::new(Arc::clone(&ds), options(Strategy::CorgiPile, Mode::Exact)).unwrap();
     let mut joined = Vec::new();
     for worker in 0..3 {
-        let o = LoaderOptions {
-            worker,
-            workers: 3,
-            ..options(Strategy::CorgiPile, Mode::Exact)
-        };
+        let o = (options(Strategy::CorgiPile, Mode::Exact))
+            .with_worker(worker)
+            .with_workers(3);
         joined.extend(Loader::new(Arc::clone(&ds), o).unwrap().block_order(4));
     }
     assert_eq!(joined, single.block_order(4));
@@ -225,10 +209,7 @@ fn a_corrupt_block_is_an_error_from_the_iterator() {
     std::fs::write(&path, &bytes).unwrap();
     for strategy in Strategy::ALL {
         for double_buffer in [false, true] {
-            let o = LoaderOptions {
-                double_buffer,
-                ..options(strategy, Mode::Exact)
-            };
+            let o = (options(strategy, Mode::Exact)).with_double_buffer(double_buffer);
             let result: Result<Vec<_>, Error> = match Loader::open(&path, o) {
                 Ok(loader) => loader.epoch(0).unwrap().collect(),
                 // Shuffle Once reads the whole file while copying it.
@@ -260,23 +241,10 @@ fn bad_options_are_errors_and_risky_ones_warn() {
     let path = write_file(&rows, &labels, 250, 100_000);
     let bad = |o: LoaderOptions| matches!(Loader::open(&path, o), Err(Error::BadArgument { .. }));
     let base = options(Strategy::CorgiPile, Mode::Exact);
-    assert!(bad(LoaderOptions {
-        batch_rows: 0,
-        ..base.clone()
-    }));
-    assert!(bad(LoaderOptions {
-        worker: 2,
-        workers: 2,
-        ..base.clone()
-    }));
-    assert!(bad(LoaderOptions {
-        buffer: Buffer::Fraction(0.0),
-        ..base.clone()
-    }));
-    assert!(bad(LoaderOptions {
-        buffer: Buffer::Fraction(f64::NAN),
-        ..base.clone()
-    }));
+    assert!(bad(base.clone().with_batch_rows(0)));
+    assert!(bad(base.clone().with_worker(2).with_workers(2)));
+    assert!(bad(base.clone().with_buffer(Buffer::Fraction(0.0))));
+    assert!(bad(base.clone().with_buffer(Buffer::Fraction(f64::NAN))));
     // One block: the buffer holds all of it, a full shuffle, so no buffer
     // warning; 250-row pages for 250-row batches: the page mode warning.
     let loader = Loader::open(&path, options(Strategy::CorgiPile, Mode::Page)).unwrap();
@@ -307,10 +275,7 @@ fn auto_mode_shuffles_rows_and_says_what_the_label_mix_shows() {
         (250, 250, "a mini-batch spans 1 of the file's pages"),
     ] {
         let path = write_file(&rows, &mixed, page_rows, 100_000);
-        let o = LoaderOptions {
-            batch_rows,
-            ..LoaderOptions::default()
-        };
+        let o = LoaderOptions::default().with_batch_rows(batch_rows);
         let loader = Loader::open(&path, o).unwrap();
         assert_eq!(loader.mode(), Mode::Exact, "{page_rows}-row pages");
         let reason = &loader.mode_choice().reason;
@@ -351,11 +316,9 @@ fn a_corrupt_block_in_a_later_read_ahead_group_errors_in_order() {
     bytes[at + block.len() / 2] ^= 0x10;
     std::fs::write(&path, &bytes).unwrap();
     let run = |double_buffer| {
-        let o = LoaderOptions {
-            double_buffer,
-            memory: 0,
-            ..options(Strategy::NoShuffle, Mode::Page)
-        };
+        let o = (options(Strategy::NoShuffle, Mode::Page))
+            .with_double_buffer(double_buffer)
+            .with_memory(0);
         let loader = Loader::open(&path, o).unwrap();
         let mut seen = Vec::new();
         for batch in loader.epoch(0).unwrap() {
@@ -396,12 +359,10 @@ fn several_read_ahead_threads_deliver_blocks_in_the_epoch_order() {
         (Strategy::NoShuffle, Mode::Page),
     ] {
         let run = |double_buffer, epoch| {
-            let o = LoaderOptions {
-                double_buffer,
-                memory: 0,
-                buffer: Buffer::Fraction(0.2),
-                ..options(strategy, mode)
-            };
+            let o = (options(strategy, mode))
+                .with_double_buffer(double_buffer)
+                .with_memory(0)
+                .with_buffer(Buffer::Fraction(0.2));
             let loader = Loader::open(&path, o).unwrap();
             let mut seen = Vec::new();
             for batch in loader.epoch(epoch).unwrap() {

@@ -22,14 +22,12 @@ fn clustered() -> (SparseBatch, Vec<f64>) {
 fn quality(path: &std::path::Path, strategy: Strategy, mode: Mode) -> ShuffleQuality {
     let ds = Arc::new(Dataset::open(path).unwrap());
     let labels = labels_in_file_order(&ds).unwrap();
-    let options = LoaderOptions {
-        strategy,
-        mode,
-        trace: true,
-        buffer: Buffer::Fraction(0.1),
-        scratch_dir: Some(std::env::temp_dir()),
-        ..LoaderOptions::default()
-    };
+    let options = LoaderOptions::default()
+        .with_strategy(strategy)
+        .with_mode(mode)
+        .with_trace(true)
+        .with_buffer(Buffer::Fraction(0.1))
+        .with_scratch_dir(Some(std::env::temp_dir()));
     let loader = Loader::new(ds, options).unwrap();
     let mut epoch = loader.epoch(0).unwrap();
     for batch in epoch.by_ref() {

@@ -59,12 +59,10 @@ fn models() -> Vec<(&'static str, Model)> {
 fn generate(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
     for scale in [ScaleKind::MaxAbs, ScaleKind::Standard] {
-        let options = WriterOptions {
-            page_rows: 8,
-            block_bytes: 100,
-            schema: SCHEMA.into(),
-            ..WriterOptions::default()
-        };
+        let options = WriterOptions::default()
+            .with_page_rows(8)
+            .with_block_bytes(100)
+            .with_schema(SCHEMA.into());
         let path = dir.join(format!("{scale}.toc"));
         let mut w = DatasetWriter::create(&path, COLS, options).unwrap();
         w.set_scaling(Some(scale)).unwrap();

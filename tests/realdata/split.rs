@@ -33,11 +33,9 @@ fn holdout_splits_rows_by_hash_and_refits_the_scaling() {
     let labels: Vec<f64> = (0..n).map(|i| i as f64).collect(); // the row number
     for (page_rows, block_bytes) in [(10, 200), (64, 1 << 20)] {
         let src = temp_path(&format!("split-src-{page_rows}"));
-        let options = WriterOptions {
-            page_rows,
-            block_bytes,
-            ..WriterOptions::default()
-        };
+        let options = WriterOptions::default()
+            .with_page_rows(page_rows)
+            .with_block_bytes(block_bytes);
         let mut w = DatasetWriter::create(&src, 5, options).unwrap();
         w.set_scaling(Some(ScaleKind::MaxAbs)).unwrap();
         w.push(&batch, &labels).unwrap();

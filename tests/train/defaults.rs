@@ -67,7 +67,7 @@ fn training_applies_the_files_stored_scaling_by_default() {
     let accuracy = |scale: Scale| {
         let loader = Loader::new(Arc::clone(&dataset), LoaderOptions::default()).unwrap();
         let mut model = Model::new(ModelKind::Logistic, 20, 0).unwrap();
-        let options = TrainOptions { scale, ..sgd() };
+        let options = sgd().with_scale(scale);
         let _ = train(&mut model, &loader, &options, None, |_| {});
         (
             model.scaling().cloned(),
@@ -216,20 +216,10 @@ fn trainer_fits_files_and_rows_and_predicts_rows_without_labels() {
         .unwrap();
     assert_eq!(fitted.reports.len(), 4);
     let dataset = Arc::new(Dataset::open(&path).unwrap());
-    let loader = Loader::new(
-        Arc::clone(&dataset),
-        LoaderOptions {
-            seed: 5,
-            ..LoaderOptions::default()
-        },
-    )
-    .unwrap();
+    let loader = Loader::new(Arc::clone(&dataset), LoaderOptions::default().with_seed(5)).unwrap();
     let mut by_hand = Model::new(ModelKind::Logistic, 20, 5).unwrap();
     by_hand.set_schema(&dataset.info().schema);
-    let options = TrainOptions {
-        epochs: 4,
-        ..TrainOptions::default()
-    };
+    let options = TrainOptions::default().with_epochs(4);
     train(&mut by_hand, &loader, &options, None, |_| {}).unwrap();
     assert_eq!(fitted.model, by_hand);
 

@@ -20,12 +20,10 @@ mod setup;
 fn mushrooms_file(format: FormatKind, page_rows: usize) -> PathBuf {
     let (rows, labels) = load("mushrooms", usize::MAX);
     let path = crate::support::temp_path(format.name());
-    let options = WriterOptions {
-        page_rows,
-        block_bytes: 8192,
-        format,
-        ..WriterOptions::default()
-    };
+    let options = WriterOptions::default()
+        .with_page_rows(page_rows)
+        .with_block_bytes(8192)
+        .with_format(format);
     let mut w = DatasetWriter::create(&path, rows.n_cols(), options).unwrap();
     w.push(&rows, &labels).unwrap();
     w.finish().unwrap();
@@ -36,23 +34,14 @@ fn mushrooms_file(format: FormatKind, page_rows: usize) -> PathBuf {
 fn logistic_regression_learns_mushrooms_through_corgipile() {
     let path = mushrooms_file(FormatKind::TocFull, 50);
     for mode in [Mode::Exact, Mode::Page] {
-        let loader = Loader::open(
-            &path,
-            LoaderOptions {
-                mode,
-                seed: 3,
-                ..LoaderOptions::default()
-            },
-        )
-        .unwrap();
+        let loader =
+            Loader::open(&path, LoaderOptions::default().with_mode(mode).with_seed(3)).unwrap();
         let mut model = Model::new(ModelKind::Logistic, 98, 0).unwrap();
-        let options = TrainOptions {
-            epochs: 10,
-            learning_rate: 1.0,
-            l2: 1e-5,
-            optimizer: tocpile::model::Optimizer::Sgd,
-            ..TrainOptions::default()
-        };
+        let options = TrainOptions::default()
+            .with_optimizer(tocpile::model::Optimizer::Sgd)
+            .with_epochs(10)
+            .with_learning_rate(1.0)
+            .with_l2(1e-5);
         let mut seen = 0;
         let eval = std::sync::Arc::clone(loader.dataset());
         let reports = train(&mut model, &loader, &options, Some(&eval), |r| {
@@ -87,21 +76,18 @@ fn the_same_model_from_every_page_format_and_buffering() {
         let path = mushrooms_file(format, 50);
         let loader = Loader::open(
             &path,
-            LoaderOptions {
-                strategy: Strategy::NoShuffle,
-                mode: Mode::Page,
-                double_buffer,
-                ..LoaderOptions::default()
-            },
+            LoaderOptions::default()
+                .with_strategy(Strategy::NoShuffle)
+                .with_mode(Mode::Page)
+                .with_double_buffer(double_buffer),
         )
         .unwrap();
         let mut model = Model::new(ModelKind::Svm, 98, 0).unwrap();
-        let options = TrainOptions {
-            epochs: 1,
-            l2: 1e-3,
-            optimizer: tocpile::model::Optimizer::Sgd,
-            ..TrainOptions::default()
-        };
+        let options = TrainOptions::default()
+            .with_optimizer(tocpile::model::Optimizer::Sgd)
+            .with_learning_rate(TrainOptions::default().learning_rate)
+            .with_epochs(1)
+            .with_l2(1e-3);
         train(&mut model, &loader, &options, None, |_| {}).unwrap();
         models.push((format, model.params()));
         std::fs::remove_file(&path).unwrap();
@@ -125,22 +111,18 @@ fn divergence_names_the_epoch_and_rate() {
     let path = write_file(&rows, &big, 50, 4096);
     let loader = Loader::open(&path, LoaderOptions::default()).unwrap();
     let mut model = Model::new(ModelKind::LinearRegression, 98, 0).unwrap();
-    let options = TrainOptions {
-        learning_rate: 10.0,
-        optimizer: tocpile::model::Optimizer::Sgd,
-        ..TrainOptions::default()
-    };
+    let options = TrainOptions::default()
+        .with_optimizer(tocpile::model::Optimizer::Sgd)
+        .with_learning_rate(10.0);
     match train(&mut model, &loader, &options, None, |_| {}) {
         Err(e @ Error::Diverged { epoch: 0, .. }) => {
             assert!(e.to_string().contains("learning rate 10"), "{e}");
         }
         other => panic!("expected divergence in epoch 0, got {other:?}"),
     }
-    let bad = TrainOptions {
-        learning_rate: -1.0,
-        optimizer: tocpile::model::Optimizer::Sgd,
-        ..TrainOptions::default()
-    };
+    let bad = TrainOptions::default()
+        .with_optimizer(tocpile::model::Optimizer::Sgd)
+        .with_learning_rate(-1.0);
     assert!(matches!(
         train(&mut model, &loader, &bad, None, |_| {}),
         Err(Error::BadArgument { .. })
@@ -163,11 +145,7 @@ fn the_split_gradient_trains_the_one_thread_model() {
     let path = mushrooms_file(FormatKind::TocFull, 50);
     let loader = Loader::open(
         &path,
-        LoaderOptions {
-            mode: Mode::Page,
-            seed: 5,
-            ..LoaderOptions::default()
-        },
+        LoaderOptions::default().with_mode(Mode::Page).with_seed(5),
     )
     .unwrap();
     for kind in [
@@ -177,13 +155,11 @@ fn the_split_gradient_trains_the_one_thread_model() {
     ] {
         let run = |split_gradient| {
             let mut model = Model::new(kind.clone(), 98, 0).unwrap();
-            let options = TrainOptions {
-                epochs: 3,
-                learning_rate: 0.05,
-                split_gradient,
-                optimizer: tocpile::model::Optimizer::Sgd,
-                ..TrainOptions::default()
-            };
+            let options = TrainOptions::default()
+                .with_optimizer(tocpile::model::Optimizer::Sgd)
+                .with_epochs(3)
+                .with_learning_rate(0.05)
+                .with_split_gradient(split_gradient);
             let reports = train(&mut model, &loader, &options, None, |_| {}).unwrap();
             (model.params(), reports.last().unwrap().train)
         };
@@ -213,20 +189,16 @@ fn the_model_bits_do_not_depend_on_the_memory_budget() {
             .map(|memory| {
                 let loader = Loader::open(
                     &path,
-                    LoaderOptions {
-                        mode,
-                        seed: 5,
-                        memory,
-                        ..LoaderOptions::default()
-                    },
+                    LoaderOptions::default()
+                        .with_mode(mode)
+                        .with_seed(5)
+                        .with_memory(memory),
                 )
                 .unwrap();
                 let mut model = Model::new(ModelKind::Logistic, 98, 0).unwrap();
-                let options = TrainOptions {
-                    epochs: 3,
-                    split_gradient: true,
-                    ..TrainOptions::default()
-                };
+                let options = TrainOptions::default()
+                    .with_epochs(3)
+                    .with_split_gradient(true);
                 train(&mut model, &loader, &options, None, |_| {}).unwrap();
                 model.to_bytes()
             })

@@ -33,15 +33,9 @@ fn labelled(labels: &[f64]) -> Arc<Dataset> {
 /// three epochs, the default options.
 fn by_hand(mut model: Model, dataset: &Arc<Dataset>, eval: Option<&Arc<Dataset>>) -> Model {
     model.set_schema(&dataset.info().schema);
-    let options = LoaderOptions {
-        seed: 3,
-        ..LoaderOptions::default()
-    };
+    let options = LoaderOptions::default().with_seed(3);
     let loader = Loader::new(Arc::clone(dataset), options).unwrap();
-    let options = TrainOptions {
-        epochs: 3,
-        ..TrainOptions::default()
-    };
+    let options = TrainOptions::default().with_epochs(3);
     train(&mut model, &loader, &options, eval, |_| {}).unwrap();
     model
 }

@@ -109,10 +109,7 @@ fn measure(batches: &[SparseBatch]) -> Result<String, String> {
     let (mut flat, mut v2) = (0, 0);
     let mut blobs: Vec<Vec<Vec<u8>>> = Vec::new();
     for (name, adaptive) in VARIANTS {
-        let mut encoder = Encoder::new(EncodeOptions {
-            adaptive,
-            ..EncodeOptions::default()
-        });
+        let mut encoder = Encoder::new(EncodeOptions::default().with_adaptive(adaptive));
         let mut bytes = 0usize;
         let mut pages = Vec::new();
         (flat, v2) = (0, 0);

@@ -73,14 +73,8 @@ fn toc_options() -> [EncodeOptions; 6] {
         EncodeOptions::level(Level::Sparse),
         EncodeOptions::level(Level::Logical),
         EncodeOptions::paper(),
-        EncodeOptions {
-            int_dictionary: false,
-            ..EncodeOptions::default()
-        },
-        EncodeOptions {
-            adaptive: Adaptive::NONE,
-            ..EncodeOptions::default()
-        },
+        EncodeOptions::default().with_int_dictionary(false),
+        EncodeOptions::default().with_adaptive(Adaptive::NONE),
         EncodeOptions::default(),
     ]
 }
@@ -270,10 +264,7 @@ pub fn speed(all: &SparseBatch, reps: usize) -> Result<Speed, String> {
             .collect()
     };
     let toc_bits = encode_all(EncodeOptions::default())?;
-    let toc_bytes = encode_all(EncodeOptions {
-        packing: Packing::Bytes,
-        ..EncodeOptions::default()
-    })?;
+    let toc_bytes = encode_all(EncodeOptions::default().with_packing(Packing::Bytes))?;
     let toc_paper = encode_all(EncodeOptions::paper())?;
     let gz: Vec<Vec<u8>> = dense.iter().map(|d| gzip(d, Vec::new())).collect();
     let mut snap_enc = snap::raw::Encoder::new();

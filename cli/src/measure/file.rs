@@ -68,10 +68,7 @@ pub fn file_sizes(path: &Path, args: &InputArgs) -> Result<Option<FileSizes>, Fa
     }
     let (text, [gzip, zstd, xz]) = compress_text(path)?;
     let out = std::env::temp_dir().join(format!("tocpile-file-figure-{}.toc", std::process::id()));
-    let options = WriterOptions {
-        schema: input.schema_text(),
-        ..WriterOptions::default()
-    };
+    let options = WriterOptions::default().with_schema(input.schema_text());
     let what = format!("encoding {} with the defaults", path.display());
     let written = write_dataset(&mut input, &out, options, ScaleOpt::Maxabs, &what);
     let toc = written.map(|info| info.file_bytes);

@@ -123,15 +123,13 @@ pub fn start(
     let name = model.scaling().map_or("none", |s| s.kind().name());
     model.set_schema(&dataset.info().schema);
     // The scaling is set: training keeps it rather than fitting it again.
-    let options = TrainOptions {
-        epochs: usize::try_from(args.epochs).unwrap_or(usize::MAX),
-        learning_rate: args.learning_rate(),
-        decay: args.decay,
-        l2: args.l2,
-        optimizer: args.optimizer.rule(),
-        split_gradient: args.gradient_threads > 1,
-        scale: Scale::Model,
-        ..TrainOptions::default()
-    };
+    let options = TrainOptions::default()
+        .with_optimizer(args.optimizer.rule())
+        .with_epochs(usize::try_from(args.epochs).unwrap_or(usize::MAX))
+        .with_learning_rate(args.learning_rate())
+        .with_decay(args.decay)
+        .with_l2(args.l2)
+        .with_split_gradient(args.gradient_threads > 1)
+        .with_scale(Scale::Model);
     Ok((model, options, name))
 }
