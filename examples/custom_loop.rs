@@ -66,6 +66,9 @@ fn log_loss(margin: f64, label: f64) -> f64 {
     z.max(0.0) + (-z.abs()).exp().ln_1p()
 }
 
+// The options are set field by field, which also compiles where an
+// options struct is `#[non_exhaustive]` (a struct literal would not).
+#[allow(clippy::field_reassign_with_default)]
 fn main() -> Result<(), tocpile::Error> {
     let input = std::env::args()
         .nth(1)

@@ -23,7 +23,9 @@ fn main() -> Result<(), tocpile::Error> {
     //    when income / 1000 + age > 90, with 3% of the labels flipped.
     let mut seed = 42u64;
     let mut uniform = move || {
-        (seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17);
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
         (seed >> 11) as f64 / (1u64 << 53) as f64
     };
     let (mut rows, mut labels) = (Vec::new(), Vec::new());
