@@ -28,7 +28,7 @@ const P: usize = 20;
 const BATCHES: usize = 20;
 
 fn kernels(c: &mut Criterion) {
-    for name in support::DATASETS {
+    for name in support::available_datasets() {
         let (all, _) = support::load(name, 20_000);
         let batches: Vec<_> = support::batches(&support::shuffled(&all, 42), 250)
             .into_iter()

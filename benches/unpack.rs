@@ -32,7 +32,7 @@ fn bitvec_unpack(payload: &[u8], width: u8, count: usize, out: &mut Vec<u32>) {
 }
 
 fn unpacking(c: &mut Criterion) {
-    for name in support::DATASETS {
+    for name in support::available_datasets() {
         let (rows, _) = support::load(name, 50 * PAGES);
         let blobs: Vec<Vec<u8>> = support::batches(&rows, 50)
             .iter()

@@ -174,3 +174,8 @@ pub use sparse::{SparseBatch, MAX_COLS};
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The code blocks of docs/DISTRIBUTED.md, compiled and run as doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/DISTRIBUTED.md")]
+pub struct DistributedDoctests;

@@ -1,5 +1,6 @@
 //! What tocpile's measurements share, outside the library (which needs
-//! none of it): the shared datasets of `../shared/data` loaded by name
+//! none of it): the datasets of `../shared/data` (the three smallest also
+//! in `data/`) loaded by name
 //! through the library's LIBSVM reader, shuffled with its seeded generator
 //! ([`tocpile::rng::Rng`], as the command line's `--shuffle`) and cut into
 //! batches; the dense bytes, gzip and CVI-with-bit-packing sizes the codec
@@ -36,6 +37,37 @@ pub const DATASETS: &[&str] = &[
     "flights3m",
 ];
 
+/// The datasets that ship in the repository's `data/` (about 1 MB,
+/// provenance in `data/README.md`): tests on them run in any clone.
+pub const BUILTIN_DATASETS: &[&str] = &["mushrooms", "coil2000", "census_fertility"];
+
+/// The reason given by tests that need a dataset only `../shared/data`
+/// has (they are `#[ignore]`d; CI runs them with `--include-ignored` when
+/// `../shared` is present).
+pub const NEEDS_SHARED: &str = "needs ../shared/data (mnist5k, nycflights13, flights3m)";
+
+/// Whether `name` (a base name, or one ending in `_cents`) is one of the
+/// [`BUILTIN_DATASETS`].
+pub fn is_builtin(name: &str) -> bool {
+    BUILTIN_DATASETS.contains(&name.strip_suffix("_cents").unwrap_or(name))
+}
+
+/// The [`DATASETS`] whose file is present: every one with `../shared`
+/// beside the checkout, the [`BUILTIN_DATASETS`] in a clone alone (the
+/// others named on stderr). For the benches, which measure what there is.
+pub fn available_datasets() -> Vec<&'static str> {
+    let (present, missing): (Vec<&str>, Vec<&str>) = DATASETS
+        .iter()
+        .partition(|name| dataset_path(name).exists());
+    if !missing.is_empty() {
+        eprintln!(
+            "not measured (no ../shared/data beside the checkout): {}",
+            missing.join(", ")
+        );
+    }
+    present
+}
+
 /// The mixed one-hot and decimal sets built from the shared datasets: the
 /// dataset's numeric columns (any value other than 1) divided by 100, as
 /// `tocpile ratio --decimals 2` does. Load them by these names.
@@ -47,7 +79,7 @@ pub const DECIMAL_DATASETS: &[&str] = &[
 ];
 
 /// Path of a dataset file: `../shared/data` beside the checkout, or the
-/// copy of mushrooms that ships in `data/`.
+/// copy in `data/` of the [`BUILTIN_DATASETS`] (the same bytes).
 pub fn dataset_path(name: &str) -> PathBuf {
     // This crate lives in `bench-data/` of the repository.
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");

@@ -9,12 +9,13 @@
 mod bench;
 mod bench_train;
 mod demo;
-mod distributed;
 mod encode;
 mod evaluate;
 mod input;
 mod measure;
 mod misuse;
+#[cfg(feature = "mpi")]
+mod mpi;
 mod output;
 mod predict;
 mod ratio;

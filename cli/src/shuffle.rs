@@ -97,7 +97,7 @@ fn parse_scheme(s: &str) -> Result<Option<Scheme>, String> {
 pub fn run(args: &ShuffleArgs) -> Outcome {
     #[cfg(feature = "mpi")]
     if tocpile::dist::Mpi::launched_size().is_some_and(|n| n > 1) {
-        return crate::distributed::on_mpi(|comm| on_rank(args, comm));
+        return crate::mpi::on_mpi(|comm| on_rank(args, comm));
     }
     let ranks = InProcess::group(args.workers as usize + 1)?;
     std::thread::scope(|s| {

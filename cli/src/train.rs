@@ -17,6 +17,7 @@ use crate::{Failure, Outcome};
 
 mod args;
 mod checks;
+mod distributed;
 mod json;
 mod plot;
 pub(crate) mod prepare;
@@ -82,7 +83,7 @@ pub fn warn(loader: &Loader) {
 
 pub fn run(args: &TrainArgs) -> Outcome {
     checks::outputs(args.save.as_deref(), args.plot.as_deref())?;
-    if let Some(outcome) = crate::distributed::train(args) {
+    if let Some(outcome) = distributed::train(args) {
         return outcome;
     }
     if args.save.is_some() && args.shuffle.len() > 1 {

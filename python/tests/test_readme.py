@@ -1,5 +1,5 @@
-"""The README's Python examples run as written (the PyTorch one against
-the stand-in torch module)."""
+"""The README's Python example and python/README.md's run as written
+(the PyTorch one against the stand-in torch module)."""
 
 import os
 import re
@@ -16,12 +16,10 @@ def python_blocks():
 
 def test_readme_examples_run(tmp_path, monkeypatch, capsys):
     blocks = python_blocks()
-    assert len(blocks) == 2
+    assert len(blocks) == 1
     monkeypatch.chdir(tmp_path)
     exec(compile(blocks[0], "README.md (Python)", "exec"), {})
     assert sorted(os.listdir(tmp_path)) == ["lr.model", "train.toc"]
-    fake_torch.install(monkeypatch)
-    exec(compile(blocks[1], "README.md (PyTorch)", "exec"), {})
 
 
 def test_python_readme_examples_run(tmp_path, monkeypatch, capsys):

@@ -1,4 +1,5 @@
-//! Round trip of every real dataset in ../shared/data, in 50- and 250-row
+//! Round trip of every real dataset (`data/`, and `../shared/data` for the
+//! ignored ones), in 50- and 250-row
 //! batches, through every encoder configuration, with one reused encoder
 //! per configuration (as a dataset writer uses it).
 
@@ -50,6 +51,7 @@ fn coil2000() {
 }
 
 #[test]
+#[ignore = "needs ../shared/data (mnist5k)"]
 fn mnist5k() {
     check_dataset("mnist5k");
 }
@@ -60,11 +62,13 @@ fn census_fertility() {
 }
 
 #[test]
+#[ignore = "needs ../shared/data (nycflights13)"]
 fn nycflights13() {
     check_dataset("nycflights13");
 }
 
 #[test]
+#[ignore = "needs ../shared/data (flights3m)"]
 fn flights3m() {
     check_dataset("flights3m");
 }

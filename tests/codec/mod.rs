@@ -2,5 +2,6 @@ mod datasets;
 mod errors;
 mod errors_v2;
 mod golden;
+mod integrity;
 mod paper_example;
 pub mod roundtrip;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 mod golden;
 mod prefetch;
 
-use crate::support::{batches, load, temp_path};
+use crate::support::{batches, load, temp_path, Sets};
 use tocpile::dataset::{Dataset, DatasetWriter, WriterOptions};
 use tocpile::formats::FormatKind;
 use tocpile::{Error, SparseBatch};
@@ -54,6 +54,16 @@ fn read_all(path: &PathBuf) -> (SparseBatch, Vec<f64>) {
 
 #[test]
 fn real_datasets_round_trip_for_several_layouts() {
+    round_trip_for_several_layouts(Sets::Shipped);
+}
+
+#[test]
+#[ignore = "needs ../shared/data (mnist5k, nycflights13, flights3m)"]
+fn shared_datasets_round_trip_for_several_layouts() {
+    round_trip_for_several_layouts(Sets::SharedOnly);
+}
+
+fn round_trip_for_several_layouts(sets: Sets) {
     for (name, max_rows) in [
         ("mushrooms", usize::MAX),
         ("coil2000", usize::MAX),
@@ -62,6 +72,9 @@ fn real_datasets_round_trip_for_several_layouts() {
         ("nycflights13", 20_000),
         ("flights3m", 30_000),
     ] {
+        if !sets.has(name) {
+            continue;
+        }
         let (all, labels) = load(name, max_rows);
         for (page_rows, block_bytes) in [(250, 4 << 20), (50, 20_000), (7, 777)] {
             for format in [FormatKind::TocFull, FormatKind::TocSparse] {

@@ -14,7 +14,7 @@ use ndarray::{s, Array1, Array2, ArrayView2, ShapeBuilder};
 use proptest::prelude::*;
 
 use crate::strategy::finite_batch;
-use crate::support::{assert_close, batches, load, numbers, DATASETS};
+use crate::support::{assert_close, batches, load, numbers, Sets};
 use tocpile::formats::{Batch, FormatKind};
 use tocpile::{SparseBatch, Workspace};
 
@@ -264,9 +264,19 @@ proptest! {
 
 #[test]
 fn formats_match_dense_math_on_every_dataset() {
+    formats_match_dense_math_on(Sets::Shipped);
+}
+
+#[test]
+#[ignore = "needs ../shared/data (mnist5k, nycflights13, flights3m)"]
+fn formats_match_dense_math_on_the_shared_datasets() {
+    formats_match_dense_math_on(Sets::SharedOnly);
+}
+
+fn formats_match_dense_math_on(sets: Sets) {
     // One workspace across shapes and formats: reuse must not leak state.
     let mut ws = Workspace::new();
-    for (d, name) in DATASETS.iter().enumerate() {
+    for (d, name) in sets.plain() {
         let (all, _) = load(name, 500);
         for (i, b) in batches(&all, 250).iter().enumerate() {
             check_batch(b, &mut ws, (d * 100 + i) as u64);

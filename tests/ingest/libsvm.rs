@@ -8,7 +8,7 @@ use std::io::Cursor;
 use proptest::prelude::*;
 
 use super::{bits, gzip_bytes, read_all, TempFile};
-use crate::support::{dataset_cols, dataset_path, load, DATASETS};
+use crate::support::{dataset_cols, dataset_path, load, Sets};
 use tocpile::ingest::libsvm::{LibsvmOptions, LibsvmReader};
 use tocpile::SparseBatch;
 
@@ -204,12 +204,18 @@ fn an_empty_file_has_no_rows_and_no_columns() {
 /// in every row.
 #[test]
 fn real_datasets_match_the_reference_loader() {
-    for &name in DATASETS {
+    datasets_match_the_reference_loader(Sets::Shipped);
+}
+
+#[test]
+#[ignore = "needs ../shared/data (mnist5k, nycflights13, flights3m)"]
+fn shared_datasets_match_the_reference_loader() {
+    datasets_match_the_reference_loader(Sets::SharedOnly);
+}
+
+fn datasets_match_the_reference_loader(sets: Sets) {
+    for (_, name) in sets.plain() {
         let path = dataset_path(name);
-        if !path.exists() {
-            eprintln!("skipping {name}: {} not found", path.display());
-            continue;
-        }
         let max_rows = if name == "flights3m" {
             100_000
         } else {

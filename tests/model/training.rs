@@ -101,6 +101,7 @@ fn svm_learns_mushrooms() {
 }
 
 #[test]
+#[ignore = "needs ../shared/data (mnist5k)"]
 fn mlp_loss_decreases_on_mnist() {
     let pages = dataset_pages("mnist5k", 400, 50, 1.0 / 255.0);
     let mut model = Model::new(ModelKind::mlp(10), 784, 7).unwrap();
@@ -117,6 +118,7 @@ fn mlp_loss_decreases_on_mnist() {
 }
 
 #[test]
+#[ignore = "needs ../shared/data (mnist5k)"]
 fn softmax_learns_mnist() {
     let pages = dataset_pages("mnist5k", 1000, 100, 1.0 / 255.0);
     let mut model = Model::new(ModelKind::Softmax { classes: 10 }, 784, 0).unwrap();

@@ -1,5 +1,5 @@
 //! Test support: a minimal reader for the gzip'd LIBSVM files in
-//! `../shared/data`, independent of the library's `ingest` readers so that
+//! `data/` and `../shared/data`, independent of the library's `ingest` readers so that
 //! they can be tested against it (it only has to read trusted test data),
 //! and helpers shared by the tests. (Examples and benches load the shared
 //! datasets through the library, with `bench-data/`.)
@@ -20,9 +20,46 @@ use tocpile::SparseBatch;
 // below is the tests' own.
 #[allow(unused_imports)] // each test crate uses some of them
 pub use tocpile_bench_data::{
-    batches, cvi_bit_packed_len, dataset_cols, dataset_path, reorder, shuffle_order, shuffled,
-    sort_by_label, to_decimals, DATASETS, DECIMAL_DATASETS,
+    batches, cvi_bit_packed_len, dataset_cols, dataset_path, is_builtin, reorder, shuffle_order,
+    shuffled, sort_by_label, to_decimals, BUILTIN_DATASETS, DATASETS, DECIMAL_DATASETS,
 };
+
+/// Which datasets a test runs on: those shipped in `data/` (always), or
+/// those only `../shared/data` has (the `#[ignore]`d twin of the test).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sets {
+    /// The [`BUILTIN_DATASETS`] (and their `_cents` versions).
+    Shipped,
+    /// The rest of [`DATASETS`] (and their `_cents` versions).
+    SharedOnly,
+}
+
+impl Sets {
+    /// Whether dataset `name` belongs to this selection.
+    pub fn has(self, name: &str) -> bool {
+        is_builtin(name) == (self == Sets::Shipped)
+    }
+
+    /// [`DATASETS`] then [`DECIMAL_DATASETS`] with their index in that
+    /// chain (tests seed by it), only those of this selection.
+    pub fn with_decimals(self) -> impl Iterator<Item = (usize, &'static str)> {
+        DATASETS
+            .iter()
+            .chain(DECIMAL_DATASETS)
+            .copied()
+            .enumerate()
+            .filter(move |(_, name)| self.has(name))
+    }
+
+    /// [`DATASETS`] with their index, only those of this selection.
+    pub fn plain(self) -> impl Iterator<Item = (usize, &'static str)> {
+        DATASETS
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(move |(_, name)| self.has(name))
+    }
+}
 
 /// Reads at most `max_rows` rows of a dataset: the features as one batch
 /// (1-based indices shifted to 0-based) and the labels.

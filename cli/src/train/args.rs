@@ -150,7 +150,7 @@ pub struct TrainArgs {
     pub holdout: Option<f64>,
     /// Several ranks: --distributed, --ranks, --average-every.
     #[command(flatten)]
-    pub dist: crate::distributed::DistArgs,
+    pub dist: super::distributed::DistArgs,
 }
 
 impl TrainArgs {

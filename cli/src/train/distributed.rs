@@ -10,8 +10,8 @@ use clap::Args;
 use tocpile::dist::{train_distributed, Averaging, Communicator, DistributedReport, InProcess};
 use tocpile::loader::{Buffer, Loader, LoaderOptions, Mode};
 
+use super::{model_kind, prepare, warn, Table, TrainArgs};
 use crate::output::emit;
-use crate::train::{model_kind, prepare, warn, Table, TrainArgs};
 use crate::{Failure, Outcome};
 
 /// Most ranks `--ranks` runs as threads: each is a thread with its own
@@ -51,7 +51,7 @@ pub fn train(args: &TrainArgs) -> Option<Outcome> {
     {
         let launched = tocpile::dist::Mpi::launched_size().is_some_and(|n| n > 1);
         if dist.distributed || launched {
-            return Some(on_mpi(|comm| on_rank(args, comm)));
+            return Some(crate::mpi::on_mpi(|comm| on_rank(args, comm)));
         }
     }
     if dist.distributed {
@@ -67,20 +67,6 @@ pub fn train(args: &TrainArgs) -> Option<Outcome> {
         )));
     }
     None
-}
-
-/// Runs `f` on this process's MPI rank. An error ends the whole job
-/// (`MPI_Abort`, exit code 1) after printing it with the rank: the other
-/// ranks may be waiting for this one and would wait forever.
-#[cfg(feature = "mpi")]
-pub fn on_mpi(f: impl FnOnce(&tocpile::dist::Mpi) -> Outcome) -> Outcome {
-    let comm = tocpile::dist::Mpi::init()?;
-    let outcome = f(&comm);
-    if let (Err(Failure(message)), true) = (&outcome, comm.size() > 1) {
-        eprintln!("tocpile: rank {}: {message}", comm.rank());
-        comm.abort(1);
-    }
-    outcome
 }
 
 fn in_process(args: &TrainArgs, n: usize) -> Outcome {
