@@ -66,9 +66,6 @@ fn log_loss(margin: f64, label: f64) -> f64 {
     z.max(0.0) + (-z.abs()).exp().ln_1p()
 }
 
-// The options are set field by field, which also compiles where an
-// options struct is `#[non_exhaustive]` (a struct literal would not).
-#[allow(clippy::field_reassign_with_default)]
 fn main() -> Result<(), tocpile::Error> {
     let input = std::env::args()
         .nth(1)
@@ -80,10 +77,10 @@ fn main() -> Result<(), tocpile::Error> {
     let n_cols = write_dataset(&input, &path)?;
 
     // CorgiPile is the default strategy; said here for the reader.
-    let mut options = LoaderOptions::default();
-    options.strategy = Strategy::CorgiPile;
-    options.batch_rows = 100;
-    options.seed = 7;
+    let options = LoaderOptions::default()
+        .with_strategy(Strategy::CorgiPile)
+        .with_batch_rows(100)
+        .with_seed(7);
     let loader = Loader::open(&path, options)?;
 
     let mut model = Logistic {
