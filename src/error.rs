@@ -439,6 +439,7 @@ pub enum Error {
 
 // The messages, one per variant, live in error/display.rs.
 mod display;
+pub(crate) use display::Number;
 
 impl Error {
     /// An [`Error::Io`] for `path` (a file, or the name of an in-memory

@@ -58,7 +58,7 @@ fn infer_classes<S: Source>(name: &str, dataset: &Dataset<S>) -> Result<usize> {
                 column: "label".into(),
                 expected: "a class index (an integer in 0..65536; give the number of classes \
                            if some are absent)",
-                found: format!("{y}"),
+                found: crate::error::Number(y).to_string(),
             });
         }
         max = max.max(y);
