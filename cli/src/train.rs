@@ -48,14 +48,18 @@ pub fn model_kind(
 ) -> Result<ModelKind, Failure> {
     let classes = classes.map(|c| usize::try_from(c).unwrap_or(usize::MAX));
     match infer_kind(name, classes, dataset) {
-        Err(tocpile::Error::BadValue { row, found, .. }) => Err(Failure::about(
-            path,
-            format!(
-                "row {row}: label {found} is not a class index (an integer in 0..{}): \
+        Err(tocpile::Error::BadValue { row, found, .. }) => {
+            // A label of 1e300 said as such, not as 301 digits.
+            let found = found.parse::<f64>().map_or(found, crate::output::number);
+            Err(Failure::about(
+                path,
+                format!(
+                    "row {row}: label {found} is not a class index (an integer in 0..{}): \
                  {name} needs labels 0, 1, 2, ...; give --classes N if some classes are absent",
-                tocpile::train::MAX_CLASSES
-            ),
-        )),
+                    tocpile::train::MAX_CLASSES
+                ),
+            ))
+        }
         other => Ok(other?),
     }
 }
