@@ -144,6 +144,7 @@ pub(crate) fn _encode_csv<'py>(
                 block_bytes,
                 format,
                 schema: reader.schema().to_text(),
+                ..WriterOptions::default()
             };
             let mut writer = DatasetWriter::create(&path, reader.n_cols(), layout)?;
             writer.set_scaling(scale)?;
@@ -184,6 +185,7 @@ impl PyWriter {
             block_bytes,
             format,
             schema: schema.to_string(),
+            ..WriterOptions::default()
         };
         let mut writer = DatasetWriter::create(&path, n_cols, options).py_err()?;
         // Fitted in the same pass as the rows are written, stored in the

@@ -65,6 +65,10 @@ pub struct DecodeTree {
     pub(super) scratch: Vec<u32>,
     /// Decoded escape-coded elements (column gaps), scratch.
     pub(super) gaps: Vec<u64>,
+    /// Compact id of each shared node a version-3 page uses (0: unused;
+    /// all zero between builds), and the list of those nodes (scratch).
+    pub(super) shared_map: Vec<u32>,
+    pub(super) shared_list: Vec<u32>,
 }
 
 impl DecodeTree {
@@ -112,6 +116,8 @@ impl DecodeTree {
             &self.codes,
             &self.row_starts,
             &self.scratch,
+            &self.shared_map,
+            &self.shared_list,
         ];
         4 * u32s.iter().map(|v| v.capacity()).sum::<usize>()
             + 8 * (self.pair_vals.capacity() + self.gaps.capacity())

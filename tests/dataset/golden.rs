@@ -94,6 +94,8 @@ fn options(format: FormatKind) -> WriterOptions {
         block_bytes: 120,
         format,
         schema: SCHEMA.into(),
+        // Segments of two pages (file version 3 for TOC_FULL).
+        segment_rows: 10,
     }
 }
 

@@ -71,6 +71,9 @@ fn real_datasets_round_trip_for_several_layouts() {
                     block_bytes,
                     format,
                     schema: format!("schema of {name}"),
+                    // Several segments at every page size (the default,
+                    // 4,096 rows, would make one of small sets).
+                    segment_rows: 1000,
                 };
                 let info = write(&path, &all, &labels, options);
                 assert_eq!(info.n_rows, all.n_rows() as u64);
@@ -111,6 +114,8 @@ pub(super) fn small_file() -> (PathBuf, Vec<u8>) {
     let options = WriterOptions {
         page_rows: 16,
         block_bytes: 300,
+        // Four segments, each with its shared dictionary (version 3).
+        segment_rows: 32,
         ..WriterOptions::default()
     };
     write(&path, &all, &labels, options);
@@ -450,7 +455,7 @@ fn forged_integer_labels_are_read_or_refused() {
         .read_block(0)
         .is_err());
     assert!(matches!(
-        file(3, int_labels(&[0, 1], &[1, 0, 0, 1])),
-        Err(Error::InFile { error, .. }) if matches!(*error, Error::UnsupportedVersion { found: 3, .. })
+        file(4, int_labels(&[0, 1], &[1, 0, 0, 1])),
+        Err(Error::InFile { error, .. }) if matches!(*error, Error::UnsupportedVersion { found: 4, .. })
     ));
 }
