@@ -12,23 +12,25 @@
 //! A page is decodable given its segment's dictionary alone, so random
 //! access per block (and the CorgiPile block shuffle) keeps working.
 //!
-//! The dictionary is itself an encoded batch (version 1 or 2) whose
-//! complete decode tree (every node Algorithm 2 creates, kept with its
-//! id) is the shared tree: its first layer is every pair of the segment,
-//! sorted by column, and each of its rows `[p, k]` creates the node of
-//! parent `p` and key `k`. So the dictionary is validated by the checks
-//! every batch passes (`DecodeTree::build`), once per segment.
+//! The dictionary holds the segment's pairs as an encoded batch without
+//! rows (its first layer: every pair of the segment, sorted by column,
+//! with the value dictionary; validated by the checks every batch
+//! passes), then the shared nodes explicitly, numbered breadth first so
+//! that their parents never decrease: the parents as escape-coded gaps
+//! (a few bits each) and the keys as first-layer ids. It is validated
+//! once per segment.
 
 use std::sync::Arc;
 
 use hashbrown::HashMap;
 
 use super::encoder::{child_key, Encoder};
+use super::gaps::{best_width, running_totals, write_escaped};
 use super::layout::{self, FLAG_SHARED, FLAG_TREE, MAGIC};
 use super::{DecodeTree, TocBatch};
 use crate::error::{Error, Result};
 use crate::sparse::SparseBatch;
-use crate::wire::{write_packed, write_varint};
+use crate::wire::{bits_needed, read_packed, unpack_into, write_packed, write_varint, Reader};
 
 /// A segment's shared dictionary, validated: the complete decode tree of
 /// its bytes. Pages of [`TocBatch::version`] 3 refer to it
@@ -41,25 +43,56 @@ pub struct SharedDict {
 }
 
 impl SharedDict {
-    /// Validates `bytes` as a shared dictionary: an encoded batch of
-    /// [`Level::Full`] with a prefix tree, checked as
-    /// [`TocBatch::from_bytes`] checks every batch, whose complete decode
-    /// tree is kept.
+    /// Validates `bytes` as a shared dictionary (`docs/FORMAT.md`): the
+    /// pairs, an encoded batch of [`Level::Full`] with a prefix tree and
+    /// no rows, checked as [`TocBatch::from_bytes`] checks every batch;
+    /// then the nodes: as many parents as keys, every parent an earlier
+    /// node (not the root), every key a pair, and the key's column past
+    /// the column of the parent's last pair.
     ///
     /// # Errors
-    /// As [`TocBatch::from_bytes`]; [`Error::WrongFormat`] for a batch
-    /// without a tree or of another level (a version-3 page included).
+    /// As [`TocBatch::from_bytes`] for the pairs, [`Error::WrongFormat`]
+    /// for pairs without a tree, of another level or with rows;
+    /// [`Error::CodeOutOfRange`] for a parent or key out of range and
+    /// [`Error::ColumnsNotAscending`] for a key not past its parent
+    /// (`row` is the node's index among the shared nodes).
     pub fn from_bytes(bytes: Vec<u8>) -> Result<SharedDict> {
-        let layout = layout::parse(&bytes)?;
-        if layout.is_shared() || !layout.has_tree() || layout.flags & layout::FLAG_INDEXED == 0 {
+        let mut r = Reader::new(&bytes);
+        let pairs_len = r.varint("shared pairs length")?;
+        let pairs = r.bytes(pairs_len, "shared pairs")?;
+        let layout = layout::parse(pairs)?;
+        let not_pairs = layout.is_shared()
+            || !layout.has_tree()
+            || layout.flags & layout::FLAG_INDEXED == 0
+            || layout.n_rows() > 0;
+        if not_pairs {
             return Err(Error::WrongFormat {
-                expected: "a shared dictionary (a TOC_FULL batch with a prefix tree)",
+                expected: "the pairs of a shared dictionary (a TOC_FULL tree batch of no rows)",
                 found: "another TOC batch",
             });
         }
         let mut tree = DecodeTree::default();
-        tree.build(&bytes, &layout, false)?;
-        crate::limits::check_page_nnz(tree.decoded_nnz(), tree.n_rows(), tree.n_cols())?;
+        tree.build(pairs, &layout, false)?;
+        let parents = read_packed(&mut r, "shared node parents (escape-coded gaps)", false)?;
+        let keys = read_packed(&mut r, "shared node keys", false)?;
+        if r.remaining() > 0 {
+            return Err(Error::TrailingBytes {
+                offset: r.offset(),
+                len: r.remaining(),
+            });
+        }
+        let mut symbols = Vec::new();
+        let mut totals = Vec::new();
+        unpack_into(
+            parents.payload(&bytes),
+            parents.width,
+            parents.count,
+            &mut symbols,
+        );
+        let what = "shared node parents (one per key)";
+        running_totals(&symbols, &parents, keys.count, what, &mut totals)?;
+        unpack_into(keys.payload(&bytes), keys.width, keys.count, &mut symbols);
+        grow_shared(&mut tree, &totals, &symbols)?;
         tree.codes = Vec::new();
         tree.row_starts = Vec::new();
         tree.scratch = Vec::new();
@@ -93,6 +126,66 @@ impl SharedDict {
     pub fn heap_bytes(&self) -> usize {
         self.bytes.capacity() + self.tree.heap_bytes()
     }
+}
+
+/// Appends the shared nodes (`parents[i]`, `keys[i]`: node `n_first + i`)
+/// to the complete tree of the pairs, checking each.
+fn grow_shared(tree: &mut DecodeTree, parents: &[u64], keys: &[u32]) -> Result<()> {
+    let n_first = tree.parent.len();
+    let n = n_first + keys.len();
+    if n as u64 > u32::MAX as u64 {
+        return Err(Error::TooLarge {
+            what: "shared dictionary nodes",
+            value: n as u64,
+            max: u32::MAX as u64,
+        });
+    }
+    for v in [
+        &mut tree.parent,
+        &mut tree.key,
+        &mut tree.first,
+        &mut tree.depth,
+    ] {
+        v.reserve(keys.len());
+    }
+    for (i, (&p, &k)) in parents.iter().zip(keys).enumerate() {
+        let id = n_first + i;
+        if p == 0 || p >= id as u64 {
+            return Err(Error::CodeOutOfRange {
+                row: i,
+                position: 0,
+                code: p,
+                limit: id as u64,
+            });
+        }
+        if k == 0 || k as usize >= n_first {
+            return Err(Error::CodeOutOfRange {
+                row: i,
+                position: 1,
+                code: k as u64,
+                limit: n_first as u64,
+            });
+        }
+        let p = p as usize;
+        let (last, col) = (
+            tree.pair_cols[tree.key[p] as usize],
+            tree.pair_cols[k as usize],
+        );
+        if last >= col {
+            return Err(Error::ColumnsNotAscending {
+                row: i,
+                position: 1,
+                prev: last as u64,
+                col: col as u64,
+            });
+        }
+        tree.parent.push(p as u32);
+        tree.key.push(k);
+        let (first, depth) = (tree.first[p], tree.depth[p] + 1);
+        tree.first.push(first);
+        tree.depth.push(depth);
+    }
+    Ok(())
 }
 
 /// What the encoder learned from a segment: the dictionary and the maps
@@ -156,30 +249,45 @@ impl Encoder {
         }
         // Keep the used nodes and their ancestors (parents have smaller
         // ids, so one descending pass closes the set).
-        let mut keep: Vec<bool> = uses.iter().map(|&u| u >= MIN_NODE_USES).collect();
+        let min_uses: u32 = std::env::var("TOCPILE_MIN_USES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(MIN_NODE_USES);
+        let mut keep: Vec<bool> = uses.iter().map(|&u| u >= min_uses).collect();
         for i in (0..n_created).rev() {
             if keep[i] && parent[i] >= n_first {
                 keep[(parent[i] - n_first) as usize] = true;
             }
         }
-        let mut new_id = vec![0u32; n_created];
-        let mut next = n_first;
-        let mut dict_codes = Vec::new();
+        // Breadth-first ids: a node's children (by key) follow every
+        // node numbered before it, so the parents never decrease.
+        let mut kids: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n_first as usize + n_created];
+        for i in (0..n_created).filter(|&i| keep[i]) {
+            kids[parent[i] as usize].push((key[i], i as u32 + n_first));
+        }
+        let mut new_id = vec![0u32; n_first as usize + n_created];
+        for (i, id) in new_id.iter_mut().enumerate().take(n_first as usize) {
+            *id = i as u32;
+        }
+        let mut queue: Vec<u32> = (1..n_first).collect();
+        let (mut parents, mut keys) = (Vec::new(), Vec::new());
         let mut children = HashMap::new();
-        for i in 0..n_created {
-            if !keep[i] {
-                continue;
+        let (mut next, mut at, mut last_parent) = (n_first, 0, 0u32);
+        while at < queue.len() {
+            let old = queue[at] as usize;
+            at += 1;
+            let mut list = std::mem::take(&mut kids[old]);
+            list.sort_unstable();
+            for (k, child) in list {
+                let p = new_id[old];
+                new_id[child as usize] = next;
+                children.insert(child_key(p, k), next);
+                parents.push((p - last_parent) as u64);
+                last_parent = p;
+                keys.push(k);
+                queue.push(child);
+                next += 1;
             }
-            let p = parent[i];
-            let p = if p < n_first {
-                p
-            } else {
-                new_id[(p - n_first) as usize]
-            };
-            new_id[i] = next;
-            children.insert(child_key(p, key[i]), next);
-            dict_codes.extend_from_slice(&[p, key[i]]);
-            next += 1;
         }
         let pair_ids: HashMap<(u32, u64), u32> = self
             .first_cols
@@ -188,20 +296,25 @@ impl Encoder {
             .enumerate()
             .map(|(i, (&c, &v))| ((c, v.to_bits()), i as u32 + 1))
             .collect();
-        // The dictionary: the segment's first layer, and a row [p, k] per
-        // kept node, written as a tree batch of Level::Full.
-        self.codes = dict_codes;
+        // The dictionary: the segment's first layer as a tree batch of
+        // Level::Full with no rows, then the nodes.
+        self.codes.clear();
         self.row_lens.clear();
-        self.row_lens.resize(self.codes.len() / 2, 2);
         let saved = self.options;
         self.options = super::EncodeOptions::default();
         self.options.adaptive.flat_pages = false;
-        let mut out = Vec::new();
-        out.extend_from_slice(&MAGIC);
-        out.push(1);
+        let mut pairs = Vec::new();
+        pairs.extend_from_slice(&MAGIC);
+        pairs.push(1);
         let empty = SparseBatch::with_cols(rows.n_cols())?;
-        self.full(&empty, &mut out);
+        self.full(&empty, &mut pairs);
         self.options = saved;
+        let mut out = Vec::new();
+        write_varint(&mut out, pairs.len() as u64);
+        out.extend_from_slice(&pairs);
+        let (width, _) = best_width(&parents, false);
+        write_escaped(&mut out, &parents, width, &mut self.scratch);
+        write_packed(&mut out, &keys, bits_needed(n_first - 1));
         let dict = Arc::new(SharedDict::from_bytes(out)?);
         debug_assert_eq!(dict.n_nodes(), next as usize);
         Ok(Some(SegmentModel {

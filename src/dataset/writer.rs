@@ -331,7 +331,7 @@ impl DatasetWriter {
         let model = Encoder::new(EncodeOptions::default()).learn_segment(&segment)?;
         let starts: Vec<usize> = (0..full).step_by(page_rows).collect();
         let labels = &self.pending_labels;
-        let pages: Vec<Result<(Vec<u8>, usize, bool)>> = starts
+        let pages: Vec<Result<SegmentPage>> = starts
             .par_iter()
             .map_init(
                 || Encoder::new(EncodeOptions::default()),
@@ -346,12 +346,22 @@ impl DatasetWriter {
                 },
             )
             .collect();
-        let mut used = false;
-        for (page, &s) in pages.into_iter().zip(&starts) {
-            let (page, payload, shared) = page?;
-            used |= shared;
+        let pages = pages.into_iter().collect::<Result<Vec<_>>>()?;
+        // The dictionary pays when the pages it makes smaller save more
+        // than its own bytes; otherwise every page is self-contained.
+        let saved: usize = pages.iter().map(|p| p.own.len() - p.best().len()).sum();
+        let used = match &model {
+            Some(model) => saved > model.dict().as_bytes().len(),
+            None => false,
+        };
+        for (page, &s) in pages.iter().zip(&starts) {
             let n = (s + page_rows).min(full) - s;
-            self.append_page(&page, payload, &self.pending_labels[s..s + n].to_vec())?;
+            let payload = if used { page.best() } else { &page.own };
+            let labels = self.pending_labels[s..s + n].to_vec();
+            let mut out = page.head.clone();
+            write_varint(&mut out, payload.len() as u64);
+            out.extend_from_slice(payload);
+            self.append_page(&out, payload.len(), &labels)?;
         }
         self.close_block()?;
         if self.segment_blocks > 0 {
@@ -453,32 +463,44 @@ impl DatasetWriter {
     }
 }
 
-/// One page of a segment: self-contained or coded against the segment's
-/// dictionary, whichever is smaller (the dictionary's bytes are paid once
-/// per segment, whatever its pages choose). Returns the bytes, the
-/// payload's length and whether it uses the dictionary.
+/// One page of a segment, encoded both ways.
+struct SegmentPage {
+    /// Rows and labels, as the page starts.
+    head: Vec<u8>,
+    /// The page self-contained.
+    own: Vec<u8>,
+    /// The page coded against the segment's dictionary.
+    shared: Option<Vec<u8>>,
+}
+
+impl SegmentPage {
+    /// The smaller payload.
+    fn best(&self) -> &[u8] {
+        match &self.shared {
+            Some(shared) if shared.len() < self.own.len() => shared,
+            _ => &self.own,
+        }
+    }
+}
+
+/// One page of a segment, self-contained and (with a dictionary) coded
+/// against the segment's dictionary.
 fn encode_segment_page(
     encoder: &mut Encoder,
     model: Option<&SegmentModel>,
     batch: &SparseBatch,
     labels: &[f64],
-) -> Result<(Vec<u8>, usize, bool)> {
+) -> Result<SegmentPage> {
     let mut own = Vec::new();
     encoder.encode_into(batch, &mut own)?;
     let shared = match model {
         Some(model) => Some(encoder.encode_shared(batch, model)?.into_bytes()),
         None => None,
     };
-    let (payload, is_shared) = match shared {
-        Some(shared) if shared.len() < own.len() => (shared, true),
-        _ => (own, false),
-    };
-    let mut out = Vec::new();
-    write_varint(&mut out, batch.n_rows() as u64);
-    write_labels(labels, LabelsForm::of_version(FILE_VERSION), &mut out)?;
-    write_varint(&mut out, payload.len() as u64);
-    out.extend_from_slice(&payload);
-    Ok((out, payload.len(), is_shared))
+    let mut head = Vec::new();
+    write_varint(&mut head, batch.n_rows() as u64);
+    write_labels(labels, LabelsForm::of_version(FILE_VERSION), &mut head)?;
+    Ok(SegmentPage { head, own, shared })
 }
 
 /// One page: `rows labels payload_len payload`; returns the bytes and the

@@ -4,3 +4,4 @@ mod errors_v2;
 mod golden;
 mod paper_example;
 pub mod roundtrip;
+mod shared;
