@@ -249,11 +249,7 @@ impl Encoder {
         }
         // Keep the used nodes and their ancestors (parents have smaller
         // ids, so one descending pass closes the set).
-        let min_uses: u32 = std::env::var("TOCPILE_MIN_USES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(MIN_NODE_USES);
-        let mut keep: Vec<bool> = uses.iter().map(|&u| u >= min_uses).collect();
+        let mut keep: Vec<bool> = uses.iter().map(|&u| u >= MIN_NODE_USES).collect();
         for i in (0..n_created).rev() {
             if keep[i] && parent[i] >= n_first {
                 keep[(parent[i] - n_first) as usize] = true;

@@ -24,6 +24,9 @@ use crate::limits::try_reserve;
 const LOCAL: usize = 5;
 /// Marks a node that a code uses but that has no compact id yet.
 const UNASSIGNED: u32 = u32::MAX;
+/// Tags a placed shared node's index among the created ones, until the
+/// pair count is known.
+const CREATED: u32 = 1 << 31;
 
 impl DecodeTree {
     /// Rebuilds the tree of a version-3 page from its structurally valid
@@ -92,55 +95,64 @@ impl DecodeTree {
                 return Err(e);
             }
         };
-        // Close the marked shared nodes under parents and key pairs.
-        let mut k = 0;
-        while k < list.len() {
-            let n = list[k] as usize;
-            k += 1;
-            for m in [t.parent[n], t.key[n]] {
-                if m != 0 && map[m as usize] == 0 {
-                    map[m as usize] = UNASSIGNED;
-                    list.push(m);
+        // Compact ids: the pairs the page's nodes use (first-layer nodes
+        // and keys), in first-use order, then the shared nodes it uses and
+        // their ancestors, each after its parent (no sort: a walk up from
+        // each used node stops at the first node already placed).
+        let n_first = t.pair_cols.len();
+        let mut pairs = std::mem::take(&mut self.shared_pairs);
+        let mut created = std::mem::take(&mut self.shared_created);
+        let mut stack = std::mem::take(&mut self.shared_stack);
+        pairs.clear();
+        created.clear();
+        let placed = |v: u32| v != 0 && v != UNASSIGNED;
+        for &n in &list {
+            stack.clear();
+            let mut m = n as usize;
+            while m != 0 && !placed(map[m]) {
+                stack.push(m as u32);
+                m = t.parent[m] as usize;
+            }
+            for &m in stack.iter().rev() {
+                let m = m as usize;
+                if m < n_first {
+                    pairs.push(m as u32);
+                    map[m] = pairs.len() as u32;
+                    continue;
                 }
+                let k = t.key[m] as usize;
+                if !placed(map[k]) {
+                    pairs.push(k as u32);
+                    map[k] = pairs.len() as u32;
+                }
+                created.push(m as u32);
+                map[m] = CREATED | created.len() as u32;
             }
         }
-        // Ascending ids keep parents before children and put the first
-        // layer (ids below the shared tree's first created node) first.
-        list.sort_unstable();
-        for (i, &n) in list.iter().enumerate() {
-            map[n as usize] = i as u32 + 1;
+        let n_pairs = pairs.len() as u32;
+        for (i, &m) in created.iter().enumerate() {
+            map[m as usize] = n_pairs + 1 + i as u32;
         }
-        let n_first = t.pair_cols.len();
-        let firsts = list.partition_point(|&n| (n as usize) < n_first);
         self.pair_cols.clear();
         self.pair_vals.clear();
         self.pair_cols.push(0);
         self.pair_vals.push(0.0);
-        for &n in &list[..firsts] {
+        for &n in &pairs {
             self.pair_cols.push(t.pair_cols[n as usize]);
             self.pair_vals.push(t.pair_vals[n as usize]);
         }
         let used_local = loc.chunks_exact(LOCAL).filter(|l| l[4] != 0).count();
-        let n_nodes = 1 + list.len() + used_local;
-        for v in [
-            &mut self.parent,
-            &mut self.key,
-            &mut self.first,
-            &mut self.depth,
-        ] {
-            v.clear();
-            v.reserve(n_nodes);
-            v.push(0);
-        }
+        let n_nodes = 1 + pairs.len() + created.len() + used_local;
+        self.reset_first_layer(n_nodes);
         let compact = |map: &[u32], n: u32| if n == 0 { 0 } else { map[n as usize] };
-        for &n in &list {
+        for &n in &created {
             let n = n as usize;
             self.parent.push(compact(&map, t.parent[n]));
             self.key.push(compact(&map, t.key[n]));
             self.first.push(compact(&map, t.first[n]));
             self.depth.push(t.depth[n]);
         }
-        let mut next = 1 + list.len() as u32;
+        let mut next = (1 + pairs.len() + created.len()) as u32;
         for i in 0..loc.len() / LOCAL {
             let b = LOCAL * i;
             if loc[b + 4] == 0 {
@@ -167,9 +179,12 @@ impl DecodeTree {
                 loc[LOCAL * (raw - n_shared) + 4]
             };
         }
-        for &n in &list {
+        for &n in pairs.iter().chain(&created) {
             map[n as usize] = 0;
         }
+        self.shared_pairs = pairs;
+        self.shared_created = created;
+        self.shared_stack = stack;
         self.scratch = loc;
         self.shared_map = map;
         self.shared_list = list;

@@ -69,6 +69,11 @@ pub struct DecodeTree {
     /// all zero between builds), and the list of those nodes (scratch).
     pub(super) shared_map: Vec<u32>,
     pub(super) shared_list: Vec<u32>,
+    /// The pairs and created shared nodes a version-3 page uses, in
+    /// compact order, and a walk's stack (scratch).
+    pub(super) shared_pairs: Vec<u32>,
+    pub(super) shared_created: Vec<u32>,
+    pub(super) shared_stack: Vec<u32>,
 }
 
 impl DecodeTree {
@@ -118,6 +123,9 @@ impl DecodeTree {
             &self.scratch,
             &self.shared_map,
             &self.shared_list,
+            &self.shared_pairs,
+            &self.shared_created,
+            &self.shared_stack,
         ];
         4 * u32s.iter().map(|v| v.capacity()).sum::<usize>()
             + 8 * (self.pair_vals.capacity() + self.gaps.capacity())
@@ -324,7 +332,7 @@ impl DecodeTree {
         Ok(())
     }
 
-    fn reset_first_layer(&mut self, capacity: usize) {
+    pub(super) fn reset_first_layer(&mut self, capacity: usize) {
         let n_first = self.pair_cols.len();
         for v in [
             &mut self.parent,
