@@ -10,6 +10,9 @@ use tocpile::{DecodeTree, EncodeOptions, Encoder, Error, SharedDict, SparseBatch
 
 const TREE_SHARED: u8 = 9;
 
+/// A forged input, named, and what its error must match.
+type Case = (&'static str, Vec<u8>, fn(&Error) -> bool);
+
 /// Learns a segment of `rows` and encodes its pages of `page` rows
 /// against it.
 fn segment(rows: &SparseBatch, page: usize) -> (Arc<SharedDict>, Vec<TocBatch>) {
@@ -98,7 +101,7 @@ fn forged_pages_break_one_rule_each() {
     assert_eq!(rows.cols(), [0, 1, 0, 2, 0, 1, 2]);
     assert_eq!(rows.values()[2], 2.0);
 
-    let cases: Vec<(&str, Vec<u8>, fn(&Error) -> bool)> = vec![
+    let cases: Vec<Case> = vec![
         ("code 0", page(3, &[2], &[0, 3]), |e| {
             matches!(e, Error::CodeOutOfRange { code: 0, .. })
         }),
@@ -219,7 +222,7 @@ fn forged_dictionaries_break_one_rule_each() {
     assert!(TocBatch::from_bytes(&flat[..]).is_ok());
     let mut trailing = dict(&pairs(), &[1, 3], &[2, 3]);
     trailing.push(0);
-    let cases: Vec<(&str, Vec<u8>, fn(&Error) -> bool)> = vec![
+    let cases: Vec<Case> = vec![
         ("pairs with a row", dict(&with_row, &[1, 3], &[2, 3]), |e| {
             matches!(e, Error::WrongFormat { .. })
         }),
