@@ -8,16 +8,12 @@ use std::sync::Arc;
 
 use super::labels::{read_labels, LabelsForm};
 use super::packed::{check_cols, check_rows, packed_page, validate_payload, PackedBlock};
-use super::BlockEntry;
+use super::{BlockEntry, PageContext};
 use crate::codec::{DecodeTree, SharedDict, TocBatch};
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
 use crate::page::Page;
 use crate::wire::Reader;
-
-/// What every page of a block is read with: the file's page format,
-/// column count, labels form and the block's segment dictionary.
-pub(crate) type PageContext = (FormatKind, usize, LabelsForm, Option<Arc<SharedDict>>);
 
 /// One block, read and verified: its bytes, and where each page sits.
 #[derive(Debug, Clone)]

@@ -152,6 +152,15 @@ impl DatasetInfo {
     }
 }
 
+/// What every page of a block is read with: the file's page format,
+/// column count, labels form and the block's segment dictionary.
+pub(crate) type PageContext = (
+    FormatKind,
+    usize,
+    labels::LabelsForm,
+    Option<std::sync::Arc<crate::codec::SharedDict>>,
+);
+
 /// One block's entry in the footer index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BlockEntry {

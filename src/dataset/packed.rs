@@ -18,8 +18,8 @@
 
 use std::sync::Arc;
 
-use super::block::PageContext;
 use super::labels::{read_labels, LabelsForm};
+use super::PageContext;
 use crate::codec::{DecodeTree, PageRows, SharedDict};
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 mod golden;
 mod prefetch;
+mod shared_forged;
 
 use crate::support::{batches, load, temp_path};
 use tocpile::dataset::{Dataset, DatasetWriter, WriterOptions};

@@ -29,6 +29,9 @@ fn mushrooms_blocks() -> (std::path::PathBuf, Vec<Vec<u8>>) {
     let options = WriterOptions {
         page_rows: 50,
         block_bytes: 1024,
+        // Self-contained pages: shared dictionaries would leave too few
+        // blocks for the shuffle's cache.
+        segment_rows: 0,
         ..WriterOptions::default()
     };
     let mut w = DatasetWriter::create(&path, rows.n_cols(), options).unwrap();
