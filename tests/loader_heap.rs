@@ -76,6 +76,8 @@ fn dataset() -> Arc<Dataset<Vec<u8>>> {
     let layout = WriterOptions {
         page_rows: 50,
         block_bytes: 2048,
+        // Self-contained pages: the block counts below are version 2's.
+        segment_rows: 0,
         ..WriterOptions::default()
     };
     let mut writer = DatasetWriter::create(&path, 30, layout).unwrap();
