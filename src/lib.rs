@@ -158,7 +158,8 @@ pub mod internals {
 }
 
 pub use codec::{
-    decode_bytes, encode, Adaptive, DecodeTree, EncodeOptions, Encoder, Level, Packing, TocBatch,
+    decode_bytes, encode, Adaptive, DecodeTree, EncodeOptions, Encoder, Level, Packing,
+    SegmentModel, SharedDict, TocBatch,
 };
 pub use error::{Error, IoSource, Result};
 pub use kernels::Workspace;

@@ -80,6 +80,7 @@ with_setters!(crate::dataset::WriterOptions {
     with_block_bytes => block_bytes: usize,
     with_format => format: crate::formats::FormatKind,
     with_schema => schema: String,
+    with_segment_rows => segment_rows: usize,
 });
 
 with_setters!(crate::ingest::libsvm::LibsvmOptions {

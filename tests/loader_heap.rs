@@ -75,7 +75,9 @@ fn dataset() -> Arc<Dataset<Vec<u8>>> {
     ));
     let layout = WriterOptions::default()
         .with_page_rows(50)
-        .with_block_bytes(2048);
+        .with_block_bytes(2048)
+        // Self-contained pages: the block counts below are version 2's.
+        .with_segment_rows(0);
     let mut writer = DatasetWriter::create(&path, 30, layout).unwrap();
     writer.push(&rows, &labels).unwrap();
     writer.finish().unwrap();

@@ -72,6 +72,11 @@ pub struct EncodeArgs {
     /// reaches it), 1 to 4294967295 (what a reader accepts).
     #[arg(long, value_name = "N", default_value_t = tocpile::dataset::DEFAULT_BLOCK_BYTES as u64, value_parser = clap::value_parser!(u64).range(1..=u64::from(u32::MAX)))]
     pub block_bytes: u64,
+    /// Rows per segment of a toc file: a segment's pages share one
+    /// dictionary (pairs, values and prefix-tree nodes) learned from its
+    /// rows; 0 makes every page self-contained (file version 2).
+    #[arg(long, value_name = "N", default_value_t = tocpile::dataset::DEFAULT_SEGMENT_ROWS as u64, value_parser = clap::value_parser!(u64).range(0..=u64::from(u32::MAX)))]
+    pub segment_rows: u64,
     /// Format of every page: toc (TOC_FULL), toc_sparse, toc_logical, csr,
     /// cvi, dvi, den, gzip, snappy or lz4.
     #[arg(long, value_name = "FORMAT", default_value = "toc", value_parser = parse_format)]
@@ -207,7 +212,8 @@ pub fn run_encode(args: &EncodeArgs) -> Outcome {
         .with_page_rows(usize::try_from(args.page_rows).unwrap_or(usize::MAX))
         .with_block_bytes(usize::try_from(args.block_bytes).unwrap_or(usize::MAX))
         .with_format(args.page_format)
-        .with_schema(input.schema_text());
+        .with_schema(input.schema_text())
+        .with_segment_rows(usize::try_from(args.segment_rows).unwrap_or(usize::MAX));
     let what = format!("encoding {}", args.input.display());
     let info = write_dataset(&mut input, &args.output, options, args.scale, &what)?;
     let unseen = input.unseen_levels();

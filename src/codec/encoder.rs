@@ -155,7 +155,7 @@ pub struct Encoder {
     /// `(column, value bits)` -> first-layer id (1-based, first appearance).
     pair_ids: HashMap<(u32, u64), u32>,
     /// `(node << 32) | first-layer id` -> child node (`GetIndex`).
-    children: HashMap<u64, u32>,
+    pub(super) children: HashMap<u64, u32>,
     pub(super) first_cols: Vec<u32>,
     pub(super) first_vals: Vec<f64>,
     /// The batch as first-layer ids, rows concatenated.
@@ -272,7 +272,7 @@ impl Encoder {
     /// is renumbered by column between the phases (stable, so pairs of one
     /// column keep their order): the ids are the encoder's to choose, and
     /// sorted columns cost a few bits each as gaps.
-    fn logical(&mut self, batch: &SparseBatch, sort_first_layer: bool) {
+    pub(super) fn logical(&mut self, batch: &SparseBatch, sort_first_layer: bool) {
         self.pair_ids.clear();
         self.children.clear();
         self.first_cols.clear();
@@ -356,6 +356,6 @@ impl Encoder {
 }
 
 #[inline]
-fn child_key(node: u32, pair: u32) -> u64 {
+pub(super) fn child_key(node: u32, pair: u32) -> u64 {
     ((node as u64) << 32) | pair as u64
 }

@@ -18,7 +18,9 @@ pub const MAGIC: [u8; 4] = *b"TOCB";
 /// The highest format version this build writes and reads. The encoder
 /// writes the lowest version that can express a batch: a batch that uses
 /// no version-2 feature is a version-1 blob, readable by older builds.
-pub const VERSION: u8 = 2;
+/// Version 3 is a page of a dataset file coded against its segment's
+/// shared dictionary (`shared.rs`), never a self-contained batch.
+pub const VERSION: u8 = 3;
 
 /// Flag: the batch carries a prefix tree (first layer plus codes).
 pub(crate) const FLAG_TREE: u8 = 1;
@@ -30,11 +32,17 @@ pub(crate) const FLAG_INDEXED: u8 = 2;
 /// between consecutive columns of a row.
 pub(crate) const FLAG_GAPS: u8 = 4;
 
+/// Flag (version 3, with `FLAG_TREE` and nothing else): the page's
+/// codes refer to its segment's shared dictionary; the page stores row
+/// lengths and codes only.
+pub(crate) const FLAG_SHARED: u8 = 8;
+
 /// Flags defined by each version (index: version).
-const KNOWN_FLAGS: [u8; 3] = [
+const KNOWN_FLAGS: [u8; 4] = [
     0,
     FLAG_TREE | FLAG_INDEXED,
     FLAG_TREE | FLAG_INDEXED | FLAG_GAPS,
+    FLAG_TREE | FLAG_SHARED,
 ];
 
 /// Dictionary kind: raw little-endian `f64` values.
@@ -105,6 +113,12 @@ impl Layout {
         self.flags & FLAG_TREE != 0
     }
 
+    /// Whether the codes refer to a segment's shared dictionary (a
+    /// version-3 page: no pairs of its own).
+    pub(crate) fn is_shared(&self) -> bool {
+        self.flags & FLAG_SHARED != 0
+    }
+
     /// Whether pair columns are escape-coded gaps.
     pub(crate) fn has_gaps(&self) -> bool {
         self.flags & FLAG_GAPS != 0
@@ -126,7 +140,9 @@ pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
     let flags = r.u8("flags")?;
     // GAPS without INDEXED is undefined: the pair count comes from the ids.
     let undefined_combination = flags & FLAG_GAPS != 0 && flags & FLAG_INDEXED == 0;
-    if flags & !KNOWN_FLAGS[version as usize] != 0 || undefined_combination {
+    // A version-3 page has exactly one form.
+    let partial_shared = version == 3 && flags != FLAG_TREE | FLAG_SHARED;
+    if flags & !KNOWN_FLAGS[version as usize] != 0 || undefined_combination || partial_shared {
         return Err(Error::UnknownFlags {
             offset: flags_at,
             flags,
@@ -134,6 +150,30 @@ pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
     }
     let n_cols = r.varint_max("n_cols", MAX_COLS as u64)? as usize;
     let row_lengths = read_packed(&mut r, "row lengths", false)?;
+    if flags & FLAG_SHARED != 0 {
+        let codes = read_packed(&mut r, "codes", false)?;
+        if r.remaining() > 0 {
+            return Err(Error::TrailingBytes {
+                offset: r.offset(),
+                len: r.remaining(),
+            });
+        }
+        let none = Packed {
+            count: 0,
+            width: 0,
+            start: r.offset(),
+            len: 0,
+        };
+        return Ok(Layout {
+            flags,
+            n_cols,
+            n_pairs: 0,
+            row_lengths,
+            pair_cols: none,
+            values: Values::Inline { start: r.offset() },
+            codes: Some(codes),
+        });
+    }
     let pair_cols = read_packed(&mut r, "pair columns", false)?;
     let gaps = flags & FLAG_GAPS != 0;
     let values = if flags & FLAG_INDEXED != 0 {
@@ -232,10 +272,10 @@ pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
 /// (section name, array): what the bit unpacker meets on every decode
 /// (measured by `examples/unpack.rs`).
 pub(crate) fn packed_arrays(layout: &Layout) -> Vec<(&'static str, Packed)> {
-    let mut arrays = vec![
-        ("row lengths", layout.row_lengths),
-        ("pair columns", layout.pair_cols),
-    ];
+    let mut arrays = vec![("row lengths", layout.row_lengths)];
+    if !layout.is_shared() {
+        arrays.push(("pair columns", layout.pair_cols));
+    }
     if let Values::Indexed { ids, dict } = layout.values {
         arrays.push(("value ids", ids));
         match dict {

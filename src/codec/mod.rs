@@ -18,6 +18,8 @@ mod gaps;
 mod layout;
 mod pairs;
 mod physical;
+mod shared;
+mod shared_tree;
 mod tree;
 mod trusted;
 mod values;
@@ -33,12 +35,15 @@ pub use encoder::{Adaptive, EncodeOptions, Encoder, Level, Packing};
 // (docs/FORMAT.md); may change in any release.
 #[doc(hidden)]
 pub use layout::{MAGIC, VERSION};
+pub use shared::{SegmentModel, SharedDict, MIN_NODE_USES};
 pub use tree::DecodeTree;
 pub(crate) use trusted::{PageRows, PAD};
 
 use layout::{Layout, FLAG_INDEXED, FLAG_TREE};
 
-use crate::error::Result;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
 use crate::sparse::SparseBatch;
 
 /// Encodes `batch` at [`Level::Full`] with the default options.
@@ -78,6 +83,8 @@ pub struct TocBatch<B = Vec<u8>> {
     bytes: B,
     layout: Layout,
     decoded_nnz: u64,
+    /// The segment dictionary of a version-3 page.
+    shared: Option<Arc<SharedDict>>,
 }
 
 impl<B: AsRef<[u8]>> TocBatch<B> {
@@ -131,9 +138,36 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
     /// # Errors
     /// As [`TocBatch::from_bytes`]; on error `tree` holds no valid batch.
     pub fn from_bytes_with_tree(bytes: B, tree: &mut DecodeTree) -> Result<Self> {
+        Self::checked(bytes, tree, None)
+    }
+
+    /// As [`TocBatch::from_bytes_with_tree`] for a page of a dataset file
+    /// whose segment has the shared dictionary `dict`: a version-3 page is
+    /// decoded against it, any other page as by itself.
+    ///
+    /// # Errors
+    /// As [`TocBatch::from_bytes`], and a version-3 page's columns must be
+    /// the dictionary's.
+    pub fn from_bytes_shared(
+        bytes: B,
+        dict: &Arc<SharedDict>,
+        tree: &mut DecodeTree,
+    ) -> Result<Self> {
+        Self::checked(bytes, tree, Some(dict))
+    }
+
+    fn checked(bytes: B, tree: &mut DecodeTree, dict: Option<&Arc<SharedDict>>) -> Result<Self> {
         let blob = bytes.as_ref();
+        let mut shared = None;
         let checked = layout::parse(blob).and_then(|layout| {
-            tree.build(blob, &layout, true)?;
+            match (layout.is_shared(), dict) {
+                (false, _) => tree.build(blob, &layout, true)?,
+                (true, Some(dict)) => {
+                    tree.build_shared(blob, &layout, dict)?;
+                    shared = Some(Arc::clone(dict));
+                }
+                (true, None) => return Err(needs_dictionary()),
+            }
             // The resource policy: a tree can decode to quadratically more
             // entries than its bytes; refuse before anyone allocates them.
             crate::limits::check_page_nnz(tree.decoded_nnz(), tree.n_rows(), tree.n_cols())?;
@@ -151,6 +185,7 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
             layout,
             decoded_nnz: tree.decoded_nnz(),
             bytes,
+            shared,
         })
     }
 
@@ -175,7 +210,13 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
             bytes: self.as_bytes().to_vec(),
             layout: self.layout,
             decoded_nnz: self.decoded_nnz,
+            shared: self.shared.clone(),
         }
+    }
+
+    /// The segment dictionary a version-3 page is coded against.
+    pub fn shared_dict(&self) -> Option<&Arc<SharedDict>> {
+        self.shared.as_ref()
     }
 
     /// Number of rows.
@@ -190,7 +231,10 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
 
     /// Size of the first layer `I` (for [`Level::Sparse`], every entry).
     pub fn n_first_layer(&self) -> usize {
-        self.layout.n_pairs()
+        match &self.shared {
+            Some(dict) => dict.n_pairs(),
+            None => self.layout.n_pairs(),
+        }
     }
 
     /// Number of codes in the encoded table `D`.
@@ -213,7 +257,7 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
     /// when the prefix tree does not pay ([`TocBatch::has_tree`]).
     pub fn level(&self) -> Level {
         let f = self.layout.flags;
-        if f & FLAG_INDEXED != 0 {
+        if f & FLAG_INDEXED != 0 || self.layout.is_shared() {
             Level::Full
         } else if f & FLAG_TREE != 0 {
             Level::Logical
@@ -228,21 +272,28 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
         self.layout.has_tree()
     }
 
-    /// The format version of the blob (1 or 2; see `docs/FORMAT.md`).
+    /// The format version of the blob (1 to 3; see `docs/FORMAT.md`).
     pub fn version(&self) -> u8 {
         self.as_bytes()[4]
     }
 
     /// Rebuilds the decode tree into `tree`, reusing its allocations.
     pub fn build_tree(&self, tree: &mut DecodeTree) {
-        tree.build(self.as_bytes(), &self.layout, true)
-            .expect("batch was validated when it was created");
+        match &self.shared {
+            Some(dict) => tree.build_shared(self.as_bytes(), &self.layout, dict),
+            None => tree.build(self.as_bytes(), &self.layout, true),
+        }
+        .expect("batch was validated when it was created");
     }
 
     /// The complete decode tree `C'` of Algorithm 2 (Table 4 of the paper),
     /// including the nodes no code refers to, which [`TocBatch::tree`]
-    /// drops. For inspection: kernels are faster on the compact tree.
+    /// drops. For inspection: kernels are faster on the compact tree. A
+    /// version-3 page's tree is the compact one.
     pub fn full_tree(&self) -> DecodeTree {
+        if self.shared.is_some() {
+            return self.tree();
+        }
         let mut tree = DecodeTree::default();
         tree.build(self.as_bytes(), &self.layout, false)
             .expect("batch was validated when it was created");
@@ -281,6 +332,30 @@ impl TocBatch {
             bytes,
             layout,
             decoded_nnz,
+            shared: None,
         }
+    }
+
+    /// Wraps a version-3 page the encoder just wrote against `dict`.
+    pub(crate) fn from_shared_parts(
+        bytes: Vec<u8>,
+        layout: Layout,
+        decoded_nnz: u64,
+        dict: &Arc<SharedDict>,
+    ) -> Self {
+        TocBatch {
+            bytes,
+            layout,
+            decoded_nnz,
+            shared: Some(Arc::clone(dict)),
+        }
+    }
+}
+
+/// The error for a version-3 page read without its segment's dictionary.
+pub(crate) fn needs_dictionary() -> Error {
+    Error::WrongFormat {
+        expected: "a self-contained TOC batch",
+        found: "a version-3 page (decodable with its segment's dictionary only)",
     }
 }

@@ -65,6 +65,15 @@ pub struct DecodeTree {
     pub(super) scratch: Vec<u32>,
     /// Decoded escape-coded elements (column gaps), scratch.
     pub(super) gaps: Vec<u64>,
+    /// Compact id of each shared node a version-3 page uses (0: unused;
+    /// all zero between builds), and the list of those nodes (scratch).
+    pub(super) shared_map: Vec<u32>,
+    pub(super) shared_list: Vec<u32>,
+    /// The pairs and created shared nodes a version-3 page uses, in
+    /// compact order, and a walk's stack (scratch).
+    pub(super) shared_pairs: Vec<u32>,
+    pub(super) shared_created: Vec<u32>,
+    pub(super) shared_stack: Vec<u32>,
 }
 
 impl DecodeTree {
@@ -112,6 +121,11 @@ impl DecodeTree {
             &self.codes,
             &self.row_starts,
             &self.scratch,
+            &self.shared_map,
+            &self.shared_list,
+            &self.shared_pairs,
+            &self.shared_created,
+            &self.shared_stack,
         ];
         4 * u32s.iter().map(|v| v.capacity()).sum::<usize>()
             + 8 * (self.pair_vals.capacity() + self.gaps.capacity())
@@ -318,7 +332,7 @@ impl DecodeTree {
         Ok(())
     }
 
-    fn reset_first_layer(&mut self, capacity: usize) {
+    pub(super) fn reset_first_layer(&mut self, capacity: usize) {
         let n_first = self.pair_cols.len();
         for v in [
             &mut self.parent,

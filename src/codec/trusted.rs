@@ -89,8 +89,28 @@ impl PageRows {
             + 8 * (self.dict.capacity() + self.vals.capacity())
     }
 
+    /// Empties the rows for a page of `nnz` entries and `n_rows` rows.
+    pub(super) fn clear_for(&mut self, nnz: usize, n_rows: usize) -> Result<()> {
+        self.ids.clear();
+        self.ends.clear();
+        self.cols.clear();
+        self.vals.clear();
+        // The sizes were validated against the page limit; the memory may
+        // still be refused (many such pages at once, a process limit).
+        try_reserve(&mut self.ids, nnz, DECODED_PAGE)?;
+        try_reserve(&mut self.ends, n_rows, DECODED_PAGE)?;
+        try_reserve(&mut self.cols, nnz + PAD, DECODED_PAGE)?;
+        try_reserve(&mut self.vals, nnz + PAD, DECODED_PAGE)?;
+        Ok(())
+    }
+
+    /// The pair ids and row ends being decoded.
+    pub(super) fn ids_and_ends(&mut self) -> (&mut Vec<u32>, &mut Vec<u32>) {
+        (&mut self.ids, &mut self.ends)
+    }
+
     /// Turns the ids into columns and values (through `tree`'s pairs).
-    fn materialize(&mut self, tree: &DecodeTree) {
+    pub(super) fn materialize(&mut self, tree: &DecodeTree) {
         let (pair_cols, pair_vals) = (&tree.pair_cols[..], &tree.pair_vals[..]);
         self.cols.clear();
         self.cols.extend(
@@ -141,23 +161,21 @@ impl DecodeTree {
         blob: &[u8],
         nnz: usize,
         rows: &mut PageRows,
+        dict: Option<&super::SharedDict>,
     ) -> Result<()> {
         let layout = layout::parse(blob)?;
+        if layout.is_shared() {
+            return match dict {
+                Some(dict) => self.decode_trusted_shared(blob, &layout, (nnz, rows), dict),
+                None => Err(super::needs_dictionary()),
+            };
+        }
         self.n_cols = layout.n_cols;
         self.zeros_possible = false;
         self.flat = !layout.has_tree();
         self.load_rows(blob, &layout)?;
         self.load_pairs_trusted(blob, &layout, &mut rows.dict);
-        rows.ids.clear();
-        rows.ends.clear();
-        rows.cols.clear();
-        rows.vals.clear();
-        // The sizes were validated against the page limit; the memory may
-        // still be refused (many such pages at once, a process limit).
-        try_reserve(&mut rows.ids, nnz, DECODED_PAGE)?;
-        try_reserve(&mut rows.ends, self.n_rows(), DECODED_PAGE)?;
-        try_reserve(&mut rows.cols, nnz + PAD, DECODED_PAGE)?;
-        try_reserve(&mut rows.vals, nnz + PAD, DECODED_PAGE)?;
+        rows.clear_for(nnz, self.n_rows())?;
         if layout.has_tree() {
             self.decode_codes(rows, nnz);
         } else {
@@ -330,7 +348,7 @@ mod tests {
         let expected = TocBatch::from_bytes(bytes).unwrap().decode();
         assert_eq!(&expected, batch);
         let mut rows = PageRows::default();
-        tree.decode_trusted(bytes, encoded.decoded_nnz() as usize, &mut rows)
+        tree.decode_trusted(bytes, encoded.decoded_nnz() as usize, &mut rows, None)
             .unwrap();
         assert_eq!(rows.n_rows(), batch.n_rows());
         assert_eq!(rows.nnz(), batch.nnz());

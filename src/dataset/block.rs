@@ -4,11 +4,12 @@
 //! ([`Block::toc_view`]).
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use super::labels::{read_labels, LabelsForm};
 use super::packed::{check_cols, check_rows, packed_page, validate_payload, PackedBlock};
-use super::BlockEntry;
-use crate::codec::{DecodeTree, TocBatch};
+use super::{BlockEntry, PageContext};
+use crate::codec::{DecodeTree, SharedDict, TocBatch};
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
 use crate::page::Page;
@@ -23,6 +24,8 @@ pub struct Block {
     n_cols: usize,
     /// How the pages store their labels (the file's version).
     labels_form: LabelsForm,
+    /// The shared dictionary of the block's segment (version 3).
+    dict: Option<Arc<SharedDict>>,
     number: usize,
     offset: u64,
     bytes: Vec<u8>,
@@ -64,7 +67,7 @@ impl Block {
     /// [`Error::InFile`] naming the block, for a malformed page list.
     pub(super) fn parse(
         path: String,
-        (format, n_cols, labels_form): (FormatKind, usize, LabelsForm),
+        (format, n_cols, labels_form, dict): PageContext,
         number: usize,
         entry: &BlockEntry,
         bytes: Vec<u8>,
@@ -74,6 +77,7 @@ impl Block {
             format,
             n_cols,
             labels_form,
+            dict,
             number,
             offset: entry.offset,
             bytes,
@@ -197,7 +201,7 @@ impl Block {
         let span = &self.pages[j];
         let checked = self
             .format
-            .load(&self.bytes[span.payload.clone()])
+            .load_shared(&self.bytes[span.payload.clone()], self.dict.as_ref())
             .and_then(|batch| {
                 check_rows(span.rows, batch.n_rows())?;
                 check_cols(self.n_cols, batch.n_cols())?;
@@ -221,17 +225,22 @@ impl Block {
         let checked: Result<()> = crate::formats::with_build_scratch(&mut tree, |tree| {
             for (j, span) in self.pages.iter().enumerate() {
                 let payload = &self.bytes[span.payload.clone()];
-                let page = validate_payload(self.format, payload, (span.rows, self.n_cols), tree)
-                    .and_then(|nnz| {
-                        // Pages each in the page limit can add up to far
-                        // more: the block's total is bounded too.
-                        block_nnz = block_nnz.saturating_add(nnz);
-                        crate::limits::check_decode_nnz(
-                            block_nnz,
-                            "non-zeros one block's pages decode to",
-                        )?;
-                        packed_page(span.rows, span.labels_at, span.payload.clone(), nnz)
-                    });
+                let page = validate_payload(
+                    (self.format, self.dict.as_ref()),
+                    payload,
+                    (span.rows, self.n_cols),
+                    tree,
+                )
+                .and_then(|nnz| {
+                    // Pages each in the page limit can add up to far
+                    // more: the block's total is bounded too.
+                    block_nnz = block_nnz.saturating_add(nnz);
+                    crate::limits::check_decode_nnz(
+                        block_nnz,
+                        "non-zeros one block's pages decode to",
+                    )?;
+                    packed_page(span.rows, span.labels_at, span.payload.clone(), nnz)
+                });
                 packed.push(page.map_err(|error| self.page_error(j, error))?);
             }
             Ok(())
@@ -240,7 +249,7 @@ impl Block {
         checked?;
         Ok(PackedBlock::new(
             self.number,
-            (self.format, self.n_cols, self.labels_form),
+            (self.format, self.n_cols, self.labels_form, self.dict),
             self.bytes,
             packed,
         ))
@@ -270,7 +279,10 @@ impl Block {
         let span = &self.pages[j];
         let payload = &self.bytes[span.payload.clone()];
         let checked = match self.format.level() {
-            Some(_) => TocBatch::from_bytes_with_tree(payload, tree),
+            Some(_) => match &self.dict {
+                Some(dict) => TocBatch::from_bytes_shared(payload, dict, tree),
+                None => TocBatch::from_bytes_with_tree(payload, tree),
+            },
             None => Err(Error::WrongFormat {
                 expected: "TOC",
                 found: self.format.name(),

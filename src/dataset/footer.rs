@@ -9,6 +9,7 @@
 //!           payload_bytes schema_len schema n_blocks entry* section*
 //! section = scaling (crate::scale: "SCAL" version kind n_cols factor*)
 //!         | label mix (mix.rs: "LMIX" version pages ratio)
+//!         | shared dictionaries (version 3: "SHRD" version n (blocks len dict)*)
 //! trailer = footer_offset:u64le footer_crc32:u32le "TOCD"
 //! ```
 
@@ -28,10 +29,10 @@ pub(super) const TRAILER_LEN: u64 = 16;
 const FOOTER_MAGIC: [u8; 4] = *b"TOCF";
 
 /// The header: magic, version, three reserved zero bytes.
-pub(super) fn header() -> [u8; HEADER_LEN as usize] {
+pub(super) fn header(version: u8) -> [u8; HEADER_LEN as usize] {
     let mut out = [0; HEADER_LEN as usize];
     out[..4].copy_from_slice(&FILE_MAGIC);
-    out[4] = FILE_VERSION;
+    out[4] = version;
     out
 }
 
@@ -62,9 +63,10 @@ pub(super) fn check_header(header: &[u8]) -> Result<u8> {
 pub(super) fn footer_and_trailer(
     info: &DatasetInfo,
     index: &[BlockEntry],
+    segments: &[Segment],
     footer_at: u64,
 ) -> Vec<u8> {
-    let mut out = footer(info, index);
+    let mut out = footer(info, index, segments);
     let crc = crc32fast::hash(&out);
     write_u64(&mut out, footer_at);
     write_u32(&mut out, crc);
@@ -73,7 +75,7 @@ pub(super) fn footer_and_trailer(
 }
 
 /// The footer grammar (see `docs/FORMAT.md`).
-fn footer(info: &DatasetInfo, index: &[BlockEntry]) -> Vec<u8> {
+fn footer(info: &DatasetInfo, index: &[BlockEntry], segments: &[Segment]) -> Vec<u8> {
     let mut out = FOOTER_MAGIC.to_vec();
     for v in [info.n_cols as u64, info.n_rows, info.nnz] {
         write_varint(&mut out, v);
@@ -104,7 +106,74 @@ fn footer(info: &DatasetInfo, index: &[BlockEntry]) -> Vec<u8> {
     if let Some(mix) = &info.label_mix {
         mix.write(&mut out);
     }
+    if !segments.is_empty() {
+        out.extend_from_slice(SEGMENTS_MAGIC);
+        out.push(SEGMENTS_VERSION);
+        write_varint(&mut out, segments.len() as u64);
+        for s in segments {
+            write_varint(&mut out, s.blocks);
+            write_varint(&mut out, s.dict.len() as u64);
+            out.extend_from_slice(&s.dict);
+        }
+    }
     out
+}
+
+/// Tag of the footer's shared-dictionary section (file version 3).
+const SEGMENTS_MAGIC: &[u8; 4] = b"SHRD";
+/// Its version.
+const SEGMENTS_VERSION: u8 = 1;
+
+/// A segment of a version-3 file: a run of consecutive blocks and the
+/// shared dictionary its version-3 pages are coded against (empty when
+/// none of its pages uses one).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Segment {
+    pub(crate) blocks: u64,
+    pub(crate) dict: Vec<u8>,
+}
+
+/// Reads the shared-dictionary section: its segments cover the
+/// `n_blocks` blocks exactly. Each dictionary's bytes are bounded by the
+/// footer; their contents are checked by the reader.
+fn read_segments(r: &mut Reader<'_>, n_blocks: u64) -> Result<Vec<Segment>> {
+    r.magic(SEGMENTS_MAGIC)?;
+    let version = r.u8("shared dictionaries version")?;
+    if version != SEGMENTS_VERSION {
+        return Err(Error::UnsupportedVersion {
+            found: version,
+            supported: SEGMENTS_VERSION,
+        });
+    }
+    // Every segment takes at least 2 bytes and holds at least one block.
+    let max = (r.remaining() as u64 / 2).min(n_blocks);
+    let n = r.varint_max("segment count (at most one per block)", max)?;
+    let mut segments = Vec::with_capacity(n as usize);
+    let mut covered = 0u64;
+    for _ in 0..n {
+        let at = r.offset();
+        let blocks = r.varint_max("blocks of a segment", n_blocks - covered)?;
+        if blocks == 0 {
+            return Err(Error::FieldBelowMinimum {
+                what: "blocks of a segment",
+                offset: at,
+                value: 0,
+                min: 1,
+            });
+        }
+        covered += blocks;
+        let len = r.varint("shared dictionary length")?;
+        let dict = r.bytes(len, "shared dictionary")?.to_vec();
+        segments.push(Segment { blocks, dict });
+    }
+    if covered != n_blocks {
+        return Err(Error::LengthMismatch {
+            what: "blocks of all segments (the file's blocks)",
+            expected: n_blocks,
+            found: covered,
+        });
+    }
+    Ok(segments)
 }
 
 /// The footer's offset and checksum, checked to lie between the header and
@@ -132,7 +201,7 @@ pub(super) fn check_trailer(trailer: &[u8], trailer_at: u64) -> Result<(u64, u32
 pub(super) fn parse_footer(
     footer: &[u8],
     footer_at: u64,
-) -> Result<(DatasetInfo, Vec<BlockEntry>)> {
+) -> Result<(DatasetInfo, Vec<BlockEntry>, Vec<Segment>)> {
     let mut r = Reader::new(footer);
     r.magic(&FOOTER_MAGIC)?;
     let n_cols = r.varint_max("n_cols", MAX_COLS as u64)? as usize;
@@ -221,6 +290,11 @@ pub(super) fn parse_footer(
     } else {
         None
     };
+    let segments = if at(&r, SEGMENTS_MAGIC) {
+        read_segments(&mut r, n_blocks as u64)?
+    } else {
+        Vec::new()
+    };
     if r.remaining() > 0 {
         return Err(Error::TrailingBytes {
             offset: r.offset(),
@@ -258,7 +332,7 @@ pub(super) fn parse_footer(
         scaling,
         label_mix,
     };
-    Ok((info, index))
+    Ok((info, index, segments))
 }
 
 /// The footer totals nothing else bounds, against what the file can hold:

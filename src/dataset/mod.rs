@@ -49,7 +49,9 @@ pub use prefetch::Prefetch;
 pub use reader::Dataset;
 pub use source::Source;
 pub use split::{is_held_out, split_holdout};
-pub use writer::{DatasetWriter, WriterOptions, DEFAULT_BLOCK_BYTES, DEFAULT_PAGE_ROWS};
+pub use writer::{
+    DatasetWriter, WriterOptions, DEFAULT_BLOCK_BYTES, DEFAULT_PAGE_ROWS, DEFAULT_SEGMENT_ROWS,
+};
 
 use crate::formats::FormatKind;
 
@@ -61,17 +63,19 @@ pub const FILE_MAGIC: [u8; 4] = *b"TOCD";
 /// The file format version this build writes; it reads every version
 /// from 1 up to it. Version 2 adds a kind byte to every page's labels
 /// section and the integer labels form (`docs/FORMAT.md`).
+/// Version 3 adds segments whose pages share a dictionary (a
+/// TOC_FULL file written with [`WriterOptions::segment_rows`]); a file
+/// without them is written as version 2.
 ///
 /// Not part of the API (hidden): may change in any release.
 #[doc(hidden)]
-pub const FILE_VERSION: u8 = 2;
+pub const FILE_VERSION: u8 = 3;
 
 /// What the footer says about a dataset file.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct DatasetInfo {
-    /// The file format version (1 or 2; [`FILE_VERSION`] for a file this
-    /// build wrote).
+    /// The file format version (1 to [`FILE_VERSION`]).
     pub version: u8,
     /// Rows in the file.
     pub n_rows: u64,
@@ -164,6 +168,15 @@ impl DatasetInfo {
         )
     }
 }
+
+/// What every page of a block is read with: the file's page format,
+/// column count, labels form and the block's segment dictionary.
+pub(crate) type PageContext = (
+    FormatKind,
+    usize,
+    labels::LabelsForm,
+    Option<std::sync::Arc<crate::codec::SharedDict>>,
+);
 
 /// One block's entry in the footer index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

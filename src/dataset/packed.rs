@@ -16,8 +16,11 @@
 //! training: a decode tree is 5 to 27 times its page's bytes, so keeping
 //! trees resident held no more rows than CSR did.
 
+use std::sync::Arc;
+
 use super::labels::{read_labels, LabelsForm};
-use crate::codec::{DecodeTree, PageRows};
+use super::PageContext;
+use crate::codec::{DecodeTree, PageRows, SharedDict};
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
 use crate::page::Page;
@@ -44,6 +47,8 @@ pub struct PackedBlock {
     format: FormatKind,
     n_cols: usize,
     labels_form: LabelsForm,
+    /// The shared dictionary of the block's segment (version 3).
+    dict: Option<Arc<SharedDict>>,
     bytes: Box<[u8]>,
     pages: Box<[PackedPage]>,
     rows: usize,
@@ -56,7 +61,7 @@ impl PackedBlock {
     /// its decoded non-zeros.
     pub(super) fn new(
         number: usize,
-        (format, n_cols, labels_form): (FormatKind, usize, LabelsForm),
+        (format, n_cols, labels_form, dict): PageContext,
         bytes: Vec<u8>,
         pages: Vec<PackedPage>,
     ) -> PackedBlock {
@@ -67,6 +72,7 @@ impl PackedBlock {
             format,
             n_cols,
             labels_form,
+            dict,
             bytes: bytes.into_boxed_slice(),
             pages: pages.into_boxed_slice(),
             rows,
@@ -138,9 +144,12 @@ impl PackedBlock {
         )?;
         let payload = self.payload(j);
         match self.format.level() {
-            Some(_) => out
-                .tree
-                .decode_trusted(payload, page.nnz as usize, &mut out.rows),
+            Some(_) => out.tree.decode_trusted(
+                payload,
+                page.nnz as usize,
+                &mut out.rows,
+                self.dict.as_deref(),
+            ),
             None => {
                 let rows = self.format.load(payload)?.decode();
                 out.rows.load_sparse(&rows);
@@ -168,7 +177,11 @@ impl PackedBlock {
             &mut labels,
             &mut scratch,
         )?;
-        Page::new(self.format.load(self.payload(j))?, labels)
+        Page::new(
+            self.format
+                .load_shared(self.payload(j), self.dict.as_ref())?,
+            labels,
+        )
     }
 
     /// Every page, as by [`PackedBlock::page`].
@@ -261,14 +274,17 @@ impl PageDecoder {
 /// columns), as [`FormatKind::load`] does, into the pooled `tree` for
 /// TOC, and returns the non-zeros it decodes to.
 pub(super) fn validate_payload(
-    format: FormatKind,
+    (format, dict): (FormatKind, Option<&Arc<SharedDict>>),
     payload: &[u8],
     (rows, n_cols): (usize, usize),
     tree: &mut DecodeTree,
 ) -> Result<u64> {
     let (found_rows, found_cols, nnz) = match format.level() {
         Some(level) => {
-            let batch = crate::codec::TocBatch::from_bytes_with_tree(payload, tree)?;
+            let batch = match dict {
+                Some(dict) => crate::codec::TocBatch::from_bytes_shared(payload, dict, tree)?,
+                None => crate::codec::TocBatch::from_bytes_with_tree(payload, tree)?,
+            };
             if batch.level() != level {
                 return Err(Error::WrongFormat {
                     expected: format.name(),

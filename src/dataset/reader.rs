@@ -4,6 +4,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::block::{Block, TocView};
 use super::footer::{check_header, check_trailer, parse_footer, HEADER_LEN, TRAILER_LEN};
@@ -11,7 +12,7 @@ use super::labels::LabelsForm;
 use super::source::{read_at, Source};
 use super::truncation;
 use super::{BlockEntry, DatasetInfo};
-use crate::codec::DecodeTree;
+use crate::codec::{DecodeTree, SharedDict};
 use crate::error::{Error, Result};
 
 /// An open dataset: a file by default, or bytes in memory.
@@ -21,6 +22,11 @@ pub struct Dataset<S: Source = File> {
     source: S,
     info: DatasetInfo,
     index: Vec<BlockEntry>,
+    /// Version 3: the shared dictionary of each segment, validated at
+    /// open and resident while the file is open.
+    dicts: Vec<Option<Arc<SharedDict>>>,
+    /// The segment of each block (empty without segments).
+    block_segment: Vec<u32>,
 }
 
 impl Dataset {
@@ -118,15 +124,53 @@ impl<S: Source> Dataset<S> {
                 found,
             });
         }
-        let (mut info, index) =
+        let (mut info, index, segments) =
             parse_footer(&footer, footer_at).map_err(wrap("footer", footer_at))?;
         info.file_bytes = len;
         info.version = version;
+        if !segments.is_empty() && version < 3 {
+            // Shared dictionaries are version 3's.
+            return Err(wrap("header", 0)(Error::FieldBelowMinimum {
+                what: "file version (a file with shared dictionaries)",
+                offset: 4,
+                value: version as u64,
+                min: 3,
+            }));
+        }
+        let mut dicts = Vec::with_capacity(segments.len());
+        let mut block_segment = Vec::new();
+        for (k, segment) in segments.into_iter().enumerate() {
+            block_segment.extend(std::iter::repeat_n(k as u32, segment.blocks as usize));
+            if segment.dict.is_empty() {
+                dicts.push(None);
+                continue;
+            }
+            let dict = SharedDict::from_bytes(segment.dict)
+                .and_then(|dict| {
+                    if dict.n_cols() != info.n_cols {
+                        return Err(Error::LengthMismatch {
+                            what: "columns of a shared dictionary (the file's)",
+                            expected: info.n_cols as u64,
+                            found: dict.n_cols() as u64,
+                        });
+                    }
+                    Ok(dict)
+                })
+                .map_err(|error| Error::InFile {
+                    path: name.clone(),
+                    section: format!("footer, shared dictionary of segment {k}"),
+                    offset: footer_at,
+                    error: Box::new(error),
+                })?;
+            dicts.push(Some(Arc::new(dict)));
+        }
         Ok(Dataset {
             path,
             source,
             info,
             index,
+            dicts,
+            block_segment,
         })
     }
 
@@ -138,6 +182,24 @@ impl<S: Source> Dataset<S> {
     /// What the footer says.
     pub fn info(&self) -> &DatasetInfo {
         &self.info
+    }
+
+    /// Heap bytes of the shared dictionaries (file version 3), resident
+    /// while the file is open: every block of a segment needs its
+    /// segment's.
+    pub fn shared_dict_bytes(&self) -> usize {
+        self.dicts.iter().flatten().map(|d| d.heap_bytes()).sum()
+    }
+
+    /// Number of segments with a shared dictionary, and of segments.
+    pub fn n_segments(&self) -> (usize, usize) {
+        (self.dicts.iter().flatten().count(), self.dicts.len())
+    }
+
+    /// The shared dictionary of block `i`'s segment, if any.
+    fn dict_of(&self, i: usize) -> Option<Arc<SharedDict>> {
+        let k = *self.block_segment.get(i)? as usize;
+        self.dicts.get(k)?.clone()
     }
 
     /// Number of blocks.
@@ -236,6 +298,7 @@ impl<S: Source> Dataset<S> {
                 self.info.format,
                 self.info.n_cols,
                 LabelsForm::of_version(self.info.version),
+                self.dict_of(i),
             ),
             i,
             &entry,

@@ -74,6 +74,7 @@ pub fn split_holdout<S: Source + 'static>(
         block_bytes: info.block_bytes.max(1),
         format: info.format,
         schema: info.schema.clone(),
+        ..WriterOptions::default()
     };
     let n_cols = info.n_cols;
     let mut writers = [

@@ -5,12 +5,12 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
-use super::footer::{footer_and_trailer, header, HEADER_LEN};
+use super::footer::{footer_and_trailer, header, Segment, HEADER_LEN};
 use super::labels::{write_labels, LabelsForm};
 use super::mix::MixStats;
 use super::{BlockEntry, DatasetInfo, FILE_VERSION};
 use crate::atomic::AtomicFile;
-use crate::codec::{EncodeOptions, Encoder};
+use crate::codec::{EncodeOptions, Encoder, SegmentModel};
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
 use crate::scale::{ColumnStats, ScaleKind};
@@ -46,6 +46,16 @@ pub const DEFAULT_PAGE_ROWS: usize = 50;
 /// reads and hand-overs); resident epochs (the default) are unchanged.
 pub const DEFAULT_BLOCK_BYTES: usize = 2 << 10;
 
+/// Default rows per segment of a TOC_FULL file: the pages of a segment
+/// share one dictionary (pairs, values and prefix-tree nodes learned from
+/// the segment's rows; file version 3). Measured in `docs/RESULTS.md`
+/// (section 24).
+pub const DEFAULT_SEGMENT_ROWS: usize = 4096;
+
+/// Decoded bytes of a segment's rows that end it early (at a page
+/// boundary): the writer holds one segment in memory.
+const SEGMENT_BYTES: usize = 64 << 20;
+
 /// How a dataset file is laid out.
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -62,6 +72,12 @@ pub struct WriterOptions {
     /// The column schema to store with the data (e.g. a CSV schema's text
     /// form); empty for none.
     pub schema: String,
+    /// Rows per segment (default [`DEFAULT_SEGMENT_ROWS`], rounded up to
+    /// whole pages): a TOC_FULL file's pages of one segment are coded
+    /// against a dictionary learned from the segment's rows, where that
+    /// makes the page smaller (file version 3). 0: every page
+    /// self-contained (version 2). Other formats ignore it.
+    pub segment_rows: usize,
 }
 
 impl Default for WriterOptions {
@@ -71,6 +87,7 @@ impl Default for WriterOptions {
             block_bytes: DEFAULT_BLOCK_BYTES,
             format: FormatKind::TocFull,
             schema: String::new(),
+            segment_rows: DEFAULT_SEGMENT_ROWS,
         }
     }
 }
@@ -97,6 +114,11 @@ pub struct DatasetWriter {
     n_pages: u64,
     payload_bytes: u64,
     scale: Option<(ScaleKind, ColumnStats)>,
+    /// Rows per segment, whole pages; 0 without segments.
+    segment_rows: usize,
+    /// Segments written, and the blocks of the one being written.
+    segments: Vec<Segment>,
+    segment_blocks: u64,
 }
 
 impl DatasetWriter {
@@ -129,6 +151,12 @@ impl DatasetWriter {
             }
         }
         let pending = SparseBatch::with_cols(n_cols)?;
+        let segment_rows = match options.format {
+            FormatKind::TocFull => {
+                options.segment_rows.div_ceil(options.page_rows) * options.page_rows
+            }
+            _ => 0,
+        };
         let mut writer = DatasetWriter {
             file: AtomicFile::create(path.as_ref())?,
             pending,
@@ -145,8 +173,11 @@ impl DatasetWriter {
             n_pages: 0,
             payload_bytes: 0,
             scale: None,
+            segment_rows,
+            segments: Vec::new(),
+            segment_blocks: 0,
         };
-        writer.write_raw(&header())?;
+        writer.write_raw(&header(writer.version()))?;
         debug_assert_eq!(writer.offset, HEADER_LEN);
         Ok(writer)
     }
@@ -210,9 +241,15 @@ impl DatasetWriter {
             self.pending.push_row(cols, vals)?;
             self.pending_labels.push(label);
             let rows = self.pending.n_rows();
-            if rows.is_multiple_of(page_rows)
-                && (rows >= page_rows.saturating_mul(PAGES_PER_ROUND)
-                    || 12 * self.pending.nnz() + 16 * rows >= ROUND_BYTES)
+            let bytes = 12 * self.pending.nnz() + 16 * rows;
+            if self.segment_rows > 0 {
+                if rows.is_multiple_of(page_rows)
+                    && (rows >= self.segment_rows || bytes >= SEGMENT_BYTES)
+                {
+                    self.flush_segment(false)?;
+                }
+            } else if rows.is_multiple_of(page_rows)
+                && (rows >= page_rows.saturating_mul(PAGES_PER_ROUND) || bytes >= ROUND_BYTES)
             {
                 self.flush_pages(false)?;
             }
@@ -271,10 +308,102 @@ impl DatasetWriter {
         Ok(())
     }
 
+    /// The file version the writer writes: 3 with segments.
+    fn version(&self) -> u8 {
+        if self.segment_rows > 0 {
+            FILE_VERSION
+        } else {
+            2
+        }
+    }
+
+    /// Writes the pending rows as one segment: learns its dictionary,
+    /// encodes each page both self-contained and against the dictionary
+    /// (in parallel) and keeps the smaller, then closes the segment's last
+    /// block. The dictionary is stored only if a page uses it. Keeps a
+    /// partial last page pending unless `all`.
+    fn flush_segment(&mut self, all: bool) -> Result<()> {
+        let rows = self.pending.n_rows();
+        let page_rows = self.options.page_rows;
+        let full = if all { rows } else { rows - rows % page_rows };
+        if full == 0 {
+            return Ok(());
+        }
+        let segment = self.pending.slice_rows(0..full);
+        let model = Encoder::new(EncodeOptions::default()).learn_segment(&segment)?;
+        let starts: Vec<usize> = (0..full).step_by(page_rows).collect();
+        let labels = &self.pending_labels;
+        let pages: Vec<Result<SegmentPage>> = starts
+            .par_iter()
+            .map_init(
+                || Encoder::new(EncodeOptions::default()),
+                |encoder, &s| {
+                    let e = (s + page_rows).min(full);
+                    encode_segment_page(
+                        encoder,
+                        model.as_ref(),
+                        &segment.slice_rows(s..e),
+                        &labels[s..e],
+                    )
+                },
+            )
+            .collect();
+        let pages = pages.into_iter().collect::<Result<Vec<_>>>()?;
+        // The dictionary pays when the pages it makes smaller save more
+        // than its own bytes; otherwise every page is self-contained.
+        let saved: usize = pages.iter().map(|p| p.own.len() - p.best().len()).sum();
+        let used = match &model {
+            Some(model) => saved > model.dict().as_bytes().len(),
+            None => false,
+        };
+        for (page, &s) in pages.iter().zip(&starts) {
+            let n = (s + page_rows).min(full) - s;
+            let payload = if used { page.best() } else { &page.own };
+            let labels = self.pending_labels[s..s + n].to_vec();
+            let mut out = page.head.clone();
+            write_varint(&mut out, payload.len() as u64);
+            out.extend_from_slice(payload);
+            self.append_page(&out, payload.len(), &labels)?;
+        }
+        self.close_block()?;
+        if self.segment_blocks > 0 {
+            let dict = match (&model, used) {
+                (Some(model), true) => model.dict().as_bytes().to_vec(),
+                _ => Vec::new(),
+            };
+            self.segments.push(Segment {
+                blocks: self.segment_blocks,
+                dict,
+            });
+            self.segment_blocks = 0;
+        }
+        self.n_rows += full as u64;
+        self.nnz += self.pending.offsets()[full] as u64;
+        self.pending = self.pending.slice_rows(full..rows);
+        self.pending_labels.drain(..full);
+        Ok(())
+    }
+
+    /// Appends one encoded page (of `labels.len()` rows) to the block,
+    /// closing the block when it reaches its size.
+    fn append_page(&mut self, page: &[u8], payload: usize, labels: &[f64]) -> Result<()> {
+        self.block.extend_from_slice(page);
+        self.mix.add_page(labels);
+        self.payload_bytes += payload as u64;
+        self.block_rows += labels.len() as u64;
+        self.block_pages += 1;
+        self.n_pages += 1;
+        if self.block.len() >= self.options.block_bytes {
+            self.close_block()?;
+        }
+        Ok(())
+    }
+
     fn close_block(&mut self) -> Result<()> {
         if self.block_pages == 0 {
             return Ok(());
         }
+        self.segment_blocks += 1;
         let entry = BlockEntry {
             offset: self.offset,
             len: self.block.len() as u64,
@@ -304,10 +433,14 @@ impl DatasetWriter {
     /// # Errors
     /// I/O and encoding errors; the target path is untouched on error.
     pub fn finish(mut self) -> Result<DatasetInfo> {
-        self.flush_pages(true)?;
-        self.close_block()?;
+        if self.segment_rows > 0 {
+            self.flush_segment(true)?;
+        } else {
+            self.flush_pages(true)?;
+            self.close_block()?;
+        }
         let info = DatasetInfo {
-            version: FILE_VERSION,
+            version: self.version(),
             n_rows: self.n_rows,
             n_cols: self.pending.n_cols(),
             nnz: self.nnz,
@@ -322,7 +455,7 @@ impl DatasetWriter {
             scaling: self.scale.as_ref().map(|(k, stats)| stats.scaling(*k)),
             label_mix: self.mix.finish(),
         };
-        let tail = footer_and_trailer(&info, &self.index, self.offset);
+        let tail = footer_and_trailer(&info, &self.index, &self.segments, self.offset);
         self.write_raw(&tail)?;
         self.file.commit()?;
         Ok(DatasetInfo {
@@ -330,6 +463,46 @@ impl DatasetWriter {
             ..info
         })
     }
+}
+
+/// One page of a segment, encoded both ways.
+struct SegmentPage {
+    /// Rows and labels, as the page starts.
+    head: Vec<u8>,
+    /// The page self-contained.
+    own: Vec<u8>,
+    /// The page coded against the segment's dictionary.
+    shared: Option<Vec<u8>>,
+}
+
+impl SegmentPage {
+    /// The smaller payload.
+    fn best(&self) -> &[u8] {
+        match &self.shared {
+            Some(shared) if shared.len() < self.own.len() => shared,
+            _ => &self.own,
+        }
+    }
+}
+
+/// One page of a segment, self-contained and (with a dictionary) coded
+/// against the segment's dictionary.
+fn encode_segment_page(
+    encoder: &mut Encoder,
+    model: Option<&SegmentModel>,
+    batch: &SparseBatch,
+    labels: &[f64],
+) -> Result<SegmentPage> {
+    let mut own = Vec::new();
+    encoder.encode_into(batch, &mut own)?;
+    let shared = match model {
+        Some(model) => Some(encoder.encode_shared(batch, model)?.into_bytes()),
+        None => None,
+    };
+    let mut head = Vec::new();
+    write_varint(&mut head, batch.n_rows() as u64);
+    write_labels(labels, LabelsForm::of_version(FILE_VERSION), &mut head)?;
+    Ok(SegmentPage { head, own, shared })
 }
 
 /// One page: `rows labels payload_len payload`; returns the bytes and the

@@ -170,6 +170,20 @@ impl FormatKind {
     /// The first rule the bytes break, as an [`Error`](crate::Error)
     /// naming the field and offset, row and position, or id.
     pub fn load(self, bytes: &[u8]) -> Result<Batch> {
+        self.load_shared(bytes, None)
+    }
+
+    /// As [`FormatKind::load`], for a page of a dataset file whose
+    /// segment has the shared dictionary `dict`: a version-3 TOC page is
+    /// validated against it (see [`TocBatch::from_bytes_shared`](crate::TocBatch::from_bytes_shared)).
+    ///
+    /// # Errors
+    /// As [`FormatKind::load`].
+    pub fn load_shared(
+        self,
+        bytes: &[u8],
+        dict: Option<&std::sync::Arc<crate::codec::SharedDict>>,
+    ) -> Result<Batch> {
         Ok(match self {
             FormatKind::Den => Batch::Den(Den::load(bytes)?),
             FormatKind::Csr => Batch::Csr(Csr::load(bytes)?),
@@ -179,7 +193,7 @@ impl FormatKind {
                 Batch::Compressed(Compressed::load(bytes, self.codec())?)
             }
             FormatKind::TocSparse | FormatKind::TocLogical | FormatKind::TocFull => {
-                Batch::Toc(TocPage::load(bytes, self.toc_level())?)
+                Batch::Toc(TocPage::load(bytes, self.toc_level(), dict)?)
             }
         })
     }

@@ -70,12 +70,17 @@ impl TocPage {
     /// # Errors
     /// As [`TocBatch::from_bytes`], or [`Error::WrongFormat`] for a batch
     /// of another level.
-    pub(crate) fn load(bytes: &[u8], level: Level) -> Result<Self> {
+    pub(crate) fn load(
+        bytes: &[u8],
+        level: Level,
+        dict: Option<&std::sync::Arc<crate::codec::SharedDict>>,
+    ) -> Result<Self> {
         // A tree from the pool (see `pool.rs`) and this thread's scratch:
         // in steady state a streamed page allocates nothing for its tree.
         let mut tree = pool::take();
-        let batch = pool::with_scratch(&mut tree, |tree| {
-            TocBatch::from_bytes_with_tree(bytes.to_vec(), tree)
+        let batch = pool::with_scratch(&mut tree, |tree| match dict {
+            Some(dict) => TocBatch::from_bytes_shared(bytes.to_vec(), dict, tree),
+            None => TocBatch::from_bytes_with_tree(bytes.to_vec(), tree),
         });
         let batch = match batch {
             Ok(batch) => batch,
@@ -93,7 +98,13 @@ impl TocPage {
                 found: FormatKind::from(batch.level()).name(),
             });
         }
-        Ok(Self::new(batch, tree, EncodeOptions::level(level)))
+        // A version-3 page's bytes mean nothing without its segment's
+        // dictionary: asked for its bytes, the page gives them
+        // self-contained (re-encoded once, as a scaled page does).
+        let shared = batch.shared_dict().is_some();
+        let mut page = Self::new(batch, tree, EncodeOptions::level(level));
+        page.scaled = shared;
+        Ok(page)
     }
 
     /// The decode tree the kernels run on (scaled along with the batch).

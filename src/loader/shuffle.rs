@@ -58,6 +58,7 @@ pub(crate) fn shuffle_file_mapped<S: Source>(
         block_bytes: info.block_bytes,
         format: info.format,
         schema: info.schema.clone(),
+        ..WriterOptions::default()
     };
     // The footer's totals size the buckets: bounded at the open (see
     // `docs/FORMAT.md`, "Resource limits"), capped here, checked below.
@@ -82,6 +83,8 @@ pub(crate) fn shuffle_file_mapped<S: Source>(
         block_bytes: 1 << 20,
         format: FormatKind::TocFull,
         schema: String::new(),
+        // Scratch read back once: no shared dictionaries.
+        segment_rows: 0,
     };
     let mut writers = buckets
         .paths

@@ -108,10 +108,10 @@ fn bad_magic() {
 #[test]
 fn unsupported_version() {
     assert_eq!(
-        err(b"TOCB\x03\x00\x04"),
+        err(b"TOCB\x04\x00\x04"),
         Error::UnsupportedVersion {
-            found: 3,
-            supported: 2
+            found: 4,
+            supported: 3
         }
     );
 }

@@ -5,3 +5,4 @@ mod golden;
 mod integrity;
 mod paper_example;
 pub mod roundtrip;
+mod shared;

@@ -1,6 +1,6 @@
 //! Golden dataset files of format versions 1 and 2, one per page format,
-//! committed once under `tests/golden/v1/dataset/` (and `v2/dataset/`) and
-//! never regenerated:
+//! committed once under `tests/golden/v1/dataset/` (and `v2/dataset/`;
+//! version 3, TOC_FULL only, in `v3/dataset/`) and never regenerated:
 //! every later build must open them and read back exactly the rows,
 //! labels and footer they were written with. The footer's format byte is
 //! the format's fixed code, so these files also pin the codes.
@@ -94,6 +94,8 @@ fn options(format: FormatKind) -> WriterOptions {
         .with_block_bytes(120)
         .with_format(format)
         .with_schema(SCHEMA.into())
+        // Segments of two pages (file version 3 for TOC_FULL).
+        .with_segment_rows(10)
 }
 
 /// Writes every format's golden file into `dir`.
@@ -198,6 +200,20 @@ fn golden_v2_dataset_files_still_read() {
         let info = check(&path, format, false);
         assert_eq!(info.version, 2, "{format}");
     }
+}
+
+/// Version 3 (segments of two pages sharing a dictionary; one of the
+/// three segments keeps its dictionary), committed under
+/// `tests/golden/v3/dataset/`: TOC_FULL only, the one format with
+/// segments.
+#[test]
+fn golden_v3_dataset_file_still_reads() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v3/dataset");
+    let path = dir.join(file_name(FormatKind::TocFull));
+    let info = check(&path, FormatKind::TocFull, false);
+    assert_eq!(info.version, 3);
+    let ds = Dataset::open(&path).unwrap();
+    assert_eq!(ds.n_segments(), (1, 3));
 }
 
 #[test]

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 mod golden;
 mod prefetch;
+mod shared_forged;
 
 use crate::support::{batches, load, temp_path, Sets};
 use tocpile::dataset::{Dataset, DatasetWriter, WriterOptions};
@@ -83,7 +84,10 @@ fn round_trip_for_several_layouts(sets: Sets) {
                     .with_page_rows(page_rows)
                     .with_block_bytes(block_bytes)
                     .with_format(format)
-                    .with_schema(format!("schema of {name}"));
+                    .with_schema(format!("schema of {name}"))
+                    // Several segments at every page size (the default,
+                    // 4,096 rows, would make one of small sets).
+                    .with_segment_rows(1000);
                 let info = write(&path, &all, &labels, options);
                 assert_eq!(info.n_rows, all.n_rows() as u64);
                 assert_eq!(info.nnz, all.nnz() as u64);
@@ -122,7 +126,9 @@ pub(super) fn small_file() -> (PathBuf, Vec<u8>) {
     let path = temp_path("small");
     let options = WriterOptions::default()
         .with_page_rows(16)
-        .with_block_bytes(300);
+        .with_block_bytes(300)
+        // Four segments, each with its shared dictionary (version 3).
+        .with_segment_rows(32);
     write(&path, &all, &labels, options);
     let bytes = std::fs::read(&path).unwrap();
     (path, bytes)
@@ -455,7 +461,58 @@ fn forged_integer_labels_are_read_or_refused() {
         .read_block(0)
         .is_err());
     assert!(matches!(
-        file(3, int_labels(&[0, 1], &[1, 0, 0, 1])),
-        Err(Error::InFile { error, .. }) if matches!(*error, Error::UnsupportedVersion { found: 3, .. })
+        file(4, int_labels(&[0, 1], &[1, 0, 0, 1])),
+        Err(Error::InFile { error, .. }) if matches!(*error, Error::UnsupportedVersion { found: 4, .. })
     ));
+}
+
+/// A version-3 file reads back the same rows through every path: owned
+/// pages, the loader's packed blocks (trusted decode against the
+/// segment's dictionary) and the zero-copy views.
+#[test]
+fn shared_dictionary_files_read_back_through_every_path() {
+    // The shipped sets: the test runs from a clone alone.
+    for name in ["mushrooms", "census_fertility", "coil2000"] {
+        let (all, labels) = load(name, 5000);
+        let path = temp_path("shared");
+        let options = WriterOptions::default().with_segment_rows(1500);
+        let info = write(&path, &all, &labels, options);
+        assert_eq!(info.version, 3, "{name}");
+        let ds = Dataset::open(&path).unwrap();
+        let (with_dict, segments) = ds.n_segments();
+        assert_eq!(segments, 4, "{name}");
+        assert!(with_dict > 0, "{name}");
+        assert!(ds.shared_dict_bytes() > 0);
+        let mut tree = tocpile::DecodeTree::default();
+        let mut decoder = tocpile::dataset::PageDecoder::default();
+        let (mut owned, mut packed, mut viewed) = (Vec::new(), Vec::new(), Vec::new());
+        for b in 0..ds.n_blocks() {
+            let block = ds.read_block(b).unwrap();
+            for p in 0..block.n_pages() {
+                owned.push(block.page(p).unwrap().batch().decode());
+                viewed.push(block.toc_view(p, &mut tree).unwrap().batch.decode());
+            }
+            let block = block.pack().unwrap();
+            for p in 0..block.n_pages() {
+                block.decode_page(p, &mut decoder).unwrap();
+                let mut rows = SparseBatch::with_cols(all.n_cols()).unwrap();
+                for i in 0..decoder.n_rows() {
+                    let (s, e) = decoder.row_range(i);
+                    rows.push_row(&decoder.cols()[s..e], &decoder.vals()[s..e])
+                        .unwrap();
+                }
+                packed.push(rows);
+            }
+        }
+        for pages in [owned, packed, viewed] {
+            let mut rows = SparseBatch::with_cols(all.n_cols()).unwrap();
+            for page in pages {
+                for (c, v) in page.rows() {
+                    rows.push_row(c, v).unwrap();
+                }
+            }
+            assert!(rows == all, "{name}");
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
 }

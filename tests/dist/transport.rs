@@ -28,7 +28,10 @@ fn mushrooms_blocks() -> (std::path::PathBuf, Vec<Vec<u8>>) {
     let path = temp_path("shuffle");
     let options = WriterOptions::default()
         .with_page_rows(50)
-        .with_block_bytes(1024);
+        .with_block_bytes(1024)
+        // Self-contained pages: shared dictionaries would leave too few
+        // blocks for the shuffle's cache.
+        .with_segment_rows(0);
     let mut w = DatasetWriter::create(&path, rows.n_cols(), options).unwrap();
     w.push(&rows, &labels).unwrap();
     w.finish().unwrap();

@@ -1,0 +1,317 @@
+//! Building and decoding a version-3 page against its segment's shared
+//! dictionary (`shared.rs`).
+//!
+//! [`DecodeTree::build_shared`] is the content check of an untrusted page
+//! (the rules of `DecodeTree::build`, with the shared tree's nodes below
+//! the page's own) and builds the compact tree the kernels run on: only
+//! the shared nodes the page's codes use, their ancestors and the pairs
+//! of their keys, then the page's own nodes that a code uses. So kernels
+//! touch about as many nodes as on a self-contained page, however large
+//! the segment's dictionary. [`DecodeTree::decode_trusted_shared`] is the
+//! loader's decode of a page validated before: shared nodes are written
+//! from the shared tree (walking up from the node), the page's own as
+//! back-references into its output (`trusted.rs`).
+
+use super::layout::Layout;
+use super::shared::SharedDict;
+use super::trusted::PageRows;
+use super::DecodeTree;
+use crate::error::{Error, Result};
+use crate::limits::try_reserve;
+
+/// A page node's record while it is checked: raw parent, first pair,
+/// key pair (both first-layer ids of the shared tree), depth, compact id.
+const LOCAL: usize = 5;
+/// Marks a node that a code uses but that has no compact id yet.
+const UNASSIGNED: u32 = u32::MAX;
+/// Tags a placed shared node's index among the created ones, until the
+/// pair count is known.
+const CREATED: u32 = 1 << 31;
+
+impl DecodeTree {
+    /// Rebuilds the tree of a version-3 page from its structurally valid
+    /// `blob` and its segment's dictionary, checking every content rule:
+    /// the page's columns are the dictionary's, every code names a node
+    /// that exists when its row starts (shared nodes first, then the
+    /// page's own, numbered from the dictionary's node count), and the
+    /// columns of every row ascend strictly.
+    pub(crate) fn build_shared(
+        &mut self,
+        blob: &[u8],
+        layout: &Layout,
+        dict: &SharedDict,
+    ) -> Result<()> {
+        let t = &dict.tree;
+        if layout.n_cols != t.n_cols {
+            return Err(Error::LengthMismatch {
+                what: "columns of a page (its segment dictionary's)",
+                expected: t.n_cols as u64,
+                found: layout.n_cols as u64,
+            });
+        }
+        self.n_cols = layout.n_cols;
+        self.zeros_possible = false;
+        self.flat = false;
+        self.load_rows(blob, layout)?;
+        let n_shared = t.parent.len();
+        let non_empty = self.row_starts.windows(2).filter(|w| w[1] > w[0]).count();
+        let n_local = self.codes.len() - non_empty;
+        let total = n_shared as u64 + n_local as u64;
+        if total > u32::MAX as u64 {
+            return Err(Error::TooLarge {
+                what: "prefix tree nodes",
+                value: total,
+                max: u32::MAX as u64,
+            });
+        }
+        let mut loc = std::mem::take(&mut self.scratch);
+        let mut map = std::mem::take(&mut self.shared_map);
+        let mut list = std::mem::take(&mut self.shared_list);
+        loc.clear();
+        list.clear();
+        if map.len() < n_shared {
+            let more = n_shared - map.len();
+            try_reserve(&mut map, more, "a page's shared nodes")?;
+            map.resize(n_shared, 0);
+        }
+        try_reserve(&mut loc, LOCAL * n_local, "a page's tree")?;
+        let checked = check_codes(
+            t,
+            &self.row_starts,
+            &self.codes,
+            &mut loc,
+            &mut map,
+            &mut list,
+        );
+        let nnz = match checked {
+            Ok(nnz) => nnz,
+            Err(e) => {
+                for &n in &list {
+                    map[n as usize] = 0;
+                }
+                self.scratch = loc;
+                self.shared_map = map;
+                self.shared_list = list;
+                return Err(e);
+            }
+        };
+        // Compact ids: the pairs the page's nodes use (first-layer nodes
+        // and keys), in first-use order, then the shared nodes it uses and
+        // their ancestors, each after its parent (no sort: a walk up from
+        // each used node stops at the first node already placed).
+        let n_first = t.pair_cols.len();
+        let mut pairs = std::mem::take(&mut self.shared_pairs);
+        let mut created = std::mem::take(&mut self.shared_created);
+        let mut stack = std::mem::take(&mut self.shared_stack);
+        pairs.clear();
+        created.clear();
+        let placed = |v: u32| v != 0 && v != UNASSIGNED;
+        for &n in &list {
+            stack.clear();
+            let mut m = n as usize;
+            while m != 0 && !placed(map[m]) {
+                stack.push(m as u32);
+                m = t.parent[m] as usize;
+            }
+            for &m in stack.iter().rev() {
+                let m = m as usize;
+                if m < n_first {
+                    pairs.push(m as u32);
+                    map[m] = pairs.len() as u32;
+                    continue;
+                }
+                let k = t.key[m] as usize;
+                if !placed(map[k]) {
+                    pairs.push(k as u32);
+                    map[k] = pairs.len() as u32;
+                }
+                created.push(m as u32);
+                map[m] = CREATED | created.len() as u32;
+            }
+        }
+        let n_pairs = pairs.len() as u32;
+        for (i, &m) in created.iter().enumerate() {
+            map[m as usize] = n_pairs + 1 + i as u32;
+        }
+        self.pair_cols.clear();
+        self.pair_vals.clear();
+        self.pair_cols.push(0);
+        self.pair_vals.push(0.0);
+        for &n in &pairs {
+            self.pair_cols.push(t.pair_cols[n as usize]);
+            self.pair_vals.push(t.pair_vals[n as usize]);
+        }
+        let used_local = loc.chunks_exact(LOCAL).filter(|l| l[4] != 0).count();
+        let n_nodes = 1 + pairs.len() + created.len() + used_local;
+        self.reset_first_layer(n_nodes);
+        let compact = |map: &[u32], n: u32| if n == 0 { 0 } else { map[n as usize] };
+        for &n in &created {
+            let n = n as usize;
+            self.parent.push(compact(&map, t.parent[n]));
+            self.key.push(compact(&map, t.key[n]));
+            self.first.push(compact(&map, t.first[n]));
+            self.depth.push(t.depth[n]);
+        }
+        let mut next = (1 + pairs.len() + created.len()) as u32;
+        for i in 0..loc.len() / LOCAL {
+            let b = LOCAL * i;
+            if loc[b + 4] == 0 {
+                continue;
+            }
+            loc[b + 4] = next;
+            next += 1;
+            let parent = loc[b];
+            let parent = if (parent as usize) < n_shared {
+                map[parent as usize]
+            } else {
+                loc[LOCAL * (parent as usize - n_shared) + 4]
+            };
+            self.parent.push(parent);
+            self.first.push(map[loc[b + 1] as usize]);
+            self.key.push(map[loc[b + 2] as usize]);
+            self.depth.push(loc[b + 3]);
+        }
+        for c in &mut self.codes {
+            let raw = *c as usize;
+            *c = if raw < n_shared {
+                map[raw]
+            } else {
+                loc[LOCAL * (raw - n_shared) + 4]
+            };
+        }
+        for &n in pairs.iter().chain(&created) {
+            map[n as usize] = 0;
+        }
+        self.shared_pairs = pairs;
+        self.shared_created = created;
+        self.shared_stack = stack;
+        self.scratch = loc;
+        self.shared_map = map;
+        self.shared_list = list;
+        self.decoded_nnz = nnz;
+        Ok(())
+    }
+
+    /// Decodes a version-3 page validated before (as
+    /// [`decode_trusted`](Self::decode_trusted) does a self-contained
+    /// one): a shared node's sequence is written walking up the shared
+    /// tree, a page node's is a copy of earlier output.
+    ///
+    /// # Errors
+    /// Only for bytes never validated (the structure checks run); a code
+    /// out of range makes a wrong page, never a panic.
+    pub(crate) fn decode_trusted_shared(
+        &mut self,
+        blob: &[u8],
+        layout: &Layout,
+        (nnz, rows): (usize, &mut PageRows),
+        dict: &SharedDict,
+    ) -> Result<()> {
+        self.n_cols = layout.n_cols;
+        self.load_rows(blob, layout)?;
+        let t = &dict.tree;
+        let n_shared = t.parent.len();
+        rows.clear_for(nnz, self.n_rows())?;
+        let (out, ends) = rows.ids_and_ends();
+        let nodes = &mut self.scratch;
+        nodes.clear();
+        nodes.reserve(2 * self.codes.len());
+        for w in self.row_starts.windows(2) {
+            let row = &self.codes[w[0] as usize..w[1] as usize];
+            let mut prev_start = out.len();
+            for (j, &code) in row.iter().enumerate() {
+                let start = out.len();
+                let code = code as usize;
+                if code < n_shared {
+                    let d = t.depth[code] as usize;
+                    out.resize(start + d, 0);
+                    let mut node = code;
+                    for slot in out[start..].iter_mut().rev() {
+                        *slot = t.key[node];
+                        node = t.parent[node] as usize;
+                    }
+                } else {
+                    let k = 2 * (code - n_shared);
+                    if let (Some(&o), Some(&l)) = (nodes.get(k), nodes.get(k + 1)) {
+                        let (o, l) = (o as usize, l as usize);
+                        if o + l <= start {
+                            for t in o..o + l {
+                                let id = out[t];
+                                out.push(id);
+                            }
+                        }
+                    }
+                }
+                if j > 0 {
+                    nodes.push(prev_start as u32);
+                    nodes.push((start - prev_start) as u32 + 1);
+                }
+                prev_start = start;
+            }
+            ends.push(out.len() as u32);
+        }
+        nodes.clear();
+        rows.materialize(t);
+        Ok(())
+    }
+}
+
+/// The checking pass of [`DecodeTree::build_shared`]: every code in
+/// range when its row starts and every row's columns ascending; records
+/// each page node in `loc` and marks the codes used (shared ones in `map`
+/// and `list`, page ones in their record). Returns the decoded non-zeros.
+fn check_codes(
+    t: &DecodeTree,
+    row_starts: &[u32],
+    codes: &[u32],
+    loc: &mut Vec<u32>,
+    map: &mut [u32],
+    list: &mut Vec<u32>,
+) -> Result<u64> {
+    let n_shared = t.parent.len() as u32;
+    let mut created = n_shared;
+    let mut nnz = 0u64;
+    for (row, w) in row_starts.windows(2).enumerate() {
+        let limit = created;
+        let (mut prev, mut prev_first, mut prev_depth, mut last_col) = (0u32, 0u32, 0u32, 0u32);
+        for (j, &raw) in codes[w[0] as usize..w[1] as usize].iter().enumerate() {
+            if raw == 0 || raw >= limit {
+                return Err(Error::CodeOutOfRange {
+                    row,
+                    position: j,
+                    code: raw as u64,
+                    limit: limit as u64,
+                });
+            }
+            let (first, key, depth) = if raw < n_shared {
+                let r = raw as usize;
+                if map[r] == 0 {
+                    map[r] = UNASSIGNED;
+                    list.push(raw);
+                }
+                (t.first[r], t.key[r], t.depth[r])
+            } else {
+                let b = LOCAL * (raw - n_shared) as usize;
+                loc[b + 4] = UNASSIGNED;
+                (loc[b + 1], loc[b + 2], loc[b + 3])
+            };
+            if j > 0 {
+                let next_col = t.pair_cols[first as usize];
+                if last_col >= next_col {
+                    return Err(Error::ColumnsNotAscending {
+                        row,
+                        position: j,
+                        prev: last_col as u64,
+                        col: next_col as u64,
+                    });
+                }
+                loc.extend_from_slice(&[prev, prev_first, first, prev_depth + 1, 0]);
+                created += 1;
+            }
+            last_col = t.pair_cols[key as usize];
+            nnz += depth as u64;
+            (prev, prev_first, prev_depth) = (raw, first, depth);
+        }
+    }
+    Ok(nnz)
+}
