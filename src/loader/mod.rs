@@ -410,6 +410,12 @@ impl<S: Source + 'static> Loader<S> {
 
 const STREAM_BLOCKS: u64 = 1;
 
+/// The fewest blocks a [`Buffer::Fraction`] buffer holds (fewer when the
+/// worker has fewer): below it the loader warns that one block's tuples
+/// dominate each buffer (a small file, whose 10% is a block or two; the
+/// memory it adds is a few blocks).
+const MIN_FRACTION_BUFFER_BLOCKS: usize = 4;
+
 fn make_plan<T: Source>(ds: &Dataset<T>, o: &LoaderOptions) -> (Plan, Vec<String>) {
     let n_blocks = ds.n_blocks();
     let mut block_first_row = Vec::with_capacity(n_blocks);
@@ -422,7 +428,12 @@ fn make_plan<T: Source>(ds: &Dataset<T>, o: &LoaderOptions) -> (Plan, Vec<String
     let buffer_blocks = match (o.strategy, o.buffer) {
         (Strategy::EpochShuffle, _) => worker_blocks.max(1),
         (_, Buffer::Blocks(b)) => b,
-        (_, Buffer::Fraction(f)) => ((f * n_blocks as f64).ceil() as usize).max(1),
+        // A fraction of the file, but at least MIN_FRACTION_BUFFER_BLOCKS
+        // (or every block of the worker): on a small file 10% is one or two
+        // blocks, a buffer in which one block's tuples dominate.
+        (_, Buffer::Fraction(f)) => ((f * n_blocks as f64).ceil() as usize)
+            .max(MIN_FRACTION_BUFFER_BLOCKS.min(worker_blocks))
+            .max(1),
     };
     // Sliding-Window and MRS hold a share of the units (rows, or pages).
     let choice = o.mode.choose(ds.info(), o.batch_rows);
@@ -440,7 +451,10 @@ fn make_plan<T: Source>(ds: &Dataset<T>, o: &LoaderOptions) -> (Plan, Vec<String
     let mut warnings = Vec::new();
     // A buffer that holds every block of the worker shuffles all its rows
     // (one block of a one-block file is a full shuffle): nothing to warn.
-    if o.strategy == Strategy::CorgiPile && buffer_blocks < worker_blocks && buffer_blocks < 4 {
+    if o.strategy == Strategy::CorgiPile
+        && buffer_blocks < worker_blocks
+        && buffer_blocks < MIN_FRACTION_BUFFER_BLOCKS
+    {
         warnings.push(format!(
             "the CorgiPile buffer holds {} of this worker's {worker_blocks} blocks: with a \
              handful of blocks, tuples of one block dominate each buffer and accuracy can \

@@ -157,7 +157,9 @@ impl Mode {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Buffer {
     /// A share of the dataset (the paper's default is 0.1). For CorgiPile
-    /// it is rounded up to whole blocks; for Sliding-Window and MRS it is
+    /// it is rounded up to whole blocks, and is at least 4 blocks (or
+    /// every block of the worker) so that no block's tuples dominate a
+    /// small file's buffer; for Sliding-Window and MRS it is
     /// that share of the worker's rows (pages in page mode).
     Fraction(f64),
     /// A number of blocks (for Sliding-Window and MRS: as many units as

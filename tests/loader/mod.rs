@@ -256,11 +256,16 @@ fn bad_options_are_errors_and_risky_ones_warn() {
     assert_eq!(loader.warnings().len(), 1, "{:?}", loader.warnings());
     assert!(loader.warnings()[0].contains("page mode"));
     std::fs::remove_file(&path).unwrap();
-    // A few blocks, a buffer of one of them: the buffer warning.
+    // A few blocks: a 10% buffer would be one of them, so it holds four
+    // (no warning); a buffer asked for as one block gets the warning.
     let path = write_file(&rows, &labels, 50, 300);
     let loader = Loader::open(&path, options(Strategy::CorgiPile, Mode::Page)).unwrap();
     let n = loader.dataset().n_blocks();
-    assert!((2..40).contains(&n), "{n} blocks");
+    assert!((5..40).contains(&n), "{n} blocks");
+    assert_eq!(loader.buffer_blocks(), 4);
+    assert!(loader.warnings().is_empty(), "{:?}", loader.warnings());
+    let one = options(Strategy::CorgiPile, Mode::Page).with_buffer(Buffer::Blocks(1));
+    let loader = Loader::open(&path, one).unwrap();
     assert_eq!(loader.warnings().len(), 1, "{:?}", loader.warnings());
     assert!(loader.warnings()[0].contains(&format!("holds 1 of this worker's {n} blocks")));
     std::fs::remove_file(&path).unwrap();
