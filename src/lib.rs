@@ -158,9 +158,10 @@ pub mod internals {
 }
 
 pub use codec::{
-    decode_bytes, encode, Adaptive, DecodeTree, EncodeOptions, Encoder, Level, Packing,
-    SegmentModel, SharedDict, TocBatch,
+    decode_bytes, encode, Adaptive, DecodeTree, EncodeOptions, Encoder, Level, Packing, TocBatch,
 };
+#[doc(hidden)]
+pub use codec::{SegmentModel, SharedDict};
 pub use error::{Error, IoSource, Result};
 pub use kernels::Workspace;
 /// The `ndarray` crate (0.17) whose arrays the kernels and models take and

@@ -23,7 +23,11 @@ pub(crate) mod core;
 mod setup;
 mod trainer;
 
-pub use setup::{infer_kind, label_sample, Holdout, LABEL_SAMPLE_BLOCKS, MAX_CLASSES};
+pub use setup::{infer_kind, Holdout, MAX_CLASSES};
+// Not part of the API (hidden): the label sample the front ends warn
+// from; may change in any release.
+#[doc(hidden)]
+pub use setup::{label_sample, LABEL_SAMPLE_BLOCKS};
 pub use trainer::{Fitted, Trainer};
 
 use std::sync::Arc;

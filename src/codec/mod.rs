@@ -35,6 +35,10 @@ pub use encoder::{Adaptive, EncodeOptions, Encoder, Level, Packing};
 // (docs/FORMAT.md); may change in any release.
 #[doc(hidden)]
 pub use layout::{MAGIC, VERSION};
+// Not part of the API (hidden): the dataset writer's and reader's shared
+// dictionaries (file version 3), used by tests, benches and the fuzz
+// targets; may change in any release.
+#[doc(hidden)]
 pub use shared::{SegmentModel, SharedDict, MIN_NODE_USES};
 pub use tree::DecodeTree;
 pub(crate) use trusted::{PageRows, PAD};
@@ -117,15 +121,15 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
     ///
     /// Integrity is checked where bytes are stored or moved: every block
     /// of a dataset file carries a CRC-32 checked on each read
-    /// ([`Error::ChecksumMismatch`](crate::Error::ChecksumMismatch), see
+    /// ([`Error::ChecksumMismatch`], see
     /// `docs/FORMAT.md`), as do model files and the blocks of the
     /// distributed shuffle. A batch stored or sent on its own needs a
     /// checksum kept beside it by the caller.
     ///
     /// # Errors
-    /// The first rule broken, as an [`Error`](crate::Error) naming the
+    /// The first rule broken, as an [`Error`] naming the
     /// field and its byte offset, or the row and position;
-    /// [`Error::LimitExceeded`](crate::Error::LimitExceeded) for a batch
+    /// [`Error::LimitExceeded`] for a batch
     /// decoding to more than `max_page_nnz` non-zeros.
     pub fn from_bytes(bytes: B) -> Result<Self> {
         Self::from_bytes_with_tree(bytes, &mut DecodeTree::default())

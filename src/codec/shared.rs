@@ -44,7 +44,7 @@ pub struct SharedDict {
 
 impl SharedDict {
     /// Validates `bytes` as a shared dictionary (`docs/FORMAT.md`): the
-    /// pairs, an encoded batch of [`Level::Full`] with a prefix tree and
+    /// pairs, an encoded batch of [`Level::Full`](crate::Level::Full) with a prefix tree and
     /// no rows, checked as [`TocBatch::from_bytes`] checks every batch;
     /// then the nodes: as many parents as keys, every parent an earlier
     /// node (not the root), every key a pair, and the key's column past

@@ -48,7 +48,11 @@ pub use packed::{PackedBlock, PageDecoder};
 pub use prefetch::Prefetch;
 pub use reader::Dataset;
 pub use source::Source;
-pub use split::{is_held_out, split_holdout};
+pub use split::split_holdout;
+// Not part of the API (hidden): the held-out rule of one row, for the
+// tests and the Python package; may change in any release.
+#[doc(hidden)]
+pub use split::is_held_out;
 pub use writer::{
     DatasetWriter, WriterOptions, DEFAULT_BLOCK_BYTES, DEFAULT_PAGE_ROWS, DEFAULT_SEGMENT_ROWS,
 };

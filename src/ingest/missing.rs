@@ -46,7 +46,9 @@ use crate::error::{Error, Result};
 pub const DEFAULT_MISSING_MARKERS: &[&str] =
     &["NA", "N/A", "n/a", "#N/A", "NULL", "null", "None", "?"];
 
-/// The most missing markers a schema may have.
+/// The most missing markers a schema may have (not part of the API,
+/// hidden: may change in any release).
+#[doc(hidden)]
 pub const MAX_MISSING_MARKERS: usize = 64;
 
 /// The longest missing marker, in bytes.
