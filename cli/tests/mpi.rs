@@ -132,26 +132,23 @@ fn ranks_under_mpirun_train_the_lockstep_model() {
 
         let loaders: Vec<Loader> = (0..k)
             .map(|worker| {
-                let options = LoaderOptions {
-                    strategy: Strategy::CorgiPile,
-                    mode: Mode::Auto,
-                    batch_rows: 100,
-                    buffer: Buffer::Fraction(0.1),
-                    seed: 3,
-                    worker,
-                    workers: k,
-                    ..LoaderOptions::default()
-                };
+                let options = LoaderOptions::default()
+                    .with_strategy(Strategy::CorgiPile)
+                    .with_mode(Mode::Auto)
+                    .with_batch_rows(100)
+                    .with_buffer(Buffer::Fraction(0.1))
+                    .with_seed(3)
+                    .with_worker(worker)
+                    .with_workers(k);
                 Loader::open(dir.path().join("m.toc"), options).unwrap()
             })
             .collect();
         let mut reference = Model::new(ModelKind::Logistic, 98, 3).unwrap();
-        let options = TrainOptions {
-            epochs: 3,
-            learning_rate: 0.5,
-            optimizer: tocpile::model::Optimizer::Sgd,
-            ..TrainOptions::default()
-        };
+        // The rule first: it sets its default rate, replaced next.
+        let options = TrainOptions::default()
+            .with_optimizer(tocpile::model::Optimizer::Sgd)
+            .with_epochs(3)
+            .with_learning_rate(0.5);
         train_lockstep(&mut reference, &loaders, &options).unwrap();
         let model = Model::load(dir.path().join(&saved)).unwrap();
         let diff = model

@@ -162,10 +162,9 @@ pub fn convert(
             .collect();
         writeln!(csv, "{}", names.join(",")).unwrap();
     }
-    let libsvm_options = LibsvmOptions {
-        n_cols: Some(n_cols),
-        zero_based: false,
-    };
+    let libsvm_options = LibsvmOptions::default()
+        .with_n_cols(Some(n_cols))
+        .with_zero_based(false);
     let mut reader = LibsvmReader::open(libsvm, libsvm_options).unwrap();
     let mut rows = 0u64;
     while (rows as usize) < options.max_rows {
