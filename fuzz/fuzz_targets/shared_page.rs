@@ -12,10 +12,10 @@
 
 use std::sync::Arc;
 
-use libfuzzer_sys::arbitrary::{Result, Unstructured};
+use libfuzzer_sys::arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
 use tocpile::{DecodeTree, EncodeOptions, Encoder, SharedDict, TocBatch};
-use tocpile_fuzz::{arbitrary_batch, assert_tree_matches, check_validated, decode_budget};
+use tocpile_fuzz::{arbitrary_batch, assert_tree_matches, check_validated, decode_budget, mutate};
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 3 {
@@ -48,7 +48,10 @@ fuzz_target!(|data: &[u8]| {
     let dict = match SharedDict::from_bytes(dict.clone()) {
         Ok(dict) => Arc::new(dict),
         Err(e) => {
-            assert!(dict != model.dict().as_bytes(), "valid dictionary rejected: {e}");
+            assert!(
+                dict != model.dict().as_bytes(),
+                "valid dictionary rejected: {e}"
+            );
             return;
         }
     };
@@ -70,38 +73,3 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 });
-
-/// Applies up to 16 mutations read from `u`.
-fn mutate(bytes: &mut Vec<u8>, u: &mut Unstructured<'_>) -> Result<()> {
-    for _ in 0..16 {
-        if u.is_empty() {
-            break;
-        }
-        let op = u.int_in_range(0u8..=7)?;
-        let at = u.arbitrary::<u32>()? as usize;
-        let len = bytes.len();
-        match op {
-            0 if len > 0 => bytes[at % len] ^= 1 << u.int_in_range(0u8..=7)?,
-            1 if len > 0 => bytes[at % len] = u.arbitrary()?,
-            2 if len > 0 => {
-                bytes[at % len] =
-                    *u.choose(&[0, 1, 2, 7, 8, 9, 16, 31, 32, 33, 0x7f, 0x80, 0xff])?
-            }
-            3 if len > 0 => {
-                let delta = u.int_in_range(-4i8..=4)?;
-                bytes[at % len] = bytes[at % len].wrapping_add_signed(delta);
-            }
-            4 => bytes.truncate(at % (len + 1)),
-            5 => bytes.insert(at % (len + 1), u.arbitrary()?),
-            6 if len > 0 => {
-                bytes.remove(at % len);
-            }
-            7 if len > 1 => {
-                let other = u.arbitrary::<u32>()? as usize % len;
-                bytes.swap(at % len, other);
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}

@@ -332,3 +332,40 @@ pub fn assert_tree_matches<B: AsRef<[u8]>>(tree: &DecodeTree, batch: &TocBatch<B
     assert_eq!(tree.parents().len(), tree.n_nodes(), "tree parents");
     assert_eq!(tree.keys().len(), tree.n_nodes(), "tree keys");
 }
+
+/// Applies up to 16 mutations read from `u` to `bytes`: bit flips, byte
+/// overwrites (with values near the format's edges among them), small
+/// additions, truncation, insertion, removal and swaps.
+pub fn mutate(bytes: &mut Vec<u8>, u: &mut Unstructured<'_>) -> Result<()> {
+    for _ in 0..16 {
+        if u.is_empty() {
+            break;
+        }
+        let op = u.int_in_range(0u8..=7)?;
+        let at = u.arbitrary::<u32>()? as usize;
+        let len = bytes.len();
+        match op {
+            0 if len > 0 => bytes[at % len] ^= 1 << u.int_in_range(0u8..=7)?,
+            1 if len > 0 => bytes[at % len] = u.arbitrary()?,
+            2 if len > 0 => {
+                bytes[at % len] =
+                    *u.choose(&[0, 1, 2, 7, 8, 9, 16, 31, 32, 33, 0x7f, 0x80, 0xff])?
+            }
+            3 if len > 0 => {
+                let delta = u.int_in_range(-4i8..=4)?;
+                bytes[at % len] = bytes[at % len].wrapping_add_signed(delta);
+            }
+            4 => bytes.truncate(at % (len + 1)),
+            5 => bytes.insert(at % (len + 1), u.arbitrary()?),
+            6 if len > 0 => {
+                bytes.remove(at % len);
+            }
+            7 if len > 1 => {
+                let other = u.arbitrary::<u32>()? as usize % len;
+                bytes.swap(at % len, other);
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
