@@ -79,7 +79,8 @@ pub struct TrainArgs {
           value_parser = parse_l2)]
     pub l2: f64,
     /// Buffer size as a fraction of the dataset, in (0, 1] (CorgiPile,
-    /// block, window, mrs).
+    /// block, window, mrs); a CorgiPile or block buffer holds at least
+    /// 4 blocks (or all of them).
     #[arg(long, value_name = "FRACTION", default_value_t = 0.1, allow_negative_numbers = true,
           value_parser = parse_fraction)]
     pub buffer: f64,
