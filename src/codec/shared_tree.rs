@@ -14,7 +14,7 @@
 
 use super::layout::Layout;
 use super::shared::SharedDict;
-use super::trusted::PageRows;
+use super::trusted::{push_node_output, PageRows};
 use super::DecodeTree;
 use crate::error::{Error, Result};
 use crate::limits::try_reserve;
@@ -231,16 +231,7 @@ impl DecodeTree {
                         node = t.parent[node] as usize;
                     }
                 } else {
-                    let k = 2 * (code - n_shared);
-                    if let (Some(&o), Some(&l)) = (nodes.get(k), nodes.get(k + 1)) {
-                        let (o, l) = (o as usize, l as usize);
-                        if o + l <= start {
-                            for t in o..o + l {
-                                let id = out[t];
-                                out.push(id);
-                            }
-                        }
-                    }
+                    push_node_output(out, nodes, code - n_shared, start);
                 }
                 if j > 0 {
                     nodes.push(prev_start as u32);

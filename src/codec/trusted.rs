@@ -281,18 +281,7 @@ impl DecodeTree {
                 if code < n_first {
                     out.push(code as u32);
                 } else {
-                    let k = 2 * (code - n_first);
-                    if let (Some(&o), Some(&l)) = (nodes.get(k), nodes.get(k + 1)) {
-                        let (o, l) = (o as usize, l as usize);
-                        // A node is earlier output; anything else (bytes
-                        // that were never validated) copies nothing.
-                        if o + l <= start {
-                            for t in o..o + l {
-                                let id = out[t];
-                                out.push(id);
-                            }
-                        }
-                    }
+                    push_node_output(out, nodes, code - n_first, start);
                 }
                 if j > 0 {
                     nodes.push(prev_start as u32);
@@ -330,6 +319,21 @@ fn resolve_dict_trusted(blob: &[u8], dict: &Dict, scratch: &mut Vec<u32>, out: &
                     out.push(scaled_value(base.wrapping_add(total as i64), exponent));
                 }
             }
+        }
+    }
+}
+
+/// Appends the output of created node `index` (Algorithm 2's nodes are
+/// spans of earlier output: `nodes` holds an offset and a length per
+/// node) to `out`. A span that is not earlier output (bytes that were
+/// never validated) copies nothing.
+#[inline]
+pub(super) fn push_node_output(out: &mut Vec<u32>, nodes: &[u32], index: usize, start: usize) {
+    let k = 2 * index;
+    if let (Some(&o), Some(&l)) = (nodes.get(k), nodes.get(k + 1)) {
+        let (o, l) = (o as usize, l as usize);
+        if o + l <= start {
+            out.extend_from_within(o..o + l);
         }
     }
 }
