@@ -32,15 +32,20 @@ fn varint_len(v: u64) -> u64 {
 }
 
 /// Adds the parts of the footer and its shared dictionaries to `add`.
-fn footer_parts(file: &[u8], add: &mut impl FnMut(&'static str, u64)) {
+/// Returns the scaling factors equal to 1.
+fn footer_parts(file: &[u8], add: &mut impl FnMut(&'static str, u64)) -> u64 {
     let f = footer::parse(file);
     add(
         "index: block entries (len, rows, pages, crc)",
         f.index.len() as u64,
     );
     add(
-        "footer: totals, schema, optional sections",
-        (f.footer.len() - f.index.len() - f.shared.len()) as u64,
+        "footer: scaling section (f64 per column)",
+        f.scaling.len() as u64,
+    );
+    add(
+        "footer: totals, schema, other sections",
+        (f.footer.len() - f.index.len() - f.scaling.len() - f.shared.len()) as u64,
     );
     add("file header and trailer", 8 + 16);
     let mut headers = f.shared.len() as u64;
@@ -87,6 +92,7 @@ fn footer_parts(file: &[u8], add: &mut impl FnMut(&'static str, u64)) {
         }
     }
     add("shared: section and segment headers", headers);
+    f.scaling_ones
 }
 
 fn main() -> tocpile::Result<()> {
@@ -170,7 +176,7 @@ fn main() -> tocpile::Result<()> {
             add("labels", labels);
         }
         let file = std::fs::read(&path).map_err(|e| tocpile::Error::io(&path, e))?;
-        footer_parts(&file, &mut add);
+        let scaling_ones = footer_parts(&file, &mut add);
         parts.retain(|_, bytes| *bytes > 0);
         let total: u64 = parts.values().sum();
         assert_eq!(total, info.file_bytes, "every byte in one part");
@@ -187,6 +193,9 @@ fn main() -> tocpile::Result<()> {
             first_layer as f64 / info.n_pages.max(1) as f64,
             codes as f64 / info.n_pages.max(1) as f64,
         );
+        if scaling_ones > 0 {
+            println!("  (scaling section: {scaling_ones} of its factors are 1)");
+        }
         for (what, bytes) in [
             ("compact v3 page header would save", compact_saves),
             ("... and no v3 payload length", compact_saves + length_saves),

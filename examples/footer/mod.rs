@@ -49,6 +49,11 @@ pub struct Footer {
     pub footer: Range<usize>,
     /// The block index entries.
     pub index: Range<usize>,
+    /// The scaling section (empty when there is none).
+    pub scaling: Range<usize>,
+    /// Its factors equal to 1 (columns whose largest magnitude is 1,
+    /// such as one-hot columns, under the default max-abs scaling).
+    pub scaling_ones: u64,
     /// The shared section (empty when there is none).
     pub shared: Range<usize>,
     /// Per segment: its block count and its dictionary's bytes.
@@ -82,6 +87,20 @@ pub fn parse(file: &[u8]) -> Footer {
         c.skip(4);
     }
     let index = footer_at + index_at..footer_at + c.at;
+    // The scaling section, if any, comes right after the index.
+    let (scaling, scaling_ones) = if footer[c.at..].starts_with(b"SCAL") {
+        let start = c.at;
+        c.skip(6); // tag, version, kind
+        let n = c.varint() as usize;
+        let factors = c.skip(8 * n);
+        let ones = factors
+            .chunks(8)
+            .filter(|f| f64::from_le_bytes((*f).try_into().expect("8")) == 1.0)
+            .count() as u64;
+        (footer_at + start..footer_at + c.at, ones)
+    } else {
+        (footer_at + c.at..footer_at + c.at, 0)
+    };
     // The shared section is last: find where it parses to the footer's end.
     let shared_at = (c.at..footer.len().saturating_sub(5))
         .find(|&p| footer[p..].starts_with(b"SHRD") && parses_shared(&footer[p..]))
@@ -103,6 +122,8 @@ pub fn parse(file: &[u8]) -> Footer {
     Footer {
         footer: footer_at..file.len() - 16,
         index,
+        scaling,
+        scaling_ones,
         shared: footer_at + shared_at..file.len() - 16,
         segments,
     }
