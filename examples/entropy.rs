@@ -12,6 +12,9 @@
 //! cargo run --release --example entropy [-- DATASET...]
 //! ```
 //!
+//! Given dataset files instead (`FILE.toc`, version 3), it measures a
+//! model shared by a segment's pages ([`shared_model`]).
+//!
 //! Times are the thread's CPU time (`/proc/thread-self/schedstat`), so
 //! other processes on a busy machine do not count.
 
@@ -98,8 +101,15 @@ fn huffman(codes: &[u32], symbols: &[u32], lens: &[u8]) -> Coded {
     (out, table, max_len)
 }
 
+mod footer;
+#[path = "entropy/shared_model.rs"]
+mod shared_model;
+
 fn main() {
     let mut names: Vec<String> = std::env::args().skip(1).collect();
+    if names.iter().any(|n| n.ends_with(".toc")) {
+        return shared_model::run(&names);
+    }
     if names.is_empty() {
         names = [
             "mushrooms",
