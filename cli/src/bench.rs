@@ -8,12 +8,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::measure::kernels::{kernel_table, Clock, KernelBenchConfig, KernelReport, Op};
+use crate::measure::kernels::{
+    kernel_table, Clock, KernelBenchConfig, KernelFormat, KernelReport, Op,
+};
 use clap::{Args, Subcommand};
 use serde::Serialize;
 use tocpile::formats::FormatKind;
 
-use crate::encode::parse_format;
 use crate::input::InputArgs;
 use crate::output::{emit, emit_json};
 use crate::rows::RowArgs;
@@ -67,8 +68,14 @@ struct KernelArgs {
     #[arg(long, value_name = "N", default_value_t = 40, value_parser = clap::value_parser!(u64).range(1..))]
     batches: u64,
     /// Formats, comma-separated (CSR, the baseline, is always added).
-    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_format)]
-    formats: Option<Vec<FormatKind>>,
+    /// Besides the batch formats: `toc-v3`, each batch as one page of
+    /// dataset file version 3 (coded against the shared dictionary of its
+    /// segment, learned as `tocpile encode` learns it, over the measured
+    /// rows), `toc-v3xK`, each batch as K such pages whose kernels run on
+    /// one tree (the pairs and nodes the pages share computed once), and
+    /// `toc-v3xK-apart`, the same pages' kernels run page by page.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = KernelFormat::parse)]
+    formats: Option<Vec<KernelFormat>>,
     /// Interleaved rounds (the median is reported).
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
     rounds: u64,
@@ -118,8 +125,8 @@ struct KernelJson {
     batch_rows: usize,
     n_batches: usize,
     p: usize,
-    encoded_bytes: BTreeMap<&'static str, usize>,
-    ops: BTreeMap<&'static str, BTreeMap<&'static str, Cell>>,
+    encoded_bytes: BTreeMap<String, usize>,
+    ops: BTreeMap<&'static str, BTreeMap<String, Cell>>,
 }
 
 fn kernels(args: &KernelArgs) -> Outcome {
@@ -139,7 +146,7 @@ fn kernels(args: &KernelArgs) -> Outcome {
         formats: args
             .formats
             .clone()
-            .unwrap_or_else(|| FormatKind::ALL.to_vec()),
+            .unwrap_or_else(|| FormatKind::ALL.map(KernelFormat::Batch).to_vec()),
         rounds: usize::try_from(args.rounds).unwrap_or(usize::MAX),
         min_time: Duration::from_millis(args.min_time_ms),
         clock: args.clock,
@@ -172,11 +179,15 @@ fn kernels(args: &KernelArgs) -> Outcome {
 /// 6,000,000 has 192 MB matrices, which aborted under a 1 GB limit).
 fn dense_fits(
     batches: &[tocpile::SparseBatch],
-    formats: &[FormatKind],
+    formats: &[KernelFormat],
     input: &std::path::Path,
 ) -> Outcome {
     let dense: Vec<&str> = formats
         .iter()
+        .filter_map(|f| match f {
+            KernelFormat::Batch(kind) => Some(*kind),
+            KernelFormat::Shared { .. } => None,
+        })
         .filter(|f| {
             matches!(
                 f,
@@ -218,7 +229,7 @@ fn dense_fits(
 }
 
 fn to_json(dataset: &str, report: &KernelReport) -> KernelJson {
-    let mut ops: BTreeMap<&'static str, BTreeMap<&'static str, Cell>> = BTreeMap::new();
+    let mut ops: BTreeMap<&'static str, BTreeMap<String, Cell>> = BTreeMap::new();
     for op in Op::ALL {
         let cells = ops.entry(op.name()).or_default();
         for t in report.timings.iter().filter(|t| t.op == op) {

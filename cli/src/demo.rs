@@ -8,7 +8,7 @@ use std::io::Cursor;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::measure::kernels::{kernel_table, KernelBenchConfig};
+use crate::measure::kernels::{kernel_table, KernelBenchConfig, KernelFormat};
 use crate::measure::ratios::{ratio_table, RatioConfig};
 use clap::Args;
 use tocpile::dataset::{DatasetWriter, WriterOptions};
@@ -160,7 +160,7 @@ fn compression_step(demo: &Demo) -> Outcome {
 /// `tocpile bench kernels` for a longer one).
 fn kernel_step(demo: &Demo) -> Outcome {
     let config = KernelBenchConfig {
-        formats: FormatKind::ALL.to_vec(),
+        formats: FormatKind::ALL.map(KernelFormat::Batch).to_vec(),
         rounds: 3,
         min_time: Duration::from_millis(5),
         ..KernelBenchConfig::default()

@@ -15,9 +15,10 @@
 use super::layout::Layout;
 use super::shared::SharedDict;
 use super::trusted::{push_node_output, PageRows};
-use super::DecodeTree;
+use super::{DecodeTree, TocBatch};
 use crate::error::{Error, Result};
 use crate::limits::try_reserve;
+use std::sync::Arc;
 
 /// A page node's record while it is checked: raw parent, first pair,
 /// key pair (both first-layer ids of the shared tree), depth, compact id.
@@ -41,29 +42,37 @@ impl DecodeTree {
         layout: &Layout,
         dict: &SharedDict,
     ) -> Result<()> {
+        self.build_shared_pages(&[(blob, layout)], dict)
+    }
+
+    /// [`build_shared`](Self::build_shared) for a mini-batch of several
+    /// version-3 pages of one segment: every page is checked as
+    /// `build_shared` checks one, and the tree holds the shared nodes any
+    /// page uses once (with their ancestors and key pairs), then each
+    /// page's own nodes, with the rows of all pages in order. The
+    /// first-layer products and node values the kernels compute are then
+    /// computed once per mini-batch instead of once per page (issue 27,
+    /// item 2). An error is the first page's that breaks a rule, its rows
+    /// numbered within that page.
+    pub(crate) fn build_shared_pages(
+        &mut self,
+        pages: &[(&[u8], &Layout)],
+        dict: &SharedDict,
+    ) -> Result<()> {
         let t = &dict.tree;
-        if layout.n_cols != t.n_cols {
-            return Err(Error::LengthMismatch {
-                what: "columns of a page (its segment dictionary's)",
-                expected: t.n_cols as u64,
-                found: layout.n_cols as u64,
-            });
+        for (_, layout) in pages {
+            if layout.n_cols != t.n_cols {
+                return Err(Error::LengthMismatch {
+                    what: "columns of a page (its segment dictionary's)",
+                    expected: t.n_cols as u64,
+                    found: layout.n_cols as u64,
+                });
+            }
         }
-        self.n_cols = layout.n_cols;
+        self.n_cols = t.n_cols;
         self.zeros_possible = false;
         self.flat = false;
-        self.load_rows(blob, layout)?;
         let n_shared = t.parent.len();
-        let non_empty = self.row_starts.windows(2).filter(|w| w[1] > w[0]).count();
-        let n_local = self.codes.len() - non_empty;
-        let total = n_shared as u64 + n_local as u64;
-        if total > u32::MAX as u64 {
-            return Err(Error::TooLarge {
-                what: "prefix tree nodes",
-                value: total,
-                max: u32::MAX as u64,
-            });
-        }
         let mut loc = std::mem::take(&mut self.scratch);
         let mut map = std::mem::take(&mut self.shared_map);
         let mut list = std::mem::take(&mut self.shared_list);
@@ -71,18 +80,18 @@ impl DecodeTree {
         list.clear();
         if map.len() < n_shared {
             let more = n_shared - map.len();
-            try_reserve(&mut map, more, "a page's shared nodes")?;
+            if let Err(e) = try_reserve(&mut map, more, "a page's shared nodes") {
+                self.scratch = loc;
+                self.shared_map = map;
+                self.shared_list = list;
+                return Err(e);
+            }
             map.resize(n_shared, 0);
         }
-        try_reserve(&mut loc, LOCAL * n_local, "a page's tree")?;
-        let checked = check_codes(
-            t,
-            &self.row_starts,
-            &self.codes,
-            &mut loc,
-            &mut map,
-            &mut list,
-        );
+        // Where each page's codes and node records start (only for more
+        // than one page: a single page's are the whole arrays).
+        let mut bounds: Vec<(usize, usize)> = Vec::new();
+        let checked = self.check_pages(pages, t, &mut loc, &mut map, &mut list, &mut bounds);
         let nnz = match checked {
             Ok(nnz) => nnz,
             Err(e) => {
@@ -152,32 +161,47 @@ impl DecodeTree {
             self.first.push(compact(&map, t.first[n]));
             self.depth.push(t.depth[n]);
         }
+        // Each page's own nodes, page after page: a record's parent is a
+        // shared node or an earlier record of the same page.
+        let n_pages = bounds.len().saturating_sub(1).max(1);
+        let (n_codes, n_records) = (self.codes.len(), loc.len());
+        let span = |p: usize| match bounds.get(p + 1) {
+            Some(&end) => (bounds[p].0..end.0, bounds[p].1..end.1),
+            None => (0..n_codes, 0..n_records),
+        };
         let mut next = (1 + pairs.len() + created.len()) as u32;
-        for i in 0..loc.len() / LOCAL {
-            let b = LOCAL * i;
-            if loc[b + 4] == 0 {
-                continue;
+        for p in 0..n_pages {
+            let (_, records) = span(p);
+            let base = records.start;
+            for b in records.step_by(LOCAL) {
+                if loc[b + 4] == 0 {
+                    continue;
+                }
+                loc[b + 4] = next;
+                next += 1;
+                let parent = loc[b];
+                let parent = if (parent as usize) < n_shared {
+                    map[parent as usize]
+                } else {
+                    loc[base + LOCAL * (parent as usize - n_shared) + 4]
+                };
+                self.parent.push(parent);
+                self.first.push(map[loc[b + 1] as usize]);
+                self.key.push(map[loc[b + 2] as usize]);
+                self.depth.push(loc[b + 3]);
             }
-            loc[b + 4] = next;
-            next += 1;
-            let parent = loc[b];
-            let parent = if (parent as usize) < n_shared {
-                map[parent as usize]
-            } else {
-                loc[LOCAL * (parent as usize - n_shared) + 4]
-            };
-            self.parent.push(parent);
-            self.first.push(map[loc[b + 1] as usize]);
-            self.key.push(map[loc[b + 2] as usize]);
-            self.depth.push(loc[b + 3]);
         }
-        for c in &mut self.codes {
-            let raw = *c as usize;
-            *c = if raw < n_shared {
-                map[raw]
-            } else {
-                loc[LOCAL * (raw - n_shared) + 4]
-            };
+        for p in 0..n_pages {
+            let (codes, records) = span(p);
+            let base = records.start;
+            for c in &mut self.codes[codes] {
+                let raw = *c as usize;
+                *c = if raw < n_shared {
+                    map[raw]
+                } else {
+                    loc[base + LOCAL * (raw - n_shared) + 4]
+                };
+            }
         }
         for &n in pairs.iter().chain(&created) {
             map[n as usize] = 0;
@@ -190,6 +214,116 @@ impl DecodeTree {
         self.shared_list = list;
         self.decoded_nnz = nnz;
         Ok(())
+    }
+
+    /// Loads and checks every page with [`check_codes`], the shared nodes
+    /// used marked in `map` and `list` across pages. One page's rows and
+    /// records are left in `self.codes`, `self.row_starts` and `loc`; for
+    /// several, their concatenation, and `bounds` gets each page's first
+    /// code and first record, then the totals. Returns the non-zeros.
+    fn check_pages(
+        &mut self,
+        pages: &[(&[u8], &Layout)],
+        t: &DecodeTree,
+        loc: &mut Vec<u32>,
+        map: &mut [u32],
+        list: &mut Vec<u32>,
+        bounds: &mut Vec<(usize, usize)>,
+    ) -> Result<u64> {
+        let n_shared = t.parent.len() as u64;
+        let (mut codes, mut starts, mut page_loc) = (Vec::new(), Vec::new(), Vec::new());
+        let mut n_local_total = 0u64;
+        let mut nnz = 0u64;
+        for (i, &(blob, layout)) in pages.iter().enumerate() {
+            self.load_rows(blob, layout)?;
+            let non_empty = self.row_starts.windows(2).filter(|w| w[1] > w[0]).count();
+            let n_local = self.codes.len() - non_empty;
+            n_local_total += n_local as u64;
+            let total = n_shared + n_local_total;
+            if total > u32::MAX as u64 {
+                return Err(Error::TooLarge {
+                    what: "prefix tree nodes",
+                    value: total,
+                    max: u32::MAX as u64,
+                });
+            }
+            if pages.len() == 1 {
+                try_reserve(loc, LOCAL * n_local, "a page's tree")?;
+                return check_codes(t, &self.row_starts, &self.codes, loc, map, list);
+            }
+            if codes.len() as u64 + self.codes.len() as u64 > u32::MAX as u64 {
+                return Err(Error::TooLarge {
+                    what: "codes of a mini-batch of pages",
+                    value: codes.len() as u64 + self.codes.len() as u64,
+                    max: u32::MAX as u64,
+                });
+            }
+            page_loc.clear();
+            try_reserve(&mut page_loc, LOCAL * n_local, "a page's tree")?;
+            nnz += check_codes(t, &self.row_starts, &self.codes, &mut page_loc, map, list)?;
+            bounds.push((codes.len(), loc.len()));
+            try_reserve(loc, page_loc.len(), "a mini-batch's tree")?;
+            loc.extend_from_slice(&page_loc);
+            if i == 0 {
+                starts.push(0);
+            }
+            let offset = codes.len() as u32;
+            try_reserve(&mut codes, self.codes.len(), "a mini-batch's codes")?;
+            codes.extend_from_slice(&self.codes);
+            try_reserve(&mut starts, self.row_starts.len(), "a mini-batch's rows")?;
+            starts.extend(self.row_starts[1..].iter().map(|&s| s + offset));
+        }
+        bounds.push((codes.len(), loc.len()));
+        self.codes = codes;
+        self.row_starts = starts;
+        Ok(nnz)
+    }
+
+    /// Not part of the API (hidden): used by the workspace's front ends,
+    /// benches and tests; may change in any release.
+    ///
+    /// Builds one tree for the mini-batch made of `pages`, rows in page
+    /// order, checking every page again: one page as
+    /// [`TocBatch::build_tree`] does; several must be version-3 pages of
+    /// one segment (one [`SharedDict`]), whose shared nodes are placed
+    /// once, so that the kernels compute the first-layer products of the
+    /// pairs and nodes the pages share once per mini-batch.
+    ///
+    /// # Errors
+    /// [`Error::BadArgument`] for no pages, or several that are not
+    /// version-3 pages of one dictionary; a content rule a page breaks
+    /// (as [`TocBatch::from_bytes_shared`]). On error the tree is empty.
+    #[doc(hidden)]
+    pub fn build_pages<B: AsRef<[u8]>>(&mut self, pages: &[TocBatch<B>]) -> Result<()> {
+        let built = match pages {
+            [] => Err(Error::BadArgument {
+                what: "pages of a mini-batch",
+                expected: "at least one page",
+            }),
+            [page] => match page.shared_dict() {
+                Some(dict) => self.build_shared(page.as_bytes(), &page.layout, dict),
+                None => self.build(page.as_bytes(), &page.layout, true),
+            },
+            [first, rest @ ..] => match first.shared_dict() {
+                Some(dict)
+                    if rest
+                        .iter()
+                        .all(|p| p.shared_dict().is_some_and(|d| Arc::ptr_eq(d, dict))) =>
+                {
+                    let blobs: Vec<(&[u8], &Layout)> =
+                        pages.iter().map(|p| (p.as_bytes(), &p.layout)).collect();
+                    self.build_shared_pages(&blobs, dict)
+                }
+                _ => Err(Error::BadArgument {
+                    what: "pages merged into one tree",
+                    expected: "version-3 pages of one segment (one shared dictionary)",
+                }),
+            },
+        };
+        if built.is_err() {
+            *self = DecodeTree::default();
+        }
+        built
     }
 
     /// Decodes a version-3 page validated before (as

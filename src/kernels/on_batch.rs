@@ -96,6 +96,25 @@ impl BatchKernels {
         Ok(self.tree.left_matmat(m, &mut self.ws))
     }
 
+    /// Not part of the API (hidden): used by front ends and tests; may
+    /// change in any release.
+    ///
+    /// The kernels of the mini-batch made of `pages`, rows in page order,
+    /// on one tree ([`DecodeTree::build_pages`]): version-3 pages of one
+    /// segment share the products of the pairs and shared nodes they use.
+    ///
+    /// # Errors
+    /// As [`DecodeTree::build_pages`].
+    #[doc(hidden)]
+    pub fn of_pages<B: AsRef<[u8]>>(pages: &[TocBatch<B>]) -> Result<BatchKernels> {
+        let mut tree = DecodeTree::default();
+        tree.build_pages(pages)?;
+        Ok(BatchKernels {
+            tree,
+            ws: Workspace::new(),
+        })
+    }
+
     /// The sum of every element.
     pub fn sum(&mut self) -> f64 {
         self.tree.sum(&mut self.ws)

@@ -268,4 +268,5 @@ fn mnist5k_pages_are_flat_with_a_lazy_first_layer() {
 }
 
 mod gradient;
+mod merged;
 mod on_batch;

@@ -11,12 +11,15 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use tocpile::ndarray::{self, Array1, Array2};
+use tocpile::ndarray::{s, Array1, Array2};
 
 use tocpile::formats::{Batch, FormatKind};
-use tocpile::{Error, Result, SparseBatch, Workspace};
+use tocpile::{DecodeTree, Error, Result, SparseBatch, Workspace};
 
 use tocpile_bench_data::median;
+
+mod shared;
+pub use shared::KernelFormat;
 
 /// A matrix operation of the table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -71,7 +74,7 @@ impl Op {
 #[derive(Debug, Clone)]
 pub struct KernelBenchConfig {
     /// Formats to measure; CSR is added if missing (it is the baseline).
-    pub formats: Vec<FormatKind>,
+    pub formats: Vec<KernelFormat>,
     /// Columns of `M` in `A.M`, rows of `M` in `M.A`.
     pub p: usize,
     /// Interleaved rounds; the median round is reported.
@@ -89,8 +92,8 @@ pub enum Clock {
     /// The wall clock (`Instant`).
     #[default]
     Wall,
-    /// The measuring thread's CPU time (Linux:
-    /// `/proc/thread-self/schedstat`), so that other processes on a busy
+    /// The measuring thread's CPU time (`clock_gettime` of
+    /// `CLOCK_THREAD_CPUTIME_ID`, Unix), so that other processes on a busy
     /// machine do not count: on shared 2-core machines the wall-clock
     /// table moved by 2x between runs under load, this one by about 10%.
     Cpu,
@@ -109,26 +112,29 @@ impl Clock {
     }
 }
 
-/// This thread's CPU time in seconds (the first field of
-/// `/proc/thread-self/schedstat`, in nanoseconds).
+/// This thread's CPU time in seconds, to the nanosecond. Not
+/// `/proc/thread-self/schedstat`, read here before: on kernels that
+/// account a running thread's time at the scheduler tick it moves in
+/// steps of 4 ms, 40% of a 10 ms measurement, which made ratios of small
+/// integers (2.00, 1.67, 0.75) of the kernel table.
+#[cfg(unix)]
 fn thread_cpu_seconds() -> Result<f64> {
-    let path = "/proc/thread-self/schedstat";
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    text.split_whitespace()
-        .next()
-        .and_then(|t| t.parse::<u64>().ok())
-        .map(|ns| ns as f64 * 1e-9)
-        .ok_or(Error::BadArgument {
-            what: "clock",
-            expected:
-                "cpu only where /proc/thread-self/schedstat gives a thread's CPU time (Linux)",
-        })
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Ok(t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9)
+}
+
+#[cfg(not(unix))]
+fn thread_cpu_seconds() -> Result<f64> {
+    Err(Error::BadArgument {
+        what: "clock",
+        expected: "cpu only where clock_gettime gives a thread's CPU time (Unix)",
+    })
 }
 
 impl Default for KernelBenchConfig {
     fn default() -> Self {
         KernelBenchConfig {
-            formats: FormatKind::ALL.to_vec(),
+            formats: FormatKind::ALL.map(KernelFormat::Batch).to_vec(),
             p: 20,
             rounds: 5,
             min_time: Duration::from_millis(20),
@@ -141,7 +147,7 @@ impl Default for KernelBenchConfig {
 #[derive(Debug, Clone, PartialEq)]
 pub struct KernelTiming {
     /// The format.
-    pub format: FormatKind,
+    pub format: KernelFormat,
     /// The operation.
     pub op: Op,
     /// Median time of one operation on one batch.
@@ -161,15 +167,16 @@ pub struct KernelReport {
     pub batch_rows: usize,
     /// `p` of `A.M` and `M.A`.
     pub p: usize,
-    /// Encoded size of all batches, per format.
-    pub encoded_bytes: Vec<(FormatKind, usize)>,
+    /// Encoded size of all batches, per format (version-3 pages: with
+    /// their segments' dictionaries).
+    pub encoded_bytes: Vec<(KernelFormat, usize)>,
     /// Every (format, op) cell.
     pub timings: Vec<KernelTiming>,
 }
 
 impl KernelReport {
     /// The cell for `format` and `op`, if measured.
-    pub fn get(&self, format: FormatKind, op: Op) -> Option<&KernelTiming> {
+    pub fn get(&self, format: KernelFormat, op: Op) -> Option<&KernelTiming> {
         self.timings
             .iter()
             .find(|t| t.format == format && t.op == op)
@@ -182,7 +189,7 @@ impl KernelReport {
             .iter()
             .map(|&op| {
                 let us = self
-                    .get(FormatKind::Csr, op)
+                    .get(CSR, op)
                     .map_or(f64::NAN, |t| t.seconds_per_batch * 1e6);
                 format!("{} {us:.2}", op.name())
             })
@@ -234,24 +241,38 @@ pub fn kernel_table(batches: &[SparseBatch], config: &KernelBenchConfig) -> Resu
         });
     }
     let mut formats = config.formats.clone();
-    if !formats.contains(&FormatKind::Csr) {
-        formats.insert(0, FormatKind::Csr);
+    if !formats.contains(&CSR) {
+        formats.insert(0, CSR);
     }
     // The matrices of A.M and M.A are checked before any page is encoded.
     tocpile::limits::check_matrix(n_cols.saturating_mul(config.p), MATRIX)?;
-    let mut encoded: Vec<(FormatKind, Vec<Batch>)> = Vec::new();
-    for &kind in &formats {
-        let pages = batches
-            .iter()
-            .map(|b| kind.encode(b))
-            .collect::<Result<Vec<_>>>()?;
-        encoded.push((kind, pages));
+    let mut encoded: Vec<(KernelFormat, Vec<Subject>, usize)> = Vec::new();
+    for &format in &formats {
+        let (pages, bytes) = match format {
+            KernelFormat::Batch(kind) => {
+                let pages = batches
+                    .iter()
+                    .map(|b| kind.encode(b).map(|b| Subject::Batch(Box::new(b))))
+                    .collect::<Result<Vec<_>>>()?;
+                let bytes = pages.iter().map(Subject::encoded_len).sum();
+                (pages, bytes)
+            }
+            KernelFormat::Shared { pages, apart } => {
+                let (trees, bytes) = shared::encode_shared(batches, pages, apart)?;
+                let subject = |tree| match apart {
+                    true => Subject::Page(tree),
+                    false => Subject::Tree(tree),
+                };
+                (trees.into_iter().map(subject).collect(), bytes)
+            }
+        };
+        encoded.push((format, pages, bytes));
     }
     let mut operands = Operands::new(batches, n_cols, config.p)?;
     let mut ws = Workspace::new();
     let mut samples = vec![Vec::with_capacity(config.rounds); formats.len() * Op::ALL.len()];
     for _ in 0..config.rounds.max(1) {
-        for (f, (_, pages)) in encoded.iter_mut().enumerate() {
+        for (f, (_, pages, _)) in encoded.iter_mut().enumerate() {
             for (o, &op) in Op::ALL.iter().enumerate() {
                 let secs = time_op(pages, op, &mut operands, &mut ws, config)?;
                 samples[f * Op::ALL.len() + o].push(secs);
@@ -261,13 +282,12 @@ pub fn kernel_table(batches: &[SparseBatch], config: &KernelBenchConfig) -> Resu
     let n = batches.len() as f64;
     let mut timings = Vec::new();
     let mut encoded_bytes = Vec::new();
-    for (f, (kind, pages)) in encoded.iter().enumerate() {
-        let bytes: usize = pages.iter().map(|p| p.encoded_len()).sum();
-        encoded_bytes.push((*kind, bytes));
+    for (f, &(kind, _, bytes)) in encoded.iter().enumerate() {
+        encoded_bytes.push((kind, bytes));
         for (o, &op) in Op::ALL.iter().enumerate() {
             let per_pass = median(std::mem::take(&mut samples[f * Op::ALL.len() + o]));
             timings.push(KernelTiming {
-                format: *kind,
+                format: kind,
                 op,
                 seconds_per_batch: per_pass / n,
                 ratio_to_csr: 0.0,
@@ -278,7 +298,7 @@ pub fn kernel_table(batches: &[SparseBatch], config: &KernelBenchConfig) -> Resu
     for o in 0..Op::ALL.len() {
         let csr = timings
             .iter()
-            .find(|t| t.format == FormatKind::Csr && t.op == Op::ALL[o])
+            .find(|t| t.format == CSR && t.op == Op::ALL[o])
             .map(|t| t.seconds_per_batch)
             .unwrap_or(f64::NAN);
         for t in timings.iter_mut().filter(|t| t.op == Op::ALL[o]) {
@@ -345,31 +365,41 @@ impl Operands {
     }
 }
 
+/// The baseline format.
+const CSR: KernelFormat = KernelFormat::Batch(FormatKind::Csr);
+
+/// What one batch is timed on: an encoded batch, the tree of a batch's
+/// version-3 pages, or the tree of one of them (`v.A` then adds into the
+/// batch's result, as pages of one batch must; `M.A` writes it, an
+/// under-estimate: a batch would sum its pages' matrices).
+enum Subject {
+    Batch(Box<Batch>),
+    Tree(DecodeTree),
+    Page(DecodeTree),
+}
+
+impl Subject {
+    fn encoded_len(&self) -> usize {
+        match self {
+            Subject::Batch(b) => b.encoded_len(),
+            Subject::Tree(_) | Subject::Page(_) => 0,
+        }
+    }
+}
+
 /// Seconds for one pass of `op` over every page, repeating passes until
 /// at least `config.min_time` has passed on `config.clock`.
 fn time_op(
-    pages: &mut [Batch],
+    pages: &mut [Subject],
     op: Op,
     x: &mut Operands,
     ws: &mut Workspace,
     config: &KernelBenchConfig,
 ) -> Result<f64> {
-    // The results, zeroed once per measurement (not copied: the matrices
-    // are as large as the data is wide).
-    let Operands {
-        v_cols,
-        v_rows,
-        m_right,
-        m_left,
-        out_rows,
-        out_cols,
-        out_right,
-        out_left,
-    } = x;
-    out_rows.fill(0.0);
-    out_cols.fill(0.0);
-    out_right.fill(0.0);
-    out_left.fill(0.0);
+    x.out_rows.fill(0.0);
+    x.out_cols.fill(0.0);
+    x.out_right.fill(0.0);
+    x.out_left.fill(0.0);
     let min_time = config.min_time.as_secs_f64();
     let start = config.clock.now()?;
     let mut passes = 0u64;
@@ -380,47 +410,84 @@ fn time_op(
     loop {
         let n_pages = pages.len();
         for i in (0..group).flat_map(|_| 0..n_pages) {
-            let page = &mut pages[i];
-            let n = page.n_rows();
-            match op {
-                // Scaling by 1 changes nothing, so repeated passes measure
-                // the same data.
-                Op::Scale => page.scale(black_box(1.0)),
-                Op::MatVec => {
-                    page.matvec_into(v_cols.view(), out_rows.slice_mut(ndarray::s![..n]), ws)
+            match &mut pages[i] {
+                Subject::Batch(page) => run_batch(page, op, x, ws),
+                Subject::Tree(tree) => run_tree(tree, op, x, ws),
+                Subject::Page(tree) if op == Op::VecMat => {
+                    let n = tree.n_rows();
+                    let (v, out) = (slice(&x.v_rows), &mut x.out_cols);
+                    let out = out.as_slice_mut().expect("a contiguous vector");
+                    tree.vecmat_add(&v[..n], out, ws)
                 }
-                Op::VecMat => {
-                    page.vecmat_into(v_rows.slice(ndarray::s![..n]), out_cols.view_mut(), ws)
-                }
-                Op::MatMat => page.matmat_into(
-                    m_right.view(),
-                    out_right.slice_mut(ndarray::s![..n, ..]),
-                    ws,
-                ),
-                Op::LeftMatMat => page.left_matmat_into(
-                    m_left.slice(ndarray::s![.., ..n]),
-                    out_left.view_mut(),
-                    ws,
-                ),
-                Op::Grad | Op::GradSeparate => {
-                    let (w, y) = (slice(v_cols), slice(v_rows));
-                    let out = out_cols.as_slice_mut().expect("a contiguous vector");
-                    let slope = |r: usize, z: f64| z - y[r];
-                    if op == Op::Grad {
-                        page.linear_gradient_add(w, slope, out, ws)
-                    } else {
-                        page.linear_gradient_add_separate(w, slope, out, ws)
-                    }
-                }
+                Subject::Page(tree) => run_tree(tree, op, x, ws),
             }
         }
-        black_box((&out_rows, &out_cols, &out_right, &out_left));
+        black_box((&x.out_rows, &x.out_cols, &x.out_right, &x.out_left));
         passes += group;
         let elapsed = config.clock.now()? - start;
         if elapsed >= min_time {
             return Ok(elapsed / passes as f64);
         }
         group = group.saturating_mul(2);
+    }
+}
+
+/// `op` once on an encoded batch (results zeroed once per measurement,
+/// not per call: the matrices are as large as the data is wide).
+fn run_batch(page: &mut Batch, op: Op, x: &mut Operands, ws: &mut Workspace) {
+    let n = page.n_rows();
+    match op {
+        // Scaling by 1 changes nothing, so repeated passes measure the
+        // same data.
+        Op::Scale => page.scale(black_box(1.0)),
+        Op::MatVec => page.matvec_into(x.v_cols.view(), x.out_rows.slice_mut(s![..n]), ws),
+        Op::VecMat => page.vecmat_into(x.v_rows.slice(s![..n]), x.out_cols.view_mut(), ws),
+        Op::MatMat => page.matmat_into(x.m_right.view(), x.out_right.slice_mut(s![..n, ..]), ws),
+        Op::LeftMatMat => {
+            page.left_matmat_into(x.m_left.slice(s![.., ..n]), x.out_left.view_mut(), ws)
+        }
+        Op::Grad | Op::GradSeparate => {
+            let (w, y) = (slice(&x.v_cols), slice(&x.v_rows));
+            let out = x.out_cols.as_slice_mut().expect("a contiguous vector");
+            let slope = |r: usize, z: f64| z - y[r];
+            if op == Op::Grad {
+                page.linear_gradient_add(w, slope, out, ws)
+            } else {
+                page.linear_gradient_add_separate(w, slope, out, ws)
+            }
+        }
+    }
+}
+
+/// `op` once on the tree of a batch's version-3 pages, as
+/// [`run_batch`] runs it on a TOC batch's tree; the separate gradient as
+/// `Batch::linear_gradient_add_separate` runs it (`A.w`, the slopes in
+/// place, `v.A` added).
+fn run_tree(tree: &mut DecodeTree, op: Op, x: &mut Operands, ws: &mut Workspace) {
+    let n = tree.n_rows();
+    match op {
+        Op::Scale => tree.scale(black_box(1.0)),
+        Op::MatVec => tree.matvec_into(x.v_cols.view(), x.out_rows.slice_mut(s![..n]), ws),
+        Op::VecMat => tree.vecmat_into(x.v_rows.slice(s![..n]), x.out_cols.view_mut(), ws),
+        Op::MatMat => tree.matmat_into(x.m_right.view(), x.out_right.slice_mut(s![..n, ..]), ws),
+        Op::LeftMatMat => {
+            tree.left_matmat_into(x.m_left.slice(s![.., ..n]), x.out_left.view_mut(), ws)
+        }
+        Op::Grad => {
+            let (w, y) = (slice(&x.v_cols), slice(&x.v_rows));
+            let out = x.out_cols.as_slice_mut().expect("a contiguous vector");
+            tree.linear_gradient_add(w, |r, z| z - y[r], out, ws)
+        }
+        Op::GradSeparate => {
+            let y = slice(&x.v_rows);
+            tree.matvec_into(x.v_cols.view(), x.out_rows.slice_mut(s![..n]), ws);
+            let margins = x.out_rows.as_slice_mut().expect("a contiguous vector");
+            for (r, z) in margins[..n].iter_mut().enumerate() {
+                *z -= y[r];
+            }
+            let out = x.out_cols.as_slice_mut().expect("a contiguous vector");
+            tree.vecmat_add(&margins[..n], out, ws);
+        }
     }
 }
 
@@ -440,7 +507,17 @@ mod tests {
 
     fn quick(clock: Clock) -> KernelBenchConfig {
         KernelBenchConfig {
-            formats: vec![FormatKind::TocFull],
+            formats: vec![
+                KernelFormat::Batch(FormatKind::TocFull),
+                KernelFormat::Shared {
+                    pages: 2,
+                    apart: false,
+                },
+                KernelFormat::Shared {
+                    pages: 2,
+                    apart: true,
+                },
+            ],
             rounds: 1,
             min_time: Duration::from_micros(50),
             clock,
@@ -454,13 +531,16 @@ mod tests {
             let report = kernel_table(&[batch(), batch()], &quick(clock)).unwrap();
             assert_eq!(report.n_batches, 2);
             // CSR is added as the baseline.
-            assert_eq!(report.timings.len(), 2 * Op::ALL.len());
+            assert_eq!(report.timings.len(), 4 * Op::ALL.len());
             for op in Op::ALL {
-                assert_eq!(report.get(FormatKind::Csr, op).unwrap().ratio_to_csr, 1.0);
-                let toc = report.get(FormatKind::TocFull, op).unwrap();
-                assert!(toc.seconds_per_batch > 0.0 && toc.ratio_to_csr.is_finite());
+                assert_eq!(report.get(CSR, op).unwrap().ratio_to_csr, 1.0);
+                for format in &quick(clock).formats {
+                    let toc = report.get(*format, op).unwrap();
+                    assert!(toc.seconds_per_batch > 0.0 && toc.ratio_to_csr.is_finite());
+                }
             }
-            assert!(report.to_markdown().contains("| TOC_FULL |"));
+            let table = report.to_markdown();
+            assert!(table.contains("| TOC_FULL |") && table.contains("| TOC_V3x2 |"));
         }
     }
 
