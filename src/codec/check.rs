@@ -23,7 +23,8 @@ use super::{needs_dictionary, DecodeTree, Level};
 use crate::error::{Error, Result};
 use crate::limits::try_reserve;
 
-/// What [`check_page`] found in a page that passed every rule.
+/// What `check_page` (`tocpile::internals::check_page`) found in a page
+/// that passed every rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CheckedPage {
     /// Rows of the page.
