@@ -107,7 +107,9 @@ mod wire;
 
 /// Not part of the API (hidden, may change in any release): the codec's
 /// bit unpacker and the packed arrays of an encoded batch, for the
-/// measurement that chose the unpacker (`examples/unpack.rs`).
+/// measurement that chose the unpacker (`examples/unpack.rs`); the
+/// loader's check of a page without a decode tree, for the tests that
+/// compare it with the validating build.
 #[doc(hidden)]
 pub mod internals {
     /// A packed array of an encoded batch: its section, bit width, element
@@ -154,6 +156,25 @@ pub mod internals {
             "payload too short"
         );
         crate::wire::unpack_into(payload, width, count, out)
+    }
+
+    pub use crate::codec::CheckedPage;
+
+    /// Validates an encoded page as the dataset loader does, without
+    /// building its decode tree: the rules, errors and decoded non-zeros
+    /// of [`TocBatch::from_bytes_shared`](crate::TocBatch::from_bytes_shared)
+    /// with `dict`, of
+    /// [`TocBatch::from_bytes_with_tree`](crate::TocBatch::from_bytes_with_tree)
+    /// without. `tree` is scratch (it holds no batch afterwards).
+    ///
+    /// # Errors
+    /// As `TocBatch::from_bytes_shared`.
+    pub fn check_page(
+        blob: &[u8],
+        dict: Option<&crate::SharedDict>,
+        tree: &mut crate::DecodeTree,
+    ) -> crate::Result<CheckedPage> {
+        crate::codec::check_page(blob, dict, tree)
     }
 }
 

@@ -3,7 +3,9 @@
 //! must be rejected with an error or accepted, and the page then
 //! rejected or accepted as a valid batch against it, never a panic.
 //! Accepted pages are decoded within a budget linear in the input;
-//! unchanged bytes must decode to the original rows.
+//! unchanged bytes must decode to the original rows. The loader's check
+//! without a tree (`tocpile::internals::check_page`) must agree with the
+//! build on every page.
 //!
 //! Input: a little-endian `u16` n, then n bytes that generate the rows
 //! (the segment; its first half is the page), a byte choosing what to
@@ -14,6 +16,7 @@ use std::sync::Arc;
 
 use libfuzzer_sys::arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
+use tocpile::internals::check_page;
 use tocpile::{DecodeTree, EncodeOptions, Encoder, SharedDict, TocBatch};
 use tocpile_fuzz::{arbitrary_batch, assert_tree_matches, check_validated, decode_budget, mutate};
 
@@ -57,7 +60,19 @@ fuzz_target!(|data: &[u8]| {
     };
     let unchanged = dict.as_bytes() == model.dict().as_bytes() && bytes == page.as_bytes();
     let mut tree = DecodeTree::default();
-    match TocBatch::from_bytes_shared(&bytes[..], &dict, &mut tree) {
+    let built = TocBatch::from_bytes_shared(&bytes[..], &dict, &mut tree);
+    // The loader's check without a tree accepts and refuses the same
+    // bytes, with the same error and non-zero count.
+    let checked = check_page(&bytes, Some(&dict), &mut DecodeTree::default());
+    match (&built, &checked) {
+        (Ok(b), Ok(c)) => assert_eq!(
+            (c.n_rows, c.n_cols, c.level, c.decoded_nnz),
+            (b.n_rows(), b.n_cols(), b.level(), b.decoded_nnz())
+        ),
+        (Err(b), Err(c)) => assert_eq!(format!("{c:?}"), format!("{b:?}")),
+        _ => panic!("build and check disagree: {built:?} against {checked:?}"),
+    }
+    match built {
         Ok(batch) => {
             assert_tree_matches(&tree, &batch);
             let budget = decode_budget(data.len()).max(rows.nnz() as u64);

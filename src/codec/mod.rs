@@ -13,6 +13,7 @@
 //! After that nothing indexes out of range. The byte format is specified in
 //! `docs/FORMAT.md`.
 
+mod check;
 mod encoder;
 mod gaps;
 mod layout;
@@ -30,6 +31,11 @@ pub(crate) fn layout_of(blob: &[u8]) -> Result<layout::Layout> {
 }
 pub(crate) use layout::packed_arrays;
 
+pub(crate) use check::check_page;
+// Not part of the API (hidden): what the loader's check of a page found
+// (`tocpile::internals::check_page`).
+#[doc(hidden)]
+pub use check::CheckedPage;
 pub use encoder::{Adaptive, EncodeOptions, Encoder, Level, Packing};
 // Not part of the API (hidden): the batch format's magic and version
 // (docs/FORMAT.md); may change in any release.
@@ -260,14 +266,7 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
     /// value-indexed batch, including the flat pages `Level::Full` writes
     /// when the prefix tree does not pay ([`TocBatch::has_tree`]).
     pub fn level(&self) -> Level {
-        let f = self.layout.flags;
-        if f & FLAG_INDEXED != 0 || self.layout.is_shared() {
-            Level::Full
-        } else if f & FLAG_TREE != 0 {
-            Level::Logical
-        } else {
-            Level::Sparse
-        }
+        level_of(&self.layout)
     }
 
     /// Whether the batch carries a prefix tree; a flat batch stores its
@@ -353,6 +352,18 @@ impl TocBatch {
             decoded_nnz,
             shared: Some(Arc::clone(dict)),
         }
+    }
+}
+
+/// The level of a batch of `layout` (see [`TocBatch::level`]).
+fn level_of(layout: &Layout) -> Level {
+    let f = layout.flags;
+    if f & FLAG_INDEXED != 0 || layout.is_shared() {
+        Level::Full
+    } else if f & FLAG_TREE != 0 {
+        Level::Logical
+    } else {
+        Level::Sparse
     }
 }
 

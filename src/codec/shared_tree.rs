@@ -7,7 +7,9 @@
 //! the shared nodes the page's codes use, their ancestors and the pairs
 //! of their keys, then the page's own nodes that a code uses. So kernels
 //! touch about as many nodes as on a self-contained page, however large
-//! the segment's dictionary. [`DecodeTree::decode_trusted_shared`] is the
+//! the segment's dictionary. (The dataset loader, which keeps the page's
+//! bytes rather than its tree, checks the same rules without building
+//! anything: `check.rs`.) [`DecodeTree::decode_trusted_shared`] is the
 //! loader's decode of a page validated before: shared nodes are written
 //! from the shared tree (walking up from the node), the page's own as
 //! back-references into its output (`trusted.rs`).

@@ -210,11 +210,12 @@ impl Block {
         checked.map_err(|error| self.page_error(j, error))
     }
 
-    /// Validates every page (as [`Block::page`] does, into one pooled
-    /// decode tree for TOC) and keeps the block's bytes as they are, with
-    /// a page index: the form the loader keeps in memory, a little more
-    /// than the block's size in the file, whose rows it decodes again
-    /// without the checks ([`PackedBlock`]).
+    /// Validates every page by the rules [`Block::page`] checks (a TOC
+    /// page without building its decode tree, which nothing here would
+    /// use: one pooled tree is the check's scratch) and keeps the block's
+    /// bytes as they are, with a page index: the form the loader keeps in
+    /// memory, a little more than the block's size in the file, whose
+    /// rows it decodes again without the checks ([`PackedBlock`]).
     ///
     /// # Errors
     /// As [`Block::page`], naming the block and page.

@@ -1,9 +1,11 @@
 //! [`PackedBlock`]: a block's bytes as the file stores them, checked
-//! once (checksum, page list, labels, every page's payload validated),
-//! and kept as they are: the compressed form the loader holds in memory
-//! across epochs. Rows are decoded from it again each time they are
-//! needed, without the checks ([`PackedBlock::decode_page`]), into a
-//! [`PageDecoder`] reused from page to page.
+//! once (checksum, page list, labels, every page's payload validated by
+//! every rule of its format, without building the decode tree that
+//! nothing keeps), and kept as they are: the compressed form the loader
+//! holds in memory across epochs. Rows are decoded from it again each
+//! time they are needed, without the checks
+//! ([`PackedBlock::decode_page`]), into a [`PageDecoder`] reused from
+//! page to page.
 //!
 //! ```text
 //! read_block --> Block --pack (validate every page once)--> PackedBlock
@@ -271,8 +273,13 @@ impl PageDecoder {
 }
 
 /// Validates page `payload` of `format` (`rows` labels, `n_cols`
-/// columns), as [`FormatKind::load`] does, into the pooled `tree` for
-/// TOC, and returns the non-zeros it decodes to.
+/// columns) by every rule [`FormatKind::load`] checks, and returns the
+/// non-zeros it decodes to. A TOC page is checked without building its
+/// decode tree (`tree` is scratch): the packed block keeps the bytes and
+/// decodes them with the trusted decoders, so a tree built here would be
+/// thrown away (for a version-3 page, placing the shared nodes it uses
+/// in a compact tree was most of its validation: `docs/RESULTS.md`
+/// section 24).
 pub(super) fn validate_payload(
     (format, dict): (FormatKind, Option<&Arc<SharedDict>>),
     payload: &[u8],
@@ -281,17 +288,14 @@ pub(super) fn validate_payload(
 ) -> Result<u64> {
     let (found_rows, found_cols, nnz) = match format.level() {
         Some(level) => {
-            let batch = match dict {
-                Some(dict) => crate::codec::TocBatch::from_bytes_shared(payload, dict, tree)?,
-                None => crate::codec::TocBatch::from_bytes_with_tree(payload, tree)?,
-            };
-            if batch.level() != level {
+            let page = crate::codec::check_page(payload, dict.map(|d| &**d), tree)?;
+            if page.level != level {
                 return Err(Error::WrongFormat {
                     expected: format.name(),
-                    found: FormatKind::from(batch.level()).name(),
+                    found: FormatKind::from(page.level).name(),
                 });
             }
-            (batch.n_rows(), batch.n_cols(), batch.decoded_nnz())
+            (page.n_rows, page.n_cols, page.decoded_nnz)
         }
         None => {
             let batch = format.load(payload)?;

@@ -1,3 +1,4 @@
+mod check;
 mod datasets;
 mod errors;
 mod errors_v2;
