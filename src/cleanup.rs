@@ -169,8 +169,17 @@ pub(crate) fn create_locked(path: &Path) -> std::io::Result<File> {
             .write(true)
             .create_new(true)
             .open(path)?;
-        match file.lock() {
-            // Blocks only while a cleaner looks at it (an instant).
+        // Blocks only while a cleaner looks at it (an instant).
+        let locked = loop {
+            match file.lock() {
+                // A signal while it waits (a stop and continue, for one)
+                // is no reason to give up the lock: without it the file
+                // would look abandoned to the next cleaner.
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                other => break other,
+            }
+        };
+        match locked {
             Ok(()) if is_at(&file, path) => return Ok(file),
             Ok(()) => continue,
             Err(_) => return Ok(file),
