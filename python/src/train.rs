@@ -46,7 +46,7 @@ fn warn_multiclass(py: Python<'_>, name: &str, ds: &Arc<Dataset>) -> PyResult<()
     let text = match regression {
         true => format!(
             "{path}: {} distinct labels ({shown}, ...) look like a regression target: for a \
-             linear regression use model=\"linreg\" ({name} is a classifier, its accuracy would \
+             linear regression, train with model=\"linreg\" ({name} is a classifier, its accuracy would \
              mean nothing here)",
             match seen.len() == sample {
                 true => format!("more than {}", sample - 1),

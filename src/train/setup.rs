@@ -57,7 +57,7 @@ fn infer_classes<S: Source>(name: &str, dataset: &Dataset<S>) -> Result<usize> {
                 row: row as u64,
                 column: "label".into(),
                 expected: "a class index (an integer in 0..65536; give the number of classes \
-                           if some are absent; for a regression target use linreg)",
+                           if some are absent; for a regression target, train linreg)",
                 found: crate::error::Number(y).to_string(),
             });
         }

@@ -86,12 +86,12 @@ pub fn warn_multiclass(model: &str, dataset: &Dataset, path: &Path) -> Result<()
     match (binary, regression) {
         (_, true) => eprintln!(
             "tocpile: warning: {path}: {many} ({shown}, ...) look like a regression target: \
-             for a linear regression use --model linreg ({model} is a classifier, its accuracy \
+             for a linear regression, train with --model linreg ({model} is a classifier, its accuracy \
              would mean nothing here)"
         ),
         _ => eprintln!(
             "tocpile: warning: {path}: more than two distinct labels ({shown}, ...): {model} is \
-             a binary model and takes label > 0 as the positive class; for classes use --model \
+             a binary model and takes label > 0 as the positive class; for classes, train with --model \
              softmax or mlp"
         ),
     }
