@@ -27,7 +27,7 @@ pub use setup::{infer_kind, Holdout, MAX_CLASSES};
 // Not part of the API (hidden): the label sample the front ends warn
 // from; may change in any release.
 #[doc(hidden)]
-pub use setup::{label_sample, LABEL_SAMPLE_BLOCKS};
+pub use setup::{label_sample, looks_like_regression, LABEL_SAMPLE_BLOCKS, REGRESSION_SAMPLE};
 pub use trainer::{Fitted, Trainer};
 
 use std::sync::Arc;
@@ -47,7 +47,11 @@ pub struct TrainOptions {
     /// Epochs to run (default 10).
     pub epochs: usize,
     /// Learning rate of the first epoch (default 0.03, the default step
-    /// rule's [`Optimizer::default_learning_rate`]).
+    /// rule's [`Optimizer::default_learning_rate`]). A linear regression
+    /// steps on its target standardised (`(y - mean) / std` of a sample
+    /// of the labels, a new model's bias started at the mean; the model
+    /// stays in the labels' units), so the rate does not depend on the
+    /// labels' magnitude: prices in the thousands train at the default.
     pub learning_rate: f64,
     /// Factor applied to the learning rate after each epoch (default
     /// 0.95).
@@ -258,8 +262,8 @@ pub fn train<S: Source + 'static>(
     mut on_epoch: impl FnMut(&EpochReport),
 ) -> Result<Vec<EpochReport>> {
     core::check_options(options)?;
-    core::prepare(model, loader.dataset(), options)?;
-    let mut stepper = core::Stepper::new(model, options)?;
+    let target = core::prepare(model, loader.dataset(), options)?;
+    let mut stepper = core::Stepper::new(model, options, target)?;
     let mut reports = Vec::with_capacity(options.epochs);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut helper: Option<GradientHelper> = None;

@@ -169,6 +169,58 @@ pub struct InfoJson {
     /// CSV values not in the schema (encode from CSV).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unseen_levels: Option<u64>,
+    /// Format version 3's segments and shared dictionaries (inspect).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub segments: Option<SegmentsJson>,
+}
+
+/// The segments of a dataset file and their shared dictionaries (format
+/// version 3; zero segments in files of earlier versions).
+#[derive(Debug, Serialize)]
+pub struct SegmentsJson {
+    /// The file's format version (1 to 3).
+    pub version: u8,
+    /// Segments (runs of consecutive blocks).
+    pub count: usize,
+    /// Segments that keep a shared dictionary.
+    pub with_dictionary: usize,
+    /// Bytes the dictionaries take in the file.
+    pub dictionary_file_bytes: u64,
+    /// Bytes the dictionaries hold in memory while the file is open.
+    pub dictionary_resident_bytes: usize,
+}
+
+impl SegmentsJson {
+    pub fn of(dataset: &Dataset) -> SegmentsJson {
+        let (with_dictionary, count) = dataset.n_segments();
+        SegmentsJson {
+            version: dataset.info().version,
+            count,
+            with_dictionary,
+            dictionary_file_bytes: dataset.shared_dict_file_bytes(),
+            dictionary_resident_bytes: dataset.shared_dict_bytes(),
+        }
+    }
+
+    /// One line of `inspect`'s summary.
+    fn line(&self) -> String {
+        if self.count == 0 {
+            return format!(
+                "format version {}: no segments, no shared dictionaries\n",
+                self.version
+            );
+        }
+        let plural = if self.count == 1 { "" } else { "s" };
+        format!(
+            "format version {}: {} segment{plural}, {} with a shared dictionary ({} bytes in \
+             the file, {} resident while it is open)\n",
+            self.version,
+            self.count,
+            self.with_dictionary,
+            self.dictionary_file_bytes,
+            self.dictionary_resident_bytes
+        )
+    }
 }
 
 impl InfoJson {
@@ -193,6 +245,7 @@ impl InfoJson {
             label_mix: info.label_mix.map(|m| m.ratio),
             verified_blocks: None,
             unseen_levels: None,
+            segments: None,
         }
     }
 }
@@ -301,9 +354,11 @@ pub fn run_inspect(args: &InspectArgs) -> Outcome {
     if args.json {
         let mut json = InfoJson::new(&args.file, info);
         json.verified_blocks = verified;
+        json.segments = Some(SegmentsJson::of(&dataset));
         return emit_json(&json);
     }
     let mut text = format!("{}\n{}\n", args.file.display(), info.summary());
+    text.push_str(&SegmentsJson::of(&dataset).line());
     match verified {
         Some(n) => text.push_str(&format!(
             "checked {n} blocks and {} pages: checksums match, every page is valid, \

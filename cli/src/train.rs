@@ -55,7 +55,8 @@ pub fn model_kind(
                 path,
                 format!(
                     "row {row}: label {found} is not a class index (an integer in 0..{}): \
-                 {name} needs labels 0, 1, 2, ...; give --classes N if some classes are absent",
+                 {name} needs labels 0, 1, 2, ...; give --classes N if some classes are absent, \
+                 or --model linreg for a regression target",
                     tocpile::train::MAX_CLASSES
                 ),
             ))
@@ -244,6 +245,7 @@ pub fn run(args: &TrainArgs) -> Outcome {
     if let Some(svg) = &args.plot {
         plot::draw(svg, &runs, table.metric).map_err(|e| Failure::about(svg, e))?;
     }
+    checks::warn_negative_r2(&kind, &runs, split.is_some());
     if args.json {
         return json::emit_runs(args, &kind, &runs);
     }

@@ -74,7 +74,23 @@ fn encode_writes_a_file_inspect_reads() {
         assert_eq!(inspected[field], encoded[field], "{field}");
     }
     assert_eq!(inspected["verified_blocks"], 1);
+    // Format version 3: one segment; its dictionary's bytes, if kept.
+    let segments = &inspected["segments"];
+    assert_eq!(segments["version"], 3, "{inspected}");
+    assert_eq!(segments["count"], 1, "{inspected}");
+    let kept = segments["with_dictionary"].as_u64().unwrap();
+    let in_file = segments["dictionary_file_bytes"].as_u64().unwrap();
+    let resident = segments["dictionary_resident_bytes"].as_u64().unwrap();
+    assert!(kept <= 1 && (kept == 0) == (in_file == 0), "{inspected}");
+    assert_eq!(in_file == 0, resident == 0, "{inspected}");
     let text = ok(&["inspect", "small.toc"], &dir);
+    assert!(
+        text.contains(&format!(
+            "format version 3: 1 segment, {kept} with a shared dictionary ({in_file} bytes in \
+             the file, {resident} resident"
+        )),
+        "{text}"
+    );
     assert!(text.contains("rows 40, columns 6"), "{text}");
     assert!(text.contains("checksums match"), "{text}");
 }
@@ -104,6 +120,13 @@ fn encode_takes_options_and_other_page_formats() {
     assert_eq!(info["page_format"], "CSR");
     assert_eq!(info["cols"], 10);
     assert!(info["blocks"].as_u64().unwrap() > 1, "{info}");
+    // Only TOC_FULL files are written with segments (version 3).
+    assert_eq!(info["segments"]["count"], 0, "{info}");
+    let text = ok(&["inspect", "csr.toc"], &dir);
+    assert!(
+        text.contains("no segments, no shared dictionaries"),
+        "{text}"
+    );
     // Zero-based indices shift every column down by one.
     std::fs::write(dir.join("zero.svm"), "1 0:1 4:2\n0 5:1\n").unwrap();
     let info = json(

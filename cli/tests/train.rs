@@ -480,3 +480,87 @@ fn bench_train_reports_every_setting_against_the_in_memory_loop() {
     let text = ok(&["bench", "train", "m.toc", "--epochs", "1"], dir);
     assert!(text.contains("| memory-csr | memory |"), "{text}");
 }
+
+/// Writes `p.libsvm` in `dir` and encodes it as `p.toc`: 2,000 rows of
+/// three columns and an integer price-like label (`4000 + 3000 x.d` plus
+/// noise, rounded: about 1,900 distinct values, as ggplot2's diamonds).
+fn prices(dir: &Path) {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut unit = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+    };
+    let mut text = String::new();
+    for _ in 0..2000 {
+        let x = [unit(), unit(), unit()];
+        let y = 4000.0 + 3000.0 * (0.5 * x[0] - 0.3 * x[1] + 0.2 * x[2]) + 20.0 * unit();
+        text.push_str(&format!(
+            "{} 1:{} 2:{} 3:{}\n",
+            y.round(),
+            10.0 * x[0],
+            1000.0 * x[1],
+            x[2]
+        ));
+    }
+    std::fs::write(dir.join("p.libsvm"), text).unwrap();
+    ok(&["encode", "p.libsvm", "-o", "p.toc"], dir);
+}
+
+/// Regression: a price label (thousands of distinct integers) trained
+/// with the default model (lr) got the advice "softmax or mlp" and a
+/// meaningless accuracy; linear regression with the defaults ended far
+/// below 0 (its steps were 0.03 on a target in the thousands).
+#[test]
+fn a_regression_target_gets_linreg_advice_and_trains_with_the_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    prices(dir);
+    let o = tocpile(&["train", "p.toc", "--epochs", "1"], dir);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("look like a regression target"), "{err}");
+    assert!(err.contains("--model linreg"), "{err}");
+    assert!(!err.contains("softmax or mlp"), "{err}");
+    let o = tocpile(
+        &["train", "p.toc", "--model", "softmax", "--epochs", "1"],
+        dir,
+    );
+    assert!(stderr(&o).contains("--model linreg"), "{}", stderr(&o));
+    // Linear regression with the defaults: no warning, R^2 near 1, the
+    // loss in the labels' units.
+    let o = tocpile(
+        &[
+            "train", "p.toc", "--model", "linreg", "--eval", "p.toc", "--json",
+        ],
+        dir,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(number(&v["final_eval"], "accuracy") > 0.95, "{v}");
+    assert!(number(&v["final_eval"], "loss") > 10.0, "{v}");
+    // Without --eval: the running training figures make sense too.
+    let v = json(&["train", "p.toc", "--model", "linreg", "--json"], dir);
+    assert!(number(&v["final"], "accuracy") > 0.9, "{v}");
+}
+
+#[test]
+fn a_negative_r2_at_the_end_says_what_to_try() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    prices(dir);
+    // Steps of 100 standard deviations: far worse than the mean.
+    let o = tocpile(
+        &[
+            "train", "p.toc", "--model", "linreg", "--lr", "100", "--epochs", "1", "--eval",
+            "p.toc",
+        ],
+        dir,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("final eval R^2"), "{err}");
+    assert!(err.contains("below 0") && err.contains("--lr"), "{err}");
+}

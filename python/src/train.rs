@@ -23,22 +23,43 @@ use crate::IntoPy;
 /// A `UserWarning` when a binary model (lr, svm) sees more than two
 /// distinct labels, as the command line warns: it takes label > 0 as the
 /// positive class, which merges class indices 1, 2, ... silently
-/// otherwise.
+/// otherwise. Labels that look like a regression target
+/// ([`tocpile::train::looks_like_regression`]) get the advice to use
+/// linreg instead (softmax and mlp too when they are integers).
 fn warn_multiclass(py: Python<'_>, name: &str, ds: &Arc<Dataset>) -> PyResult<()> {
-    // Up to the third distinct label, from a sample of the blocks (as
-    // the command line).
-    let seen = py.detach(|| tocpile::train::label_sample(ds, 3)).py_err()?;
-    if seen.len() > 2 {
-        let shown: Vec<String> = seen.iter().map(|y| y.to_string()).collect();
-        let message = std::ffi::CString::new(format!(
-            "{}: more than two distinct labels ({}, ...): {name} is a binary model and takes \
-             label > 0 as the positive class; for classes use model=\"softmax\" or \"mlp\"",
-            ds.path().display(),
-            shown.join(", ")
-        ))
-        .unwrap_or_default();
-        PyErr::warn(py, &py.get_type::<PyUserWarning>(), &message, 1)?;
+    // Distinct labels from a sample of the blocks (as the command line).
+    let sample = tocpile::train::REGRESSION_SAMPLE;
+    let seen = py
+        .detach(|| tocpile::train::label_sample(ds, sample))
+        .py_err()?;
+    let binary = matches!(name, "lr" | "svm");
+    let regression = tocpile::train::looks_like_regression(&seen);
+    let warn = match binary {
+        true => seen.len() > 2,
+        false => regression && seen.iter().all(|y| y.fract() == 0.0),
+    };
+    if !warn {
+        return Ok(());
     }
+    let shown: Vec<String> = seen[..3].iter().map(|y| y.to_string()).collect();
+    let (path, shown) = (ds.path().display(), shown.join(", "));
+    let text = match regression {
+        true => format!(
+            "{path}: {} distinct labels ({shown}, ...) look like a regression target: for a \
+             linear regression, train with model=\"linreg\" ({name} is a classifier, its accuracy would \
+             mean nothing here)",
+            match seen.len() == sample {
+                true => format!("more than {}", sample - 1),
+                false => seen.len().to_string(),
+            }
+        ),
+        false => format!(
+            "{path}: more than two distinct labels ({shown}, ...): {name} is a binary model and \
+             takes label > 0 as the positive class; for classes use model=\"softmax\" or \"mlp\""
+        ),
+    };
+    let message = std::ffi::CString::new(text).unwrap_or_default();
+    PyErr::warn(py, &py.get_type::<PyUserWarning>(), &message, 1)?;
     Ok(())
 }
 
@@ -180,7 +201,7 @@ pub(crate) fn train(
     let (rule, learning_rate) = optimizer_of(optimizer, lr)?;
     let choice = scale_choice_of(scale)?;
     let name = model.to_ascii_lowercase();
-    if matches!(name.as_str(), "lr" | "svm") {
+    if matches!(name.as_str(), "lr" | "svm" | "softmax" | "mlp") {
         warn_multiclass(py, &name, &dataset)?;
     }
     // Classes from every row, held-out ones included (as the command line).

@@ -27,6 +27,8 @@ pub struct Dataset<S: Source = File> {
     dicts: Vec<Option<Arc<SharedDict>>>,
     /// The segment of each block (empty without segments).
     block_segment: Vec<u32>,
+    /// Bytes of the shared dictionaries in the footer.
+    dict_file_bytes: u64,
 }
 
 impl Dataset {
@@ -139,6 +141,7 @@ impl<S: Source> Dataset<S> {
         }
         let mut dicts = Vec::with_capacity(segments.len());
         let mut block_segment = Vec::new();
+        let dict_file_bytes = segments.iter().map(|s| s.dict.len() as u64).sum();
         for (k, segment) in segments.into_iter().enumerate() {
             block_segment.extend(std::iter::repeat_n(k as u32, segment.blocks as usize));
             if segment.dict.is_empty() {
@@ -171,6 +174,7 @@ impl<S: Source> Dataset<S> {
             index,
             dicts,
             block_segment,
+            dict_file_bytes,
         })
     }
 
@@ -189,6 +193,12 @@ impl<S: Source> Dataset<S> {
     /// segment's.
     pub fn shared_dict_bytes(&self) -> usize {
         self.dicts.iter().flatten().map(|d| d.heap_bytes()).sum()
+    }
+
+    /// Bytes the shared dictionaries take in the file (version 3; their
+    /// resident size is [`shared_dict_bytes`](Self::shared_dict_bytes)).
+    pub fn shared_dict_file_bytes(&self) -> u64 {
+        self.dict_file_bytes
     }
 
     /// Number of segments with a shared dictionary, and of segments.

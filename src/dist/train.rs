@@ -47,7 +47,7 @@ use crate::error::{Error, Result};
 use crate::loader::Loader;
 use crate::model::{BatchStats, Metrics, Model, Optimizer};
 use crate::page::Page;
-use crate::train::core::{self, Step, Stepper, TailMean};
+use crate::train::core::{self, Step, Stepper, TailMean, TargetScale};
 use crate::train::{evaluate, Average, EpochReport, Score, TrainOptions};
 
 /// Figures of one epoch on every rank, beyond the [`EpochReport`].
@@ -95,13 +95,14 @@ where
     S: Source + 'static,
 {
     check(comm, loader, options, sync)?;
-    // Everyone starts from rank 0's parameters.
+    let target = core::prepare(model, loader.dataset(), options)?;
+    // Everyone starts from rank 0's parameters (a linear regression's
+    // bias at rank 0's label mean included).
     broadcast_params(comm, model)?;
-    core::prepare(model, loader.dataset(), options)?;
     // Every rank applies the step rule to the same averaged gradient, so
     // their optimizer states stay equal (with model averaging each rank
     // steps on its own gradients and keeps its own state).
-    let mut stepper = Stepper::new(model, options)?;
+    let mut stepper = Stepper::new(model, options, target)?;
     let mut exchange = Exchange::new(comm, model)?;
     let mut reports = Vec::with_capacity(options.epochs);
     for epoch in 0..options.epochs {
@@ -244,7 +245,8 @@ where
         average: Average::None,
         ..TrainOptions::default()
     };
-    let mut stepper = Stepper::new(model, &options)?;
+    // Plain SGD steps alike on the standardised target or not.
+    let mut stepper = Stepper::new(model, &options, TargetScale::UNIT)?;
     let mut exchange = Exchange::new(comm, model)?;
     let steps = batches.into_iter().map(|pages| {
         Ok(Step {
@@ -342,8 +344,8 @@ pub fn train_lockstep<S: Source + 'static>(
         });
     }
     core::check_options(options)?;
-    core::prepare(model, loaders[0].dataset(), options)?;
-    let mut stepper = Stepper::new(model, options)?;
+    let target = core::prepare(model, loaders[0].dataset(), options)?;
+    let mut stepper = Stepper::new(model, options, target)?;
     let mut steps = Vec::with_capacity(options.epochs);
     for epoch in 0..options.epochs {
         let lr = core::learning_rate(options, epoch);

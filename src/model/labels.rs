@@ -86,6 +86,15 @@ impl Model {
         Ok(())
     }
 
+    /// Sets the bias (intercept) of a linear model: where a linear
+    /// regression starts (the labels' mean, see the trainer's target
+    /// standardisation). Other models are unchanged.
+    pub(crate) fn set_linear_bias(&mut self, bias: f64) {
+        if self.is_linear() {
+            self.layers[0].bias.fill(bias);
+        }
+    }
+
     /// Labels above this are class 1: 0, or the midpoint of the
     /// [binary labels](Self::binary_labels).
     pub(crate) fn positive_above(&self) -> f64 {

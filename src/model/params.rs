@@ -160,6 +160,13 @@ impl Gradient {
         Ok(())
     }
 
+    /// Multiplies every value by `factor`.
+    pub(crate) fn scale_by(&mut self, factor: f64) {
+        for l in &mut self.layers {
+            l.values_mut().for_each(|v| *v *= factor);
+        }
+    }
+
     /// Euclidean norm.
     pub fn norm(&self) -> f64 {
         self.layers

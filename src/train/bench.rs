@@ -361,7 +361,8 @@ fn in_memory(
     let train = train_options(options);
     // The trainer's step and epoch loop on one thread, as `train` runs
     // it, tail mean included: only the source of the mini-batches differs.
-    let mut stepper = core::Stepper::new(&model, &train)?;
+    // Rows in memory, no dataset: the target as it is (a speed figure).
+    let mut stepper = core::Stepper::new(&model, &train, core::TargetScale::UNIT)?;
     let mut times = Vec::new();
     let mut loss = f64::NAN;
     for epoch in 0..train.epochs {

@@ -57,7 +57,7 @@ fn infer_classes<S: Source>(name: &str, dataset: &Dataset<S>) -> Result<usize> {
                 row: row as u64,
                 column: "label".into(),
                 expected: "a class index (an integer in 0..65536; give the number of classes \
-                           if some are absent)",
+                           if some are absent; for a regression target, train linreg)",
                 found: crate::error::Number(y).to_string(),
             });
         }
@@ -98,6 +98,50 @@ pub fn label_sample<S: Source>(dataset: &Dataset<S>, up_to: usize) -> Result<Vec
         }
     }
     Ok(seen)
+}
+
+/// Distinct labels [`label_sample`] looks for to tell classes from a
+/// regression target ([`looks_like_regression`]): one more than
+/// [`MAX_CLASSES`](crate::dataset::MAX_CLASSES), the most distinct
+/// labels a file's label mix takes as classes.
+pub const REGRESSION_SAMPLE: usize = crate::dataset::MAX_CLASSES + 1;
+
+/// Whether labels sampled by [`label_sample`] (up to
+/// [`REGRESSION_SAMPLE`] of them) look like a regression target rather
+/// than classes: one is not an integer, or there are more distinct
+/// values than [`MAX_CLASSES`](crate::dataset::MAX_CLASSES) (ggplot2's
+/// diamonds: 11,602 distinct prices). A classifier trained on them
+/// reports a meaningless accuracy; the front ends then suggest linreg.
+pub fn looks_like_regression(seen: &[f64]) -> bool {
+    seen.len() > crate::dataset::MAX_CLASSES || seen.iter().any(|y| y.fract() != 0.0)
+}
+
+/// The mean and standard deviation (population) of the labels of the
+/// blocks [`label_sample`] looks at (at most [`LABEL_SAMPLE_BLOCKS`]
+/// spread evenly over the file, every block of a smaller one): where a
+/// linear regression's target standardisation comes from. `None` for no
+/// rows or labels that are not all finite.
+///
+/// # Errors
+/// Read errors.
+pub(crate) fn label_moments<S: Source>(dataset: &Dataset<S>) -> Result<Option<(f64, f64)>> {
+    let n = dataset.n_blocks();
+    let picks = n.min(LABEL_SAMPLE_BLOCKS);
+    // Welford's update: no cancellation for labels far from 0.
+    let (mut count, mut mean, mut m2) = (0u64, 0.0f64, 0.0f64);
+    for k in 0..picks {
+        let b = if picks == n { k } else { k * n / picks };
+        for &y in dataset.read_block(b)?.labels() {
+            if !y.is_finite() {
+                return Ok(None);
+            }
+            count += 1;
+            let d = y - mean;
+            mean += d / count as f64;
+            m2 += d * (y - mean);
+        }
+    }
+    Ok((count > 0).then(|| (mean, (m2 / count as f64).sqrt())))
 }
 
 /// The two parts of a held-out split in scratch files of the temporary

@@ -15,6 +15,7 @@ use tocpile::train::{evaluate, train, TrainOptions};
 use tocpile::Error;
 
 mod defaults;
+mod regression;
 mod setup;
 
 fn mushrooms_file(format: FormatKind, page_rows: usize) -> PathBuf {

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use tocpile::dataset::Dataset;
+use tocpile::model::ModelKind;
 
 use crate::Failure;
 
@@ -47,22 +48,80 @@ pub fn eval_columns(
 
 /// A warning (stderr) when a binary model (lr, svm) sees more than two
 /// distinct labels: it takes label > 0 as the positive class, which turns
-/// class indices 1, 2, ... into one class without a word otherwise.
+/// class indices 1, 2, ... into one class without a word otherwise. When
+/// the labels look like a regression target (more distinct values than
+/// classes, or values that are not integers:
+/// [`tocpile::train::looks_like_regression`]) the warning suggests
+/// linreg, and says so for softmax and mlp too when the values are
+/// integers (they would train one class per value; they refuse a value
+/// that is not an integer with an error that says so).
 pub fn warn_multiclass(model: &str, dataset: &Dataset, path: &Path) -> Result<(), Failure> {
-    if !matches!(model, "lr" | "svm") {
+    let model = model.to_ascii_lowercase();
+    let binary = matches!(model.as_str(), "lr" | "svm");
+    if !binary && !matches!(model.as_str(), "softmax" | "mlp") {
         return Ok(());
     }
-    // Up to the third distinct label, from a sample of the blocks.
-    let seen = tocpile::train::label_sample(dataset, 3)?;
-    if seen.len() > 2 {
-        let shown: Vec<String> = seen.iter().map(|&y| crate::output::number(y)).collect();
-        eprintln!(
-            "tocpile: warning: {}: more than two distinct labels ({}, ...): {model} is a binary \
-             model and takes label > 0 as the positive class; for classes use --model softmax \
-             or mlp",
-            path.display(),
-            shown.join(", ")
-        );
+    // Distinct labels from a sample of the blocks, enough to tell classes
+    // from a regression target.
+    let seen = tocpile::train::label_sample(dataset, tocpile::train::REGRESSION_SAMPLE)?;
+    let regression = tocpile::train::looks_like_regression(&seen);
+    // Softmax and mlp refuse a label that is not an integer, saying so.
+    let warn = match binary {
+        true => seen.len() > 2,
+        false => regression && seen.iter().all(|y| y.fract() == 0.0),
+    };
+    if !warn {
+        return Ok(());
+    }
+    let shown: Vec<String> = seen[..3]
+        .iter()
+        .map(|&y| crate::output::number(y))
+        .collect();
+    let many = match seen.len() == tocpile::train::REGRESSION_SAMPLE {
+        true => format!("more than {} distinct labels", seen.len() - 1),
+        false => format!("{} distinct labels", seen.len()),
+    };
+    let path = path.display();
+    let shown = shown.join(", ");
+    match (binary, regression) {
+        (_, true) => eprintln!(
+            "tocpile: warning: {path}: {many} ({shown}, ...) look like a regression target: \
+             for a linear regression, train with --model linreg ({model} is a classifier, its accuracy \
+             would mean nothing here)"
+        ),
+        _ => eprintln!(
+            "tocpile: warning: {path}: more than two distinct labels ({shown}, ...): {model} is \
+             a binary model and takes label > 0 as the positive class; for classes, train with --model \
+             softmax or mlp"
+        ),
     }
     Ok(())
+}
+
+/// A warning (stderr) when a linear regression ends with R^2 below 0 on
+/// the held-out or --eval rows (else the running training figure): the
+/// model predicts worse than the labels' mean, and the figures alone do
+/// not say what to try.
+pub fn warn_negative_r2(kind: &ModelKind, runs: &[super::Run], held_out: bool) {
+    if !matches!(kind, ModelKind::LinearRegression) {
+        return;
+    }
+    for run in runs {
+        let Some(last) = run.reports.last() else {
+            continue;
+        };
+        let (what, r2) = match last.eval {
+            Some(e) if held_out => ("held-out", e.accuracy),
+            Some(e) => ("eval", e.accuracy),
+            None => ("running training", last.train.accuracy),
+        };
+        if r2 < 0.0 {
+            eprintln!(
+                "tocpile: warning: {}: final {what} R^2 {r2:.4} is below 0 (worse than \
+                 predicting the labels' mean): try more --epochs, another --lr (such as 0.1) \
+                 or --optimizer sgd",
+                run.strategy
+            );
+        }
+    }
 }
