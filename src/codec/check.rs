@@ -106,13 +106,7 @@ impl DecodeTree {
     /// Returns the decoded non-zeros.
     fn check_shared(&mut self, blob: &[u8], layout: &Layout, dict: &SharedDict) -> Result<u64> {
         let t = &dict.tree;
-        if layout.n_cols != t.n_cols {
-            return Err(Error::LengthMismatch {
-                what: "columns of a page (its segment dictionary's)",
-                expected: t.n_cols as u64,
-                found: layout.n_cols as u64,
-            });
-        }
+        super::shared_tree::check_dict_cols(layout, dict)?;
         self.n_cols = layout.n_cols;
         self.zeros_possible = false;
         self.flat = false;

@@ -63,13 +63,7 @@ impl DecodeTree {
     ) -> Result<()> {
         let t = &dict.tree;
         for (_, layout) in pages {
-            if layout.n_cols != t.n_cols {
-                return Err(Error::LengthMismatch {
-                    what: "columns of a page (its segment dictionary's)",
-                    expected: t.n_cols as u64,
-                    found: layout.n_cols as u64,
-                });
-            }
+            check_dict_cols(layout, dict)?;
         }
         self.n_cols = t.n_cols;
         self.zeros_possible = false;
@@ -381,6 +375,19 @@ impl DecodeTree {
         rows.materialize(t);
         Ok(())
     }
+}
+
+/// A version-3 page has its segment dictionary's columns (the first
+/// rule of both the build here and the loader's check, `check.rs`).
+pub(super) fn check_dict_cols(layout: &Layout, dict: &SharedDict) -> Result<()> {
+    if layout.n_cols != dict.tree.n_cols {
+        return Err(Error::LengthMismatch {
+            what: "columns of a page (its segment dictionary's)",
+            expected: dict.tree.n_cols as u64,
+            found: layout.n_cols as u64,
+        });
+    }
+    Ok(())
 }
 
 /// The checking pass of [`DecodeTree::build_shared`]: every code in
