@@ -27,7 +27,9 @@ pub use setup::{infer_kind, Holdout, MAX_CLASSES};
 // Not part of the API (hidden): the label sample the front ends warn
 // from; may change in any release.
 #[doc(hidden)]
-pub use setup::{label_sample, looks_like_regression, LABEL_SAMPLE_BLOCKS, REGRESSION_SAMPLE};
+pub use setup::{
+    label_sample, label_warning, looks_like_regression, LABEL_SAMPLE_BLOCKS, REGRESSION_SAMPLE,
+};
 pub use trainer::{Fitted, Trainer};
 
 use std::sync::Arc;

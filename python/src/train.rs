@@ -33,14 +33,9 @@ fn warn_multiclass(py: Python<'_>, name: &str, ds: &Arc<Dataset>) -> PyResult<()
         .detach(|| tocpile::train::label_sample(ds, sample))
         .py_err()?;
     let binary = matches!(name, "lr" | "svm");
-    let regression = tocpile::train::looks_like_regression(&seen);
-    let warn = match binary {
-        true => seen.len() > 2,
-        false => regression && seen.iter().all(|y| y.fract() == 0.0),
-    };
-    if !warn {
+    let Some(regression) = tocpile::train::label_warning(&seen, binary) else {
         return Ok(());
-    }
+    };
     let shown: Vec<String> = seen[..3].iter().map(|y| y.to_string()).collect();
     let (path, shown) = (ds.path().display(), shown.join(", "));
     let text = match regression {

@@ -116,6 +116,23 @@ pub fn looks_like_regression(seen: &[f64]) -> bool {
     seen.len() > crate::dataset::MAX_CLASSES || seen.iter().any(|y| y.fract() != 0.0)
 }
 
+/// What a classifier's front end should warn about labels sampled by
+/// [`label_sample`]: `Some(true)` when they look like a regression target
+/// ([`looks_like_regression`]), `Some(false)` when a `binary` model
+/// (lr, svm) sees more than two of them, `None` when nothing is wrong. A
+/// multi-class model (softmax, mlp) is warned only of integer labels that
+/// look like a regression target: it refuses a label that is not an
+/// integer with an error that says so. Whenever it warns, `seen` holds at
+/// least three labels.
+pub fn label_warning(seen: &[f64], binary: bool) -> Option<bool> {
+    let regression = looks_like_regression(seen);
+    let warn = match binary {
+        true => seen.len() > 2,
+        false => regression && seen.iter().all(|y| y.fract() == 0.0),
+    };
+    warn.then_some(regression)
+}
+
 /// The mean and standard deviation (population) of the labels of the
 /// blocks [`label_sample`] looks at (at most [`LABEL_SAMPLE_BLOCKS`]
 /// spread evenly over the file, every block of a smaller one): where a

@@ -3,7 +3,7 @@
 //! the target internally, the model stays in the labels' units.
 
 use tocpile::model::{Model, ModelKind};
-use tocpile::train::{looks_like_regression, Trainer};
+use tocpile::train::{label_warning, looks_like_regression, Trainer};
 use tocpile::SparseBatch;
 
 use crate::support::numbers;
@@ -111,4 +111,15 @@ fn labels_that_look_like_a_regression_target() {
     assert!(!looks_like_regression(&classes));
     let prices: Vec<f64> = (0..257).map(|i| f64::from(i) * 10.0 + 326.0).collect();
     assert!(looks_like_regression(&prices));
+    // What the front ends warn of: a binary model on three classes, any
+    // classifier on prices, and a multi-class one not on its own classes
+    // or on fractions (it refuses those with an error instead).
+    assert_eq!(label_warning(&[-1.0, 1.0], true), None);
+    assert_eq!(label_warning(&[0.0, 1.0, 2.0], true), Some(false));
+    assert_eq!(label_warning(&[0.0, 1.0, 2.0], false), None);
+    assert_eq!(label_warning(&classes, false), None);
+    assert_eq!(label_warning(&prices, true), Some(true));
+    assert_eq!(label_warning(&prices, false), Some(true));
+    assert_eq!(label_warning(&[0.0, 1.5, 2.0], true), Some(true));
+    assert_eq!(label_warning(&[0.0, 1.5, 2.0], false), None);
 }

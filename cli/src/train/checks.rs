@@ -64,15 +64,9 @@ pub fn warn_multiclass(model: &str, dataset: &Dataset, path: &Path) -> Result<()
     // Distinct labels from a sample of the blocks, enough to tell classes
     // from a regression target.
     let seen = tocpile::train::label_sample(dataset, tocpile::train::REGRESSION_SAMPLE)?;
-    let regression = tocpile::train::looks_like_regression(&seen);
-    // Softmax and mlp refuse a label that is not an integer, saying so.
-    let warn = match binary {
-        true => seen.len() > 2,
-        false => regression && seen.iter().all(|y| y.fract() == 0.0),
-    };
-    if !warn {
+    let Some(regression) = tocpile::train::label_warning(&seen, binary) else {
         return Ok(());
-    }
+    };
     let shown: Vec<String> = seen[..3]
         .iter()
         .map(|&y| crate::output::number(y))
