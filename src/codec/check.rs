@@ -218,14 +218,7 @@ fn check_rows(
         let limit = created;
         let (mut prev_first, mut prev_depth, mut last_col) = (0u32, 0u32, 0u32);
         for (j, &raw) in codes[w[0] as usize..w[1] as usize].iter().enumerate() {
-            if raw == 0 || raw >= limit {
-                return Err(Error::CodeOutOfRange {
-                    row,
-                    position: j,
-                    code: raw as u64,
-                    limit: limit as u64,
-                });
-            }
+            super::tree::check_code(raw, limit, row, j)?;
             let [first, last, depth] = if raw < n_base {
                 base.node(raw as usize)
             } else {

@@ -468,14 +468,7 @@ impl Nodes<'_> {
             let mut last_col = 0u32;
             for (j, code) in row_codes.iter_mut().enumerate() {
                 let raw = *code;
-                if raw == 0 || raw >= limit {
-                    return Err(Error::CodeOutOfRange {
-                        row,
-                        position: j,
-                        code: raw as u64,
-                        limit: limit as u64,
-                    });
-                }
+                check_code(raw, limit, row, j)?;
                 // A code below the row's limit was created in an earlier
                 // row, and being a code it was marked, so it has its id.
                 let c = if (raw as usize) < n_first {
@@ -516,4 +509,20 @@ impl Nodes<'_> {
         debug_assert_eq!(next as usize, self.parent.len());
         Ok(nnz)
     }
+}
+
+/// The code rule of every tree check: code `raw` at `position` of `row`
+/// names a node created before the row (`1 <= raw < limit`; 0 is the
+/// root, which no code names).
+#[inline]
+pub(super) fn check_code(raw: u32, limit: u32, row: usize, position: usize) -> Result<()> {
+    if raw == 0 || raw >= limit {
+        return Err(Error::CodeOutOfRange {
+            row,
+            position,
+            code: raw as u64,
+            limit: limit as u64,
+        });
+    }
+    Ok(())
 }
