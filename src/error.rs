@@ -473,6 +473,21 @@ impl Error {
 }
 
 impl Error {
+    /// `Ok` when `found` is `expected`, else an [`Error::LengthMismatch`]
+    /// naming `what` (columns of two files, rows of a page and its labels).
+    pub(crate) fn check_equal(what: &'static str, expected: usize, found: usize) -> Result<()> {
+        if expected != found {
+            return Err(Error::LengthMismatch {
+                what,
+                expected: expected as u64,
+                found: found as u64,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Error {
     /// The [`Error::Io`] for a thread that could not be started while
     /// working on `path` (its name, `thread`, says which): the system's
     /// limit on threads or on address space was reached.

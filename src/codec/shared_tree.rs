@@ -380,14 +380,11 @@ impl DecodeTree {
 /// A version-3 page has its segment dictionary's columns (the first
 /// rule of both the build here and the loader's check, `check.rs`).
 pub(super) fn check_dict_cols(layout: &Layout, dict: &SharedDict) -> Result<()> {
-    if layout.n_cols != dict.tree.n_cols {
-        return Err(Error::LengthMismatch {
-            what: "columns of a page (its segment dictionary's)",
-            expected: dict.tree.n_cols as u64,
-            found: layout.n_cols as u64,
-        });
-    }
-    Ok(())
+    Error::check_equal(
+        "columns of a page (its segment dictionary's)",
+        dict.tree.n_cols,
+        layout.n_cols,
+    )
 }
 
 /// The checking pass of [`DecodeTree::build_shared`]: every code in

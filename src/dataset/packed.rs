@@ -332,7 +332,7 @@ pub(super) fn packed_page(
 
 /// A page's payload must hold as many rows as it has labels.
 pub(super) fn check_rows(labels: usize, rows: usize) -> Result<()> {
-    check_page("page rows (labels against the encoded batch)", labels, rows)
+    Error::check_equal("page rows (labels against the encoded batch)", labels, rows)
 }
 
 /// A page must have the file's columns: the loader gathers exact-mode
@@ -340,16 +340,5 @@ pub(super) fn check_rows(labels: usize, rows: usize) -> Result<()> {
 /// would index past the model's weights. Found by the `train_forged` fuzz
 /// target (a page of 10 columns in a file of 4, exact mode).
 pub(super) fn check_cols(file: usize, page: usize) -> Result<()> {
-    check_page("columns of a page (the file's column count)", file, page)
-}
-
-fn check_page(what: &'static str, expected: usize, found: usize) -> Result<()> {
-    if expected != found {
-        return Err(Error::LengthMismatch {
-            what,
-            expected: expected as u64,
-            found: found as u64,
-        });
-    }
-    Ok(())
+    Error::check_equal("columns of a page (the file's column count)", file, page)
 }

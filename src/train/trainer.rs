@@ -353,13 +353,5 @@ impl Model {
 
 /// [`Error::LengthMismatch`] unless `other` has `dataset`'s columns.
 fn check_columns(what: &'static str, dataset: &Dataset, other: &Dataset) -> Result<()> {
-    let (expected, found) = (dataset.info().n_cols, other.info().n_cols);
-    if expected != found {
-        return Err(Error::LengthMismatch {
-            what,
-            expected: expected as u64,
-            found: found as u64,
-        });
-    }
-    Ok(())
+    Error::check_equal(what, dataset.info().n_cols, other.info().n_cols)
 }
