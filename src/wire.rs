@@ -290,6 +290,20 @@ pub(crate) fn read_packed(
     zero_width_ok: bool,
 ) -> Result<Packed> {
     let count = r.varint_max(what, MAX_COUNT)?;
+    read_packed_of(r, what, count, zero_width_ok)
+}
+
+/// Reads the width and payload of a packed array whose `count` the
+/// caller knows (a compact page's arrays store no count); checked as
+/// [`read_packed`] checks a stored one. `count` must be at most
+/// [`MAX_COUNT`].
+pub(crate) fn read_packed_of(
+    r: &mut Reader<'_>,
+    what: &'static str,
+    count: u64,
+    zero_width_ok: bool,
+) -> Result<Packed> {
+    debug_assert!(count <= MAX_COUNT);
     let width_at = r.offset();
     let width = r.u8(what)?;
     if width > 32 || (width == 0 && count > 0 && !zero_width_ok) {
@@ -323,9 +337,15 @@ pub(crate) fn read_packed(
 /// Appends a packed array (header and payload) of `values`, each of which
 /// must fit in `width` bits.
 pub(crate) fn write_packed(out: &mut Vec<u8>, values: &[u32], width: u8) {
+    write_varint(out, values.len() as u64);
+    write_packed_payload(out, values, width);
+}
+
+/// Appends the width byte and payload of a packed array of `values`
+/// without its count (which the reader knows: [`read_packed_of`]).
+pub(crate) fn write_packed_payload(out: &mut Vec<u8>, values: &[u32], width: u8) {
     debug_assert!(width <= 32);
     debug_assert!(values.iter().all(|&v| width == 32 || v >> width == 0));
-    write_varint(out, values.len() as u64);
     out.push(width);
     match width {
         0 => {}
@@ -353,6 +373,30 @@ pub(crate) fn write_packed(out: &mut Vec<u8>, values: &[u32], width: u8) {
             }
         }
     }
+}
+
+/// The sum of `count` values of `width` bits packed in `payload`, which
+/// must hold at least `payload_len(count, width)` bytes, without
+/// unpacking them anywhere (a compact page's code count is the sum of
+/// its row lengths). At most `2^32 - 1` values below `2^32`: no overflow.
+pub(crate) fn sum_packed(payload: &[u8], width: u8, count: usize) -> u64 {
+    if width == 0 {
+        return 0;
+    }
+    let mask = (1u64 << width) - 1;
+    let (mut acc, mut bits, mut sum) = (0u64, 0u32, 0u64);
+    let mut bytes = payload.iter();
+    for _ in 0..count {
+        // At most 31 bits held before a byte is added: never above 64.
+        while bits < width as u32 {
+            acc |= (*bytes.next().unwrap_or(&0) as u64) << bits;
+            bits += 8;
+        }
+        sum += acc & mask;
+        acc >>= width;
+        bits -= width as u32;
+    }
+    sum
 }
 
 /// Unpacks `count` values of `width` bits from `payload` into `out`
@@ -494,6 +538,8 @@ mod tests {
                 let mut out = Vec::new();
                 unpack_into(p.payload(&buf), p.width, p.count, &mut out);
                 assert_eq!(out, values, "width {width} count {count}");
+                let sum: u64 = values.iter().map(|&v| v as u64).sum();
+                assert_eq!(sum_packed(p.payload(&buf), p.width, p.count), sum);
             }
         }
     }

@@ -11,7 +11,7 @@
 
 use crate::error::{Error, Result};
 use crate::sparse::MAX_COLS;
-use crate::wire::{read_packed, unzigzag, Packed, Reader, MAX_COUNT};
+use crate::wire::{read_packed, read_packed_of, sum_packed, unzigzag, Packed, Reader, MAX_COUNT};
 
 /// The four bytes every encoded batch starts with.
 pub const MAGIC: [u8; 4] = *b"TOCB";
@@ -36,6 +36,16 @@ pub(crate) const FLAG_GAPS: u8 = 4;
 /// codes refer to its segment's shared dictionary; the page stores row
 /// lengths and codes only.
 pub(crate) const FLAG_SHARED: u8 = 8;
+
+/// First byte of a compact page (a page of a dataset file of version 4
+/// coded against its segment's dictionary): `COMPACT_PAGE` then the row
+/// lengths and the codes, each as a width byte and its payload, with no
+/// count (`docs/FORMAT.md`). A self-contained page starts with
+/// [`MAGIC`], whose first byte is another.
+pub(crate) const COMPACT_PAGE: u8 = 1;
+/// The version [`Layout::version`] reports for a compact page: that of
+/// the dataset files that hold them.
+pub(crate) const COMPACT_VERSION: u8 = 4;
 
 /// Flags defined by each version (index: version).
 const KNOWN_FLAGS: [u8; 4] = [
@@ -85,6 +95,8 @@ pub(crate) enum Dict {
 /// Where everything sits in a structurally valid blob.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Layout {
+    /// The blob's version byte ([`COMPACT_VERSION`] for a compact page).
+    pub(crate) version: u8,
     pub(crate) flags: u8,
     pub(crate) n_cols: usize,
     /// Pairs: first-layer pairs (tree batches) or entries (flat batches).
@@ -165,6 +177,7 @@ pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
             len: 0,
         };
         return Ok(Layout {
+            version,
             flags,
             n_cols,
             n_pairs: 0,
@@ -258,6 +271,7 @@ pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
         });
     }
     Ok(Layout {
+        version,
         flags,
         n_cols,
         n_pairs,
@@ -266,6 +280,73 @@ pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
         values,
         codes,
     })
+}
+
+/// Checks the structure of a compact page of `rows` rows (the page
+/// header's count) whose segment dictionary has `n_cols` columns, and
+/// returns its layout, that of a version-3 page with the counts the
+/// page does not store: `rows` row lengths, and as many codes as they
+/// add up to. Allocates nothing; the content rules are the version-3
+/// page's (`shared_tree.rs`, `check.rs`).
+pub(crate) fn parse_compact(blob: &[u8], rows: u64, n_cols: usize) -> Result<Layout> {
+    let mut r = Reader::new(blob);
+    let form = r.u8("page form")?;
+    if form != COMPACT_PAGE {
+        return Err(Error::WrongFormat {
+            expected: "a compact page (first byte 1) or a self-contained TOC batch (\"TOCB\")",
+            found: "a page of another first byte",
+        });
+    }
+    if rows > MAX_COUNT {
+        return Err(Error::TooLarge {
+            what: "rows of a compact page",
+            value: rows,
+            max: MAX_COUNT,
+        });
+    }
+    let row_lengths = read_packed_of(&mut r, "row lengths (one per row of the page)", rows, false)?;
+    // Bounded by the input: every code takes at least one bit below.
+    let n_codes = sum_packed(
+        row_lengths.payload(blob),
+        row_lengths.width,
+        row_lengths.count,
+    );
+    if n_codes > MAX_COUNT {
+        return Err(Error::TooLarge {
+            what: "codes of a compact page (the sum of its row lengths)",
+            value: n_codes,
+            max: MAX_COUNT,
+        });
+    }
+    let codes = read_packed_of(&mut r, "codes (the sum of the row lengths)", n_codes, false)?;
+    if r.remaining() > 0 {
+        return Err(Error::TrailingBytes {
+            offset: r.offset(),
+            len: r.remaining(),
+        });
+    }
+    let none = Packed {
+        count: 0,
+        width: 0,
+        start: r.offset(),
+        len: 0,
+    };
+    Ok(Layout {
+        version: COMPACT_VERSION,
+        flags: FLAG_TREE | FLAG_SHARED,
+        n_cols,
+        n_pairs: 0,
+        row_lengths,
+        pair_cols: none,
+        values: Values::Inline { start: r.offset() },
+        codes: Some(codes),
+    })
+}
+
+/// Whether `blob` is in the compact page form (by its first byte; a
+/// batch starts with [`MAGIC`]).
+pub(crate) fn is_compact(blob: &[u8]) -> bool {
+    blob.first() != Some(&MAGIC[0])
 }
 
 /// The packed arrays of a structurally valid blob, in stored order, as
