@@ -375,65 +375,6 @@ pub(crate) fn write_packed_payload(out: &mut Vec<u8>, values: &[u32], width: u8)
     }
 }
 
-/// The sum of `count` values of `width` bits packed in `payload`, which
-/// must be exactly `payload_len(count, width)` bytes with zero padding
-/// bits (as [`read_packed_of`] has checked), without unpacking them
-/// anywhere: a compact page's code count is the sum of its row lengths,
-/// taken on every decode. At most `2^32 - 1` values below `2^32`: no
-/// overflow.
-pub(crate) fn sum_packed(payload: &[u8], width: u8, count: usize) -> u64 {
-    let w = width as usize;
-    if w == 0 || count == 0 {
-        return 0;
-    }
-    if 8 % w == 0 {
-        // Widths 1, 2, 4 and 8 never cross a byte: the sum is, for each
-        // bit of a field, its weight times the set bits at that place
-        // (padding bits are zero, so whole words may be counted).
-        let ones = match w {
-            1 => u64::MAX,
-            2 => 0x5555_5555_5555_5555,
-            4 => 0x1111_1111_1111_1111,
-            _ => 0x0101_0101_0101_0101,
-        };
-        let fields = |x: u64| -> u64 {
-            (0..w)
-                .map(|b| ((x & (ones << b)).count_ones() as u64) << b)
-                .sum()
-        };
-        let chunks = payload.chunks_exact(8);
-        let mut last = [0u8; 8];
-        last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-        let whole: u64 = chunks
-            .map(|c| fields(u64::from_le_bytes(c.try_into().expect("8 bytes"))))
-            .sum();
-        return whole + fields(u64::from_le_bytes(last));
-    }
-    let mask = (1u64 << w) - 1;
-    let mut sum = 0u64;
-    let mut i = 0;
-    // One unaligned 64-bit load a value while 8 bytes remain (a field
-    // starts at most 7 bits into its first byte and spans at most 32).
-    while i < count {
-        let bit = i * w;
-        let at = bit / 8;
-        let Some(bytes) = payload.get(at..at + 8) else {
-            break;
-        };
-        sum += (u64::from_le_bytes(bytes.try_into().expect("8 bytes")) >> (bit % 8)) & mask;
-        i += 1;
-    }
-    for j in i..count {
-        let bit = j * w;
-        let mut word = [0u8; 8];
-        let tail = &payload[bit / 8..];
-        let n = tail.len().min(8);
-        word[..n].copy_from_slice(&tail[..n]);
-        sum += (u64::from_le_bytes(word) >> (bit % 8)) & mask;
-    }
-    sum
-}
-
 /// Unpacks `count` values of `width` bits from `payload` into `out`
 /// (cleared first). `payload` must hold at least
 /// `payload_len(count, width)` bytes, as [`read_packed`] guarantees.
@@ -573,8 +514,6 @@ mod tests {
                 let mut out = Vec::new();
                 unpack_into(p.payload(&buf), p.width, p.count, &mut out);
                 assert_eq!(out, values, "width {width} count {count}");
-                let sum: u64 = values.iter().map(|&v| v as u64).sum();
-                assert_eq!(sum_packed(p.payload(&buf), p.width, p.count), sum);
             }
         }
     }

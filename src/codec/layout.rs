@@ -11,7 +11,7 @@
 
 use crate::error::{Error, Result};
 use crate::sparse::MAX_COLS;
-use crate::wire::{read_packed, read_packed_of, sum_packed, unzigzag, Packed, Reader, MAX_COUNT};
+use crate::wire::{read_packed, read_packed_of, unzigzag, Packed, Reader, MAX_COUNT};
 
 /// The four bytes every encoded batch starts with.
 pub const MAGIC: [u8; 4] = *b"TOCB";
@@ -343,6 +343,65 @@ pub(crate) fn parse_compact(blob: &[u8], rows: u64, n_cols: usize) -> Result<Lay
     })
 }
 
+/// The sum of `count` values of `width` bits packed in `payload`, which
+/// must be exactly `payload_len(count, width)` bytes with zero padding
+/// bits (as `read_packed_of` has checked), without unpacking them
+/// anywhere: a compact page's code count is the sum of its row lengths,
+/// taken on every decode. At most `2^32 - 1` values below `2^32`: no
+/// overflow.
+fn sum_packed(payload: &[u8], width: u8, count: usize) -> u64 {
+    let w = width as usize;
+    if w == 0 || count == 0 {
+        return 0;
+    }
+    if 8 % w == 0 {
+        // Widths 1, 2, 4 and 8 never cross a byte: the sum is, for each
+        // bit of a field, its weight times the set bits at that place
+        // (padding bits are zero, so whole words may be counted).
+        let ones = match w {
+            1 => u64::MAX,
+            2 => 0x5555_5555_5555_5555,
+            4 => 0x1111_1111_1111_1111,
+            _ => 0x0101_0101_0101_0101,
+        };
+        let fields = |x: u64| -> u64 {
+            (0..w)
+                .map(|b| ((x & (ones << b)).count_ones() as u64) << b)
+                .sum()
+        };
+        let chunks = payload.chunks_exact(8);
+        let mut last = [0u8; 8];
+        last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+        let whole: u64 = chunks
+            .map(|c| fields(u64::from_le_bytes(c.try_into().expect("8 bytes"))))
+            .sum();
+        return whole + fields(u64::from_le_bytes(last));
+    }
+    let mask = (1u64 << w) - 1;
+    let mut sum = 0u64;
+    let mut i = 0;
+    // One unaligned 64-bit load a value while 8 bytes remain (a field
+    // starts at most 7 bits into its first byte and spans at most 32).
+    while i < count {
+        let bit = i * w;
+        let at = bit / 8;
+        let Some(bytes) = payload.get(at..at + 8) else {
+            break;
+        };
+        sum += (u64::from_le_bytes(bytes.try_into().expect("8 bytes")) >> (bit % 8)) & mask;
+        i += 1;
+    }
+    for j in i..count {
+        let bit = j * w;
+        let mut word = [0u8; 8];
+        let tail = &payload[bit / 8..];
+        let n = tail.len().min(8);
+        word[..n].copy_from_slice(&tail[..n]);
+        sum += (u64::from_le_bytes(word) >> (bit % 8)) & mask;
+    }
+    sum
+}
+
 /// Whether `blob` is in the compact page form (by its first byte; a
 /// batch starts with [`MAGIC`]).
 pub(crate) fn is_compact(blob: &[u8]) -> bool {
@@ -369,4 +428,41 @@ pub(crate) fn packed_arrays(layout: &Layout) -> Vec<(&'static str, Packed)> {
         arrays.push(("codes", codes));
     }
     arrays
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sum_packed;
+    use crate::wire::{read_packed, unpack_into, write_packed, Reader};
+
+    #[test]
+    fn sum_packed_is_the_sum_of_the_unpacked_values_at_every_width() {
+        for width in 0..=32u8 {
+            let max = if width == 0 {
+                0
+            } else {
+                u32::MAX >> (32 - width)
+            };
+            for count in [0usize, 1, 2, 7, 8, 9, 63, 64, 65, 200] {
+                let values: Vec<u32> = (0..count)
+                    .map(|i| match i % 3 {
+                        0 => max,
+                        1 => (i as u32).wrapping_mul(2_654_435_761) & max,
+                        _ => 0,
+                    })
+                    .collect();
+                let mut buf = Vec::new();
+                write_packed(&mut buf, &values, width);
+                let p = read_packed(&mut Reader::new(&buf), "test", true).unwrap();
+                let mut out = Vec::new();
+                unpack_into(p.payload(&buf), p.width, p.count, &mut out);
+                let sum: u64 = out.iter().map(|&v| v as u64).sum();
+                assert_eq!(
+                    sum_packed(p.payload(&buf), width, count),
+                    sum,
+                    "width {width} count {count}"
+                );
+            }
+        }
+    }
 }
