@@ -7,7 +7,11 @@
 //! are checked afterwards by the tree builder in `tree.rs` and `pairs.rs`.
 //!
 //! Version 2 adds the `GAPS` flag (escape-coded column gaps) and the
-//! scaled-integer dictionary; a version-1 blob may use neither.
+//! scaled-integer dictionary; a version-1 blob may use neither. Version 3
+//! is a page coded against its segment's shared dictionary; a dataset
+//! file of version 4 stores those pages in a compact form without the
+//! batch header or the counts ([`parse_compact`], given the page
+//! header's row count).
 
 use crate::error::{Error, Result};
 use crate::sparse::MAX_COLS;
@@ -19,7 +23,9 @@ pub const MAGIC: [u8; 4] = *b"TOCB";
 /// writes the lowest version that can express a batch: a batch that uses
 /// no version-2 feature is a version-1 blob, readable by older builds.
 /// Version 3 is a page of a dataset file coded against its segment's
-/// shared dictionary (`shared.rs`), never a self-contained batch.
+/// shared dictionary (`shared.rs`), never a self-contained batch (a
+/// version-4 file stores such pages compact, with no version byte:
+/// `COMPACT_PAGE`).
 pub const VERSION: u8 = 3;
 
 /// Flag: the batch carries a prefix tree (first layer plus codes).
