@@ -397,13 +397,18 @@ fn sum_packed(payload: &[u8], width: u8, count: usize) -> u64 {
         sum += (u64::from_le_bytes(bytes.try_into().expect("8 bytes")) >> (bit % 8)) & mask;
         i += 1;
     }
-    for j in i..count {
-        let bit = j * w;
-        let mut word = [0u8; 8];
-        let tail = &payload[bit / 8..];
-        let n = tail.len().min(8);
-        word[..n].copy_from_slice(&tail[..n]);
-        sum += (u64::from_le_bytes(word) >> (bit % 8)) & mask;
+    if i < count {
+        // The last values lie in the last 7 bytes or fewer: copied once
+        // into a zero-padded word pair, read there the same way.
+        let base = i * w / 8;
+        let tail = &payload[base..];
+        let mut padded = [0u8; 16];
+        padded[..tail.len()].copy_from_slice(tail);
+        for j in i..count {
+            let bit = j * w - 8 * base;
+            let word = &padded[bit / 8..bit / 8 + 8];
+            sum += (u64::from_le_bytes(word.try_into().expect("8 bytes")) >> (bit % 8)) & mask;
+        }
     }
     sum
 }
