@@ -1,15 +1,16 @@
 //! Where the bytes of a dataset file go: per section, over every page of a
-//! TOC file (as `tocpile encode` writes it), versions 1 to 3.
+//! TOC file (as `tocpile encode` writes it), versions 1 to 4.
 //!
 //! For each file given, prints the bytes (and bytes per row) of: the page
 //! headers (row count and payload length varints), the labels sections
 //! (what the headers and payloads leave of each block), each encoded
 //! batch's fixed header (magic, version, flags, `n_cols`; split between
 //! self-contained pages and version-3 pages coded against a shared
-//! dictionary), its packed arrays by section (row lengths, the first
+//! dictionary; a compact page of version 4 has a form byte instead), its
+//! packed arrays by section (row lengths, the first
 //! layer's pair columns and value ids, the value dictionary, the codes:
 //! those of version-3 pages apart), the packed arrays' own headers (count
-//! and width), what remains of the batch (float dictionaries, dictionary
+//! and width; a compact page's, its widths), what remains of the batch (float dictionaries, dictionary
 //! bases and kinds); the footer's shared dictionaries (version 3) by part
 //! (their pairs' packed arrays, node parents and keys, and every header
 //! around them); and the file header, the block index entries, the rest
@@ -22,7 +23,7 @@
 use std::collections::BTreeMap;
 
 use tocpile::dataset::Dataset;
-use tocpile::internals::packed_arrays;
+use tocpile::internals::{packed_arrays, packed_arrays_of};
 use tocpile::DecodeTree;
 
 mod footer;
@@ -122,28 +123,34 @@ fn main() -> tocpile::Result<()> {
             for p in 0..block.n_pages() {
                 let view = block.toc_view(p, &mut tree)?;
                 let blob = view.batch.as_bytes();
-                let shared = view.batch.version() == 3;
+                // Version 3: a page coded against the segment's
+                // dictionary; 4: the same, in the compact form.
+                let compact = view.batch.version() == 4;
+                let shared = view.batch.version() >= 3;
                 shared_pages += shared as u64;
                 let rows = view.labels.len() as u64;
                 let header = varint_len(rows) + varint_len(blob.len() as u64);
                 add("page headers (rows, payload length)", header);
                 labels -= header + blob.len() as u64;
                 let n_cols_len = varint_len(view.batch.n_cols() as u64);
+                let batch_header = if compact { 1 } else { 6 + n_cols_len };
                 add(
-                    if shared {
-                        "v3 page: batch header (magic, version, flags, n_cols)"
-                    } else {
-                        "batch header (magic, version, flags, n_cols)"
+                    match (compact, shared) {
+                        (true, _) => "compact page: form byte",
+                        (false, true) => "v3 page: batch header (magic, version, flags, n_cols)",
+                        (false, false) => "batch header (magic, version, flags, n_cols)",
                     },
-                    6 + n_cols_len,
+                    batch_header,
                 );
-                if shared {
+                if shared && !compact {
                     compact_saves +=
                         5 + n_cols_len + varint_len(rows) + varint_len(view.batch.n_codes() as u64);
+                }
+                if shared {
                     length_saves += varint_len(blob.len() as u64);
                 }
-                let mut accounted = 6 + n_cols_len;
-                for array in packed_arrays(blob)? {
+                let mut accounted = batch_header;
+                for array in packed_arrays_of(&view.batch) {
                     let name = match (shared, array.name) {
                         (true, "codes") => "v3 page: codes",
                         (true, "row lengths") => "v3 page: row lengths",
@@ -155,12 +162,16 @@ fn main() -> tocpile::Result<()> {
                         (_, other) => other,
                     };
                     add(name, array.payload.len() as u64);
-                    let header = varint_len(array.count as u64) + 1;
+                    let header = if compact {
+                        1
+                    } else {
+                        varint_len(array.count as u64) + 1
+                    };
                     add(
-                        if shared {
-                            "v3 page: packed array headers (count, width)"
-                        } else {
-                            "packed array headers (count, width)"
+                        match (compact, shared) {
+                            (true, _) => "compact page: widths",
+                            (false, true) => "v3 page: packed array headers (count, width)",
+                            (false, false) => "packed array headers (count, width)",
                         },
                         header,
                     );
@@ -198,7 +209,10 @@ fn main() -> tocpile::Result<()> {
         }
         for (what, bytes) in [
             ("compact v3 page header would save", compact_saves),
-            ("... and no v3 payload length", compact_saves + length_saves),
+            (
+                "... and no payload length (v3 and compact pages)",
+                compact_saves + length_saves,
+            ),
         ] {
             println!(
                 "  {what:<56} {bytes:>10} B  {:>7.3} B/row  {:>5.1}%",

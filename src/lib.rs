@@ -144,6 +144,22 @@ pub mod internals {
             .collect())
     }
 
+    /// The packed arrays of a validated batch or page (a compact page's
+    /// among them, whose bytes alone do not delimit its arrays), in
+    /// stored order.
+    pub fn packed_arrays_of<B: AsRef<[u8]>>(batch: &crate::TocBatch<B>) -> Vec<PackedArray<'_>> {
+        let blob = batch.as_bytes();
+        crate::codec::packed_arrays(batch.layout())
+            .into_iter()
+            .map(|(name, p)| PackedArray {
+                name,
+                width: p.width,
+                count: p.count,
+                payload: p.payload(blob),
+            })
+            .collect()
+    }
+
     /// Unpacks `count` values of `width` bits from `payload` into `out`
     /// (cleared first), as every decode does.
     ///
@@ -165,16 +181,18 @@ pub mod internals {
     /// of [`TocBatch::from_bytes_shared`](crate::TocBatch::from_bytes_shared)
     /// with `dict`, of
     /// [`TocBatch::from_bytes_with_tree`](crate::TocBatch::from_bytes_with_tree)
-    /// without. `tree` is scratch (it holds no batch afterwards).
+    /// without; `rows` is the page header's row count (a compact page
+    /// stores none). `tree` is scratch (it holds no batch afterwards).
     ///
     /// # Errors
     /// As `TocBatch::from_bytes_shared`.
     pub fn check_page(
         blob: &[u8],
+        rows: usize,
         dict: Option<&crate::SharedDict>,
         tree: &mut crate::DecodeTree,
     ) -> crate::Result<CheckedPage> {
-        crate::codec::check_page(blob, dict, tree)
+        crate::codec::check_page(blob, rows, dict, tree)
     }
 }
 

@@ -290,6 +290,20 @@ pub(crate) fn read_packed(
     zero_width_ok: bool,
 ) -> Result<Packed> {
     let count = r.varint_max(what, MAX_COUNT)?;
+    read_packed_of(r, what, count, zero_width_ok)
+}
+
+/// Reads the width and payload of a packed array whose `count` the
+/// caller knows (a compact page's arrays store no count); checked as
+/// [`read_packed`] checks a stored one. `count` must be at most
+/// [`MAX_COUNT`].
+pub(crate) fn read_packed_of(
+    r: &mut Reader<'_>,
+    what: &'static str,
+    count: u64,
+    zero_width_ok: bool,
+) -> Result<Packed> {
+    debug_assert!(count <= MAX_COUNT);
     let width_at = r.offset();
     let width = r.u8(what)?;
     if width > 32 || (width == 0 && count > 0 && !zero_width_ok) {
@@ -323,9 +337,15 @@ pub(crate) fn read_packed(
 /// Appends a packed array (header and payload) of `values`, each of which
 /// must fit in `width` bits.
 pub(crate) fn write_packed(out: &mut Vec<u8>, values: &[u32], width: u8) {
+    write_varint(out, values.len() as u64);
+    write_packed_payload(out, values, width);
+}
+
+/// Appends the width byte and payload of a packed array of `values`
+/// without its count (which the reader knows: [`read_packed_of`]).
+pub(crate) fn write_packed_payload(out: &mut Vec<u8>, values: &[u32], width: u8) {
     debug_assert!(width <= 32);
     debug_assert!(values.iter().all(|&v| width == 32 || v >> width == 0));
-    write_varint(out, values.len() as u64);
     out.push(width);
     match width {
         0 => {}

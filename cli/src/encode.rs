@@ -169,16 +169,16 @@ pub struct InfoJson {
     /// CSV values not in the schema (encode from CSV).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unseen_levels: Option<u64>,
-    /// Format version 3's segments and shared dictionaries (inspect).
+    /// Format versions 3 and 4: segments and shared dictionaries (inspect).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub segments: Option<SegmentsJson>,
 }
 
 /// The segments of a dataset file and their shared dictionaries (format
-/// version 3; zero segments in files of earlier versions).
+/// versions 3 and 4; zero segments in files of earlier versions).
 #[derive(Debug, Serialize)]
 pub struct SegmentsJson {
-    /// The file's format version (1 to 3).
+    /// The file's format version (1 to 4).
     pub version: u8,
     /// Segments (runs of consecutive blocks).
     pub count: usize,

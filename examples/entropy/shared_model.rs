@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::hint::black_box;
 
 use tocpile::dataset::Dataset;
-use tocpile::internals::{packed_arrays, unpack};
+use tocpile::internals::{packed_arrays_of, unpack};
 use tocpile::DecodeTree;
 
 use super::{cpu_ns, footer, huffman_lengths};
@@ -228,10 +228,10 @@ pub fn run(paths: &[String]) {
             let block = data.read_block(b).expect("valid block");
             for p in 0..block.n_pages() {
                 let view = block.toc_view(p, &mut tree).expect("valid page");
-                if view.batch.version() != 3 {
+                if view.batch.version() < 3 {
                     continue;
                 }
-                for array in packed_arrays(view.batch.as_bytes()).expect("valid") {
+                for array in packed_arrays_of(&view.batch) {
                     let mut values = Vec::new();
                     unpack(array.payload, array.width, array.count, &mut values);
                     let stream = Stream {

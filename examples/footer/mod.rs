@@ -90,13 +90,26 @@ pub fn parse(file: &[u8]) -> Footer {
     // The scaling section, if any, comes right after the index.
     let (scaling, scaling_ones) = if footer[c.at..].starts_with(b"SCAL") {
         let start = c.at;
+        let version = footer[c.at + 4];
         c.skip(6); // tag, version, kind
         let n = c.varint() as usize;
-        let factors = c.skip(8 * n);
-        let ones = factors
-            .chunks(8)
-            .filter(|f| f64::from_le_bytes((*f).try_into().expect("8")) == 1.0)
-            .count() as u64;
+        let ones = if version == 1 {
+            // Every column's factor.
+            let factors = c.skip(8 * n);
+            factors
+                .chunks(8)
+                .filter(|f| f64::from_le_bytes((*f).try_into().expect("8")) == 1.0)
+                .count() as u64
+        } else {
+            // Version 2: only the factors other than 1, each after its
+            // column's gap.
+            let listed = c.varint() as usize;
+            for _ in 0..listed {
+                c.varint();
+                c.skip(8);
+            }
+            (n - listed) as u64
+        };
         (footer_at + start..footer_at + c.at, ones)
     } else {
         (footer_at + c.at..footer_at + c.at, 0)

@@ -1,5 +1,6 @@
-//! A segment's shared dictionary and a version-3 page coded against it
-//! (format version 3), each with a few byte mutations: the dictionary
+//! A segment's shared dictionary and a page coded against it (a
+//! version-3 page, or a compact page of a version-4 file, whose row
+//! count comes from its page header), each with a few byte mutations: the dictionary
 //! must be rejected with an error or accepted, and the page then
 //! rejected or accepted as a valid batch against it, never a panic.
 //! Accepted pages are decoded within a budget linear in the input;
@@ -9,7 +10,9 @@
 //!
 //! Input: a little-endian `u16` n, then n bytes that generate the rows
 //! (the segment; its first half is the page), a byte choosing what to
-//! mutate (bit 0 the dictionary, bit 1 the page), then the mutations.
+//! mutate (bit 0 the dictionary, bit 1 the page), the page form (bit 2:
+//! compact) and whether the row count given is one more than the page's
+//! (bit 3), then the mutations.
 #![no_main]
 
 use std::sync::Arc;
@@ -35,7 +38,8 @@ fuzz_target!(|data: &[u8]| {
     };
     let segment = generated.batch;
     let mut encoder = Encoder::new(EncodeOptions::default());
-    let Some(model) = encoder.learn_segment(&segment).expect("learn") else {
+    let compact = what & 4 != 0;
+    let Some(model) = encoder.learn_segment_in(&segment, compact).expect("learn") else {
         return;
     };
     let rows = segment.slice_rows(0..segment.n_rows().div_ceil(2));
@@ -49,7 +53,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = mutate(&mut bytes, &mut u);
     }
     let dict = match SharedDict::from_bytes(dict.clone()) {
-        Ok(dict) => Arc::new(dict),
+        Ok(dict) => Arc::new(dict.with_compact_pages(compact)),
         Err(e) => {
             assert!(
                 dict != model.dict().as_bytes(),
@@ -58,12 +62,15 @@ fuzz_target!(|data: &[u8]| {
             return;
         }
     };
-    let unchanged = dict.as_bytes() == model.dict().as_bytes() && bytes == page.as_bytes();
+    let n_rows = rows.n_rows() + usize::from(what & 8 != 0);
+    let unchanged = dict.as_bytes() == model.dict().as_bytes()
+        && bytes == page.as_bytes()
+        && (n_rows == rows.n_rows() || !compact);
     let mut tree = DecodeTree::default();
-    let built = TocBatch::from_bytes_shared(&bytes[..], &dict, &mut tree);
+    let built = TocBatch::from_bytes_shared(&bytes[..], n_rows, &dict, &mut tree);
     // The loader's check without a tree accepts and refuses the same
     // bytes, with the same error and non-zero count.
-    let checked = check_page(&bytes, Some(&dict), &mut DecodeTree::default());
+    let checked = check_page(&bytes, n_rows, Some(&dict), &mut DecodeTree::default());
     match (&built, &checked) {
         (Ok(b), Ok(c)) => assert_eq!(
             (c.n_rows, c.n_cols, c.level, c.decoded_nnz),

@@ -17,7 +17,7 @@
 //! standing for the shared tree (`DecodeTree::build` minus the compact
 //! tree).
 
-use super::layout::{self, Layout};
+use super::layout::Layout;
 use super::shared::SharedDict;
 use super::{needs_dictionary, DecodeTree, Level};
 use crate::error::{Error, Result};
@@ -41,6 +41,7 @@ pub struct CheckedPage {
 /// Validates a page as [`TocBatch::from_bytes_shared`](super::TocBatch::from_bytes_shared)
 /// (with `dict`) or [`TocBatch::from_bytes_with_tree`](super::TocBatch::from_bytes_with_tree)
 /// (without) does, page limit included, and returns what it holds;
+/// `rows` is the page header's row count (read only for a compact page);
 /// `tree` is scratch and holds no batch afterwards. Both accept and
 /// refuse the same bytes with the same errors (`tests/codec/check.rs`).
 ///
@@ -48,10 +49,11 @@ pub struct CheckedPage {
 /// As `TocBatch::from_bytes_shared`.
 pub(crate) fn check_page(
     blob: &[u8],
+    rows: usize,
     dict: Option<&SharedDict>,
     tree: &mut DecodeTree,
 ) -> Result<CheckedPage> {
-    let checked = layout::parse(blob).and_then(|layout| {
+    let checked = super::page_layout(blob, rows, dict).and_then(|layout| {
         let nnz = match (layout.is_shared(), dict) {
             (false, _) => tree.check(blob, &layout)?,
             (true, Some(dict)) => tree.check_shared(blob, &layout, dict)?,

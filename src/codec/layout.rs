@@ -7,11 +7,15 @@
 //! are checked afterwards by the tree builder in `tree.rs` and `pairs.rs`.
 //!
 //! Version 2 adds the `GAPS` flag (escape-coded column gaps) and the
-//! scaled-integer dictionary; a version-1 blob may use neither.
+//! scaled-integer dictionary; a version-1 blob may use neither. Version 3
+//! is a page coded against its segment's shared dictionary; a dataset
+//! file of version 4 stores those pages in a compact form without the
+//! batch header or the counts ([`parse_compact`], given the page
+//! header's row count).
 
 use crate::error::{Error, Result};
 use crate::sparse::MAX_COLS;
-use crate::wire::{read_packed, unzigzag, Packed, Reader, MAX_COUNT};
+use crate::wire::{read_packed, read_packed_of, unzigzag, Packed, Reader, MAX_COUNT};
 
 /// The four bytes every encoded batch starts with.
 pub const MAGIC: [u8; 4] = *b"TOCB";
@@ -19,7 +23,9 @@ pub const MAGIC: [u8; 4] = *b"TOCB";
 /// writes the lowest version that can express a batch: a batch that uses
 /// no version-2 feature is a version-1 blob, readable by older builds.
 /// Version 3 is a page of a dataset file coded against its segment's
-/// shared dictionary (`shared.rs`), never a self-contained batch.
+/// shared dictionary (`shared.rs`), never a self-contained batch (a
+/// version-4 file stores such pages compact, with no version byte:
+/// `COMPACT_PAGE`).
 pub const VERSION: u8 = 3;
 
 /// Flag: the batch carries a prefix tree (first layer plus codes).
@@ -36,6 +42,16 @@ pub(crate) const FLAG_GAPS: u8 = 4;
 /// codes refer to its segment's shared dictionary; the page stores row
 /// lengths and codes only.
 pub(crate) const FLAG_SHARED: u8 = 8;
+
+/// First byte of a compact page (a page of a dataset file of version 4
+/// coded against its segment's dictionary): `COMPACT_PAGE` then the row
+/// lengths and the codes, each as a width byte and its payload, with no
+/// count (`docs/FORMAT.md`). A self-contained page starts with
+/// [`MAGIC`], whose first byte is another.
+pub(crate) const COMPACT_PAGE: u8 = 1;
+/// The version [`Layout::version`] reports for a compact page: that of
+/// the dataset files that hold them.
+pub(crate) const COMPACT_VERSION: u8 = 4;
 
 /// Flags defined by each version (index: version).
 const KNOWN_FLAGS: [u8; 4] = [
@@ -85,6 +101,8 @@ pub(crate) enum Dict {
 /// Where everything sits in a structurally valid blob.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Layout {
+    /// The blob's version byte ([`COMPACT_VERSION`] for a compact page).
+    pub(crate) version: u8,
     pub(crate) flags: u8,
     pub(crate) n_cols: usize,
     /// Pairs: first-layer pairs (tree batches) or entries (flat batches).
@@ -165,6 +183,7 @@ pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
             len: 0,
         };
         return Ok(Layout {
+            version,
             flags,
             n_cols,
             n_pairs: 0,
@@ -258,6 +277,7 @@ pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
         });
     }
     Ok(Layout {
+        version,
         flags,
         n_cols,
         n_pairs,
@@ -266,6 +286,137 @@ pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
         values,
         codes,
     })
+}
+
+/// Checks the structure of a compact page of `rows` rows (the page
+/// header's count) whose segment dictionary has `n_cols` columns, and
+/// returns its layout, that of a version-3 page with the counts the
+/// page does not store: `rows` row lengths, and as many codes as they
+/// add up to. Allocates nothing; the content rules are the version-3
+/// page's (`shared_tree.rs`, `check.rs`).
+pub(crate) fn parse_compact(blob: &[u8], rows: u64, n_cols: usize) -> Result<Layout> {
+    let mut r = Reader::new(blob);
+    let form = r.u8("page form")?;
+    if form != COMPACT_PAGE {
+        return Err(Error::WrongFormat {
+            expected: "a compact page (first byte 1) or a self-contained TOC batch (\"TOCB\")",
+            found: "a page of another first byte",
+        });
+    }
+    if rows > MAX_COUNT {
+        return Err(Error::TooLarge {
+            what: "rows of a compact page",
+            value: rows,
+            max: MAX_COUNT,
+        });
+    }
+    let row_lengths = read_packed_of(&mut r, "row lengths (one per row of the page)", rows, false)?;
+    // Bounded by the input: every code takes at least one bit below.
+    let n_codes = sum_packed(
+        row_lengths.payload(blob),
+        row_lengths.width,
+        row_lengths.count,
+    );
+    if n_codes > MAX_COUNT {
+        return Err(Error::TooLarge {
+            what: "codes of a compact page (the sum of its row lengths)",
+            value: n_codes,
+            max: MAX_COUNT,
+        });
+    }
+    let codes = read_packed_of(&mut r, "codes (the sum of the row lengths)", n_codes, false)?;
+    if r.remaining() > 0 {
+        return Err(Error::TrailingBytes {
+            offset: r.offset(),
+            len: r.remaining(),
+        });
+    }
+    let none = Packed {
+        count: 0,
+        width: 0,
+        start: r.offset(),
+        len: 0,
+    };
+    Ok(Layout {
+        version: COMPACT_VERSION,
+        flags: FLAG_TREE | FLAG_SHARED,
+        n_cols,
+        n_pairs: 0,
+        row_lengths,
+        pair_cols: none,
+        values: Values::Inline { start: r.offset() },
+        codes: Some(codes),
+    })
+}
+
+/// The sum of `count` values of `width` bits packed in `payload`, which
+/// must be exactly `payload_len(count, width)` bytes with zero padding
+/// bits (as `read_packed_of` has checked), without unpacking them
+/// anywhere: a compact page's code count is the sum of its row lengths,
+/// taken on every decode. At most `2^32 - 1` values below `2^32`: no
+/// overflow.
+fn sum_packed(payload: &[u8], width: u8, count: usize) -> u64 {
+    let w = width as usize;
+    if w == 0 || count == 0 {
+        return 0;
+    }
+    if 8 % w == 0 {
+        // Widths 1, 2, 4 and 8 never cross a byte: the sum is, for each
+        // bit of a field, its weight times the set bits at that place
+        // (padding bits are zero, so whole words may be counted).
+        let ones = match w {
+            1 => u64::MAX,
+            2 => 0x5555_5555_5555_5555,
+            4 => 0x1111_1111_1111_1111,
+            _ => 0x0101_0101_0101_0101,
+        };
+        let fields = |x: u64| -> u64 {
+            (0..w)
+                .map(|b| ((x & (ones << b)).count_ones() as u64) << b)
+                .sum()
+        };
+        let chunks = payload.chunks_exact(8);
+        let mut last = [0u8; 8];
+        last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+        let whole: u64 = chunks
+            .map(|c| fields(u64::from_le_bytes(c.try_into().expect("8 bytes"))))
+            .sum();
+        return whole + fields(u64::from_le_bytes(last));
+    }
+    let mask = (1u64 << w) - 1;
+    let mut sum = 0u64;
+    let mut i = 0;
+    // One unaligned 64-bit load a value while 8 bytes remain (a field
+    // starts at most 7 bits into its first byte and spans at most 32).
+    while i < count {
+        let bit = i * w;
+        let at = bit / 8;
+        let Some(bytes) = payload.get(at..at + 8) else {
+            break;
+        };
+        sum += (u64::from_le_bytes(bytes.try_into().expect("8 bytes")) >> (bit % 8)) & mask;
+        i += 1;
+    }
+    if i < count {
+        // The last values lie in the last 7 bytes or fewer: copied once
+        // into a zero-padded word pair, read there the same way.
+        let base = i * w / 8;
+        let tail = &payload[base..];
+        let mut padded = [0u8; 16];
+        padded[..tail.len()].copy_from_slice(tail);
+        for j in i..count {
+            let bit = j * w - 8 * base;
+            let word = &padded[bit / 8..bit / 8 + 8];
+            sum += (u64::from_le_bytes(word.try_into().expect("8 bytes")) >> (bit % 8)) & mask;
+        }
+    }
+    sum
+}
+
+/// Whether `blob` is in the compact page form (by its first byte; a
+/// batch starts with [`MAGIC`]).
+pub(crate) fn is_compact(blob: &[u8]) -> bool {
+    blob.first() != Some(&MAGIC[0])
 }
 
 /// The packed arrays of a structurally valid blob, in stored order, as
@@ -288,4 +439,41 @@ pub(crate) fn packed_arrays(layout: &Layout) -> Vec<(&'static str, Packed)> {
         arrays.push(("codes", codes));
     }
     arrays
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sum_packed;
+    use crate::wire::{read_packed, unpack_into, write_packed, Reader};
+
+    #[test]
+    fn sum_packed_is_the_sum_of_the_unpacked_values_at_every_width() {
+        for width in 0..=32u8 {
+            let max = if width == 0 {
+                0
+            } else {
+                u32::MAX >> (32 - width)
+            };
+            for count in [0usize, 1, 2, 7, 8, 9, 63, 64, 65, 200] {
+                let values: Vec<u32> = (0..count)
+                    .map(|i| match i % 3 {
+                        0 => max,
+                        1 => (i as u32).wrapping_mul(2_654_435_761) & max,
+                        _ => 0,
+                    })
+                    .collect();
+                let mut buf = Vec::new();
+                write_packed(&mut buf, &values, width);
+                let p = read_packed(&mut Reader::new(&buf), "test", true).unwrap();
+                let mut out = Vec::new();
+                unpack_into(p.payload(&buf), p.width, p.count, &mut out);
+                let sum: u64 = out.iter().map(|&v| v as u64).sum();
+                assert_eq!(
+                    sum_packed(p.payload(&buf), width, count),
+                    sum,
+                    "width {width} count {count}"
+                );
+            }
+        }
+    }
 }

@@ -29,6 +29,30 @@ mod values;
 pub(crate) fn layout_of(blob: &[u8]) -> Result<layout::Layout> {
     layout::parse(blob)
 }
+
+/// The layout of a page of a dataset file, structure checked: `rows` is
+/// the page header's row count, `dict` the dictionary of the page's
+/// segment. Where the dictionary is for compact pages (file version 4),
+/// a page is a compact page or a self-contained batch (versions 1 and
+/// 2); elsewhere it is a batch, a version-3 page where a dictionary is.
+pub(crate) fn page_layout(blob: &[u8], rows: usize, dict: Option<&SharedDict>) -> Result<Layout> {
+    match dict {
+        Some(dict) if dict.compact_pages() => {
+            if layout::is_compact(blob) {
+                return layout::parse_compact(blob, rows as u64, dict.n_cols());
+            }
+            let layout = layout::parse(blob)?;
+            if layout.is_shared() {
+                return Err(Error::WrongFormat {
+                    expected: "a compact page or a self-contained TOC batch (a version-4 file)",
+                    found: "a version-3 page",
+                });
+            }
+            Ok(layout)
+        }
+        _ => layout::parse(blob),
+    }
+}
 pub(crate) use layout::packed_arrays;
 
 pub(crate) use check::check_page;
@@ -152,24 +176,39 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
     }
 
     /// As [`TocBatch::from_bytes_with_tree`] for a page of a dataset file
-    /// whose segment has the shared dictionary `dict`: a version-3 page is
-    /// decoded against it, any other page as by itself.
+    /// whose segment has the shared dictionary `dict`: a version-3 page
+    /// (or, with a dictionary of a version-4 file, a compact page) is
+    /// decoded against it, any other page as by itself. `rows` is the
+    /// page header's row count, which a compact page does not repeat
+    /// (the caller checks it against any other page's, as the dataset
+    /// reader does).
     ///
     /// # Errors
     /// As [`TocBatch::from_bytes`], and a version-3 page's columns must be
-    /// the dictionary's.
+    /// the dictionary's; a dictionary for compact pages refuses
+    /// version-3 pages.
     pub fn from_bytes_shared(
         bytes: B,
+        rows: usize,
         dict: &Arc<SharedDict>,
         tree: &mut DecodeTree,
     ) -> Result<Self> {
-        Self::checked(bytes, tree, Some(dict))
+        Self::checked(bytes, tree, Some((rows, dict)))
     }
 
-    fn checked(bytes: B, tree: &mut DecodeTree, dict: Option<&Arc<SharedDict>>) -> Result<Self> {
+    fn checked(
+        bytes: B,
+        tree: &mut DecodeTree,
+        page: Option<(usize, &Arc<SharedDict>)>,
+    ) -> Result<Self> {
         let blob = bytes.as_ref();
         let mut shared = None;
-        let checked = layout::parse(blob).and_then(|layout| {
+        let dict = page.map(|(_, dict)| dict);
+        let checked = match page {
+            Some((rows, dict)) => page_layout(blob, rows, Some(dict)),
+            None => layout::parse(blob),
+        }
+        .and_then(|layout| {
             match (layout.is_shared(), dict) {
                 (false, _) => tree.build(blob, &layout, true)?,
                 (true, Some(dict)) => {
@@ -224,6 +263,11 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
         }
     }
 
+    /// Where the sections of the bytes are (for [`crate::internals`]).
+    pub(crate) fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
     /// The segment dictionary a version-3 page is coded against.
     pub fn shared_dict(&self) -> Option<&Arc<SharedDict>> {
         self.shared.as_ref()
@@ -275,9 +319,10 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
         self.layout.has_tree()
     }
 
-    /// The format version of the blob (1 to 3; see `docs/FORMAT.md`).
+    /// The format version of the blob (1 to 3; see `docs/FORMAT.md`),
+    /// 4 for a compact page (a page of a version-4 dataset file).
     pub fn version(&self) -> u8 {
-        self.as_bytes()[4]
+        self.layout.version
     }
 
     /// Rebuilds the decode tree into `tree`, reusing its allocations.

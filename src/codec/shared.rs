@@ -30,7 +30,9 @@ use super::layout::{self, FLAG_SHARED, FLAG_TREE, MAGIC};
 use super::{DecodeTree, TocBatch};
 use crate::error::{Error, Result};
 use crate::sparse::SparseBatch;
-use crate::wire::{bits_needed, read_packed, unpack_into, write_packed, write_varint, Reader};
+use crate::wire::{
+    bits_needed, read_packed, unpack_into, write_packed, write_packed_payload, write_varint, Reader,
+};
 
 /// A segment's shared dictionary, validated: the complete decode tree of
 /// its bytes. Pages of [`TocBatch::version`] 3 refer to it
@@ -38,6 +40,9 @@ use crate::wire::{bits_needed, read_packed, unpack_into, write_packed, write_var
 #[derive(Debug)]
 pub struct SharedDict {
     bytes: Vec<u8>,
+    /// Whether its pages are compact (a dictionary of a version-4 file)
+    /// rather than version-3 batches.
+    compact: bool,
     /// The complete tree (node `i` has Algorithm 2's id `i`).
     pub(super) tree: DecodeTree,
 }
@@ -98,7 +103,26 @@ impl SharedDict {
         tree.scratch = Vec::new();
         tree.gaps = Vec::new();
         tree.trim();
-        Ok(SharedDict { bytes, tree })
+        Ok(SharedDict {
+            bytes,
+            compact: false,
+            tree,
+        })
+    }
+
+    /// The dictionary, for pages in the compact form (`compact`: a
+    /// dictionary of a dataset file of version 4, whose pages store no
+    /// batch header and no counts) or as version-3 pages. Readers take
+    /// the one form the file's version names.
+    pub fn with_compact_pages(mut self, compact: bool) -> SharedDict {
+        self.compact = compact;
+        self
+    }
+
+    /// Whether its pages are in the compact form (see
+    /// [`with_compact_pages`](Self::with_compact_pages)).
+    pub fn compact_pages(&self) -> bool {
+        self.compact
     }
 
     /// The dictionary as stored.
@@ -220,6 +244,21 @@ impl Encoder {
     /// # Errors
     /// [`Error::TooLarge`] for a segment of `2^32 - 1` entries or more.
     pub fn learn_segment(&mut self, rows: &SparseBatch) -> Result<Option<SegmentModel>> {
+        self.learn_segment_in(rows, false)
+    }
+
+    /// As [`learn_segment`](Self::learn_segment), the dictionary for
+    /// pages in the compact form when `compact_pages` (what a dataset
+    /// file of version 4 holds; see [`SharedDict::with_compact_pages`]):
+    /// [`encode_shared`](Self::encode_shared) then writes compact pages.
+    ///
+    /// # Errors
+    /// As `learn_segment`.
+    pub fn learn_segment_in(
+        &mut self,
+        rows: &SparseBatch,
+        compact_pages: bool,
+    ) -> Result<Option<SegmentModel>> {
         if rows.nnz() == 0 {
             return Ok(None);
         }
@@ -311,7 +350,7 @@ impl Encoder {
         let (width, _) = best_width(&parents, false);
         write_escaped(&mut out, &parents, width, &mut self.scratch);
         write_packed(&mut out, &keys, bits_needed(n_first - 1));
-        let dict = Arc::new(SharedDict::from_bytes(out)?);
+        let dict = Arc::new(SharedDict::from_bytes(out)?.with_compact_pages(compact_pages));
         debug_assert_eq!(dict.n_nodes(), next as usize);
         Ok(Some(SegmentModel {
             dict,
@@ -384,16 +423,31 @@ impl Encoder {
             self.row_lens.push((self.codes.len() - before) as u32);
         }
         let mut out = Vec::new();
-        out.extend_from_slice(&MAGIC);
-        out.push(3);
-        out.push(FLAG_TREE | FLAG_SHARED);
-        write_varint(&mut out, batch.n_cols() as u64);
-        write_packed(&mut out, &self.row_lens, self.width_of(&self.row_lens, 1));
-        write_packed(&mut out, &self.codes, self.width_of(&self.codes, 1));
-        let layout = layout::parse(&out).expect("the encoder writes valid pages");
+        let (lens_width, codes_width) = (
+            self.width_of(&self.row_lens, 1),
+            self.width_of(&self.codes, 1),
+        );
+        let layout = if model.dict.compact_pages() {
+            // The compact form: the counts are the page's rows and the
+            // sum of its row lengths, the columns the dictionary's.
+            out.push(layout::COMPACT_PAGE);
+            write_packed_payload(&mut out, &self.row_lens, lens_width);
+            write_packed_payload(&mut out, &self.codes, codes_width);
+            layout::parse_compact(&out, batch.n_rows() as u64, batch.n_cols())
+        } else {
+            out.extend_from_slice(&MAGIC);
+            out.push(3);
+            out.push(FLAG_TREE | FLAG_SHARED);
+            write_varint(&mut out, batch.n_cols() as u64);
+            write_packed(&mut out, &self.row_lens, lens_width);
+            write_packed(&mut out, &self.codes, codes_width);
+            layout::parse(&out)
+        }
+        .expect("the encoder writes valid pages");
         let page = TocBatch::from_shared_parts(out, layout, batch.nnz() as u64, &model.dict);
         debug_assert!(TocBatch::from_bytes_shared(
             page.as_bytes(),
+            batch.n_rows(),
             &model.dict,
             &mut DecodeTree::default()
         )

@@ -21,7 +21,7 @@
 //! which the first validation made.
 
 use super::gaps::escape;
-use super::layout::{self, Dict, Layout, Values};
+use super::layout::{Dict, Layout, Values};
 use super::pairs::scaled_value;
 use super::DecodeTree;
 use crate::error::Result;
@@ -147,7 +147,9 @@ impl DecodeTree {
     /// [`TocBatch::from_bytes`](super::TocBatch::from_bytes) (in this
     /// process: its bytes have not left memory since) and decoding to
     /// `nnz` non-zeros (its [`decoded_nnz`](super::TocBatch::decoded_nnz)),
-    /// into `rows`; the tree keeps the pairs the rows' ids refer to, until
+    /// into `rows` (`dict`: its segment's dictionary, `page_rows`: the
+    /// page header's row count, as [`page_layout`](super::page_layout)
+    /// reads them); the tree keeps the pairs the rows' ids refer to, until
     /// its next build. The tree holds no valid batch for the kernels
     /// afterwards.
     ///
@@ -161,9 +163,9 @@ impl DecodeTree {
         blob: &[u8],
         nnz: usize,
         rows: &mut PageRows,
-        dict: Option<&super::SharedDict>,
+        (dict, page_rows): (Option<&super::SharedDict>, usize),
     ) -> Result<()> {
-        let layout = layout::parse(blob)?;
+        let layout = super::page_layout(blob, page_rows, dict)?;
         if layout.is_shared() {
             return match dict {
                 Some(dict) => self.decode_trusted_shared(blob, &layout, (nnz, rows), dict),
@@ -352,8 +354,13 @@ mod tests {
         let expected = TocBatch::from_bytes(bytes).unwrap().decode();
         assert_eq!(&expected, batch);
         let mut rows = PageRows::default();
-        tree.decode_trusted(bytes, encoded.decoded_nnz() as usize, &mut rows, None)
-            .unwrap();
+        tree.decode_trusted(
+            bytes,
+            encoded.decoded_nnz() as usize,
+            &mut rows,
+            (None, encoded.n_rows()),
+        )
+        .unwrap();
         assert_eq!(rows.n_rows(), batch.n_rows());
         assert_eq!(rows.nnz(), batch.nnz());
         for i in 0..batch.n_rows() {

@@ -201,7 +201,11 @@ impl Block {
         let span = &self.pages[j];
         let checked = self
             .format
-            .load_shared(&self.bytes[span.payload.clone()], self.dict.as_ref())
+            .load_shared(
+                &self.bytes[span.payload.clone()],
+                span.rows,
+                self.dict.as_ref(),
+            )
             .and_then(|batch| {
                 check_rows(span.rows, batch.n_rows())?;
                 check_cols(self.n_cols, batch.n_cols())?;
@@ -281,7 +285,7 @@ impl Block {
         let payload = &self.bytes[span.payload.clone()];
         let checked = match self.format.level() {
             Some(_) => match &self.dict {
-                Some(dict) => TocBatch::from_bytes_shared(payload, dict, tree),
+                Some(dict) => TocBatch::from_bytes_shared(payload, span.rows, dict, tree),
                 None => TocBatch::from_bytes_with_tree(payload, tree),
             },
             None => Err(Error::WrongFormat {

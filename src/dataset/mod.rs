@@ -4,10 +4,13 @@
 //!
 //! ```text
 //! file    = header block* footer trailer
-//! header  = "TOCD" version(1 or 2) 0 0 0
+//! header  = "TOCD" version(1 to 4) 0 0 0
 //! block   = page*                      checksummed as a whole (CRC-32)
 //! page    = rows labels payload        payload: one encoded batch;
-//!                                      labels: version 2 adds an integer form
+//!                                      labels: version 2 adds an integer form;
+//!                                      version 3 a page coded against its
+//!                                      segment's dictionary, version 4 its
+//!                                      compact form
 //! footer  = index of blocks, column count, page format, schema,
 //!           optional sections (the column scaling)
 //! trailer = footer offset, footer CRC-32, "TOCD"
@@ -69,11 +72,14 @@ pub const FILE_MAGIC: [u8; 4] = *b"TOCD";
 /// section and the integer labels form (`docs/FORMAT.md`).
 /// Version 3 adds segments whose pages share a dictionary (a
 /// TOC_FULL file written with [`WriterOptions::segment_rows`]); a file
-/// without them is written as version 2.
+/// without them is written as version 2. Version 4 stores the pages
+/// coded against a segment's dictionary in a compact form (no batch
+/// header, no counts: `docs/FORMAT.md`); it is what a file with segments
+/// is written as.
 ///
 /// Not part of the API (hidden): may change in any release.
 #[doc(hidden)]
-pub const FILE_VERSION: u8 = 3;
+pub const FILE_VERSION: u8 = 4;
 
 /// What the footer says about a dataset file.
 #[derive(Debug, Clone, PartialEq)]

@@ -150,7 +150,7 @@ impl PackedBlock {
                 payload,
                 page.nnz as usize,
                 &mut out.rows,
-                self.dict.as_deref(),
+                (self.dict.as_deref(), page.rows as usize),
             ),
             None => {
                 let rows = self.format.load(payload)?.decode();
@@ -181,7 +181,7 @@ impl PackedBlock {
         )?;
         Page::new(
             self.format
-                .load_shared(self.payload(j), self.dict.as_ref())?,
+                .load_shared(self.payload(j), page.rows as usize, self.dict.as_ref())?,
             labels,
         )
     }
@@ -288,7 +288,7 @@ pub(super) fn validate_payload(
 ) -> Result<u64> {
     let (found_rows, found_cols, nnz) = match format.level() {
         Some(level) => {
-            let page = crate::codec::check_page(payload, dict.map(|d| &**d), tree)?;
+            let page = crate::codec::check_page(payload, rows, dict.map(|d| &**d), tree)?;
             if page.level != level {
                 return Err(Error::WrongFormat {
                     expected: format.name(),

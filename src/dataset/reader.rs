@@ -148,7 +148,9 @@ impl<S: Source> Dataset<S> {
                 dicts.push(None);
                 continue;
             }
+            // A version-4 file's pages that use the dictionary are compact.
             let dict = SharedDict::from_bytes(segment.dict)
+                .map(|dict| dict.with_compact_pages(version >= 4))
                 .and_then(|dict| {
                     if dict.n_cols() != info.n_cols {
                         return Err(Error::LengthMismatch {

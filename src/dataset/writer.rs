@@ -48,7 +48,7 @@ pub const DEFAULT_BLOCK_BYTES: usize = 2 << 10;
 
 /// Default rows per segment of a TOC_FULL file: the pages of a segment
 /// share one dictionary (pairs, values and prefix-tree nodes learned from
-/// the segment's rows; file version 3). Measured in `docs/RESULTS.md`
+/// the segment's rows; file version 4). Measured in `docs/RESULTS.md`
 /// (section 24): against 4,096 rows, 65,536 makes label-sorted flights3m's
 /// file 29% smaller (19.1 to 13.6 MB) and its training's peak memory
 /// 22% lower (162 to 126 MB: fewer, larger dictionaries repeat fewer
@@ -78,7 +78,7 @@ pub struct WriterOptions {
     /// Rows per segment (default [`DEFAULT_SEGMENT_ROWS`], rounded up to
     /// whole pages): a TOC_FULL file's pages of one segment are coded
     /// against a dictionary learned from the segment's rows, where that
-    /// makes the page smaller (file version 3). 0: every page
+    /// makes the page smaller (file version 4). 0: every page
     /// self-contained (version 2). Other formats ignore it.
     pub segment_rows: usize,
 }
@@ -311,7 +311,8 @@ impl DatasetWriter {
         Ok(())
     }
 
-    /// The file version the writer writes: 3 with segments.
+    /// The file version the writer writes: 4 (compact pages) with
+    /// segments.
     fn version(&self) -> u8 {
         if self.segment_rows > 0 {
             FILE_VERSION
@@ -333,7 +334,7 @@ impl DatasetWriter {
             return Ok(());
         }
         let segment = self.pending.slice_rows(0..full);
-        let model = Encoder::new(EncodeOptions::default()).learn_segment(&segment)?;
+        let model = Encoder::new(EncodeOptions::default()).learn_segment_in(&segment, true)?;
         let starts: Vec<usize> = (0..full).step_by(page_rows).collect();
         let labels = &self.pending_labels;
         let pages: Vec<Result<SegmentPage>> = starts

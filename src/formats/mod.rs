@@ -170,18 +170,20 @@ impl FormatKind {
     /// The first rule the bytes break, as an [`Error`](crate::Error)
     /// naming the field and offset, row and position, or id.
     pub fn load(self, bytes: &[u8]) -> Result<Batch> {
-        self.load_shared(bytes, None)
+        self.load_shared(bytes, 0, None)
     }
 
-    /// As [`FormatKind::load`], for a page of a dataset file whose
-    /// segment has the shared dictionary `dict`: a version-3 TOC page is
-    /// validated against it (see [`TocBatch::from_bytes_shared`](crate::TocBatch::from_bytes_shared)).
+    /// As [`FormatKind::load`], for a page of `rows` rows (its page
+    /// header's count) of a dataset file whose segment has the shared
+    /// dictionary `dict`: a version-3 or compact TOC page is validated
+    /// against it (see [`TocBatch::from_bytes_shared`](crate::TocBatch::from_bytes_shared)).
     ///
     /// # Errors
     /// As [`FormatKind::load`].
     pub fn load_shared(
         self,
         bytes: &[u8],
+        rows: usize,
         dict: Option<&std::sync::Arc<crate::codec::SharedDict>>,
     ) -> Result<Batch> {
         Ok(match self {
@@ -192,9 +194,9 @@ impl FormatKind {
             FormatKind::Snappy | FormatKind::Gzip | FormatKind::Lz4 => {
                 Batch::Compressed(Compressed::load(bytes, self.codec())?)
             }
-            FormatKind::TocSparse | FormatKind::TocLogical | FormatKind::TocFull => {
-                Batch::Toc(TocPage::load(bytes, self.toc_level(), dict)?)
-            }
+            FormatKind::TocSparse | FormatKind::TocLogical | FormatKind::TocFull => Batch::Toc(
+                TocPage::load(bytes, self.toc_level(), dict.map(|d| (rows, d)))?,
+            ),
         })
     }
 

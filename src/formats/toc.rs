@@ -73,13 +73,13 @@ impl TocPage {
     pub(crate) fn load(
         bytes: &[u8],
         level: Level,
-        dict: Option<&std::sync::Arc<crate::codec::SharedDict>>,
+        dict: Option<(usize, &std::sync::Arc<crate::codec::SharedDict>)>,
     ) -> Result<Self> {
         // A tree from the pool (see `pool.rs`) and this thread's scratch:
         // in steady state a streamed page allocates nothing for its tree.
         let mut tree = pool::take();
         let batch = pool::with_scratch(&mut tree, |tree| match dict {
-            Some(dict) => TocBatch::from_bytes_shared(bytes.to_vec(), dict, tree),
+            Some((rows, dict)) => TocBatch::from_bytes_shared(bytes.to_vec(), rows, dict, tree),
             None => TocBatch::from_bytes_with_tree(bytes.to_vec(), tree),
         });
         let batch = match batch {

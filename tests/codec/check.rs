@@ -21,14 +21,14 @@ use tocpile::{DecodeTree, EncodeOptions, Encoder, SharedDict, SparseBatch, TocBa
 /// Reuses the callers' trees, as the loader reuses its pooled one.
 fn agree(
     blob: &[u8],
-    dict: Option<&Arc<SharedDict>>,
+    (rows, dict): (usize, Option<&Arc<SharedDict>>),
     trees: &mut (DecodeTree, DecodeTree),
 ) -> String {
     let built = match dict {
-        Some(dict) => TocBatch::from_bytes_shared(blob, dict, &mut trees.0),
+        Some(dict) => TocBatch::from_bytes_shared(blob, rows, dict, &mut trees.0),
         None => TocBatch::from_bytes_with_tree(blob, &mut trees.0),
     };
-    let checked = check_page(blob, dict.map(|d| &**d), &mut trees.1);
+    let checked = check_page(blob, rows, dict.map(|d| &**d), &mut trees.1);
     match (built, checked) {
         (Ok(b), Ok(c)) => {
             assert_eq!(
@@ -71,20 +71,29 @@ fn rows() -> impl Strategy<Value = SparseBatch> {
     })
 }
 
-/// A segment's dictionary, its version-3 pages and the same pages
-/// self-contained.
-type Segment = (Arc<SharedDict>, Vec<Vec<u8>>, Vec<Vec<u8>>);
+/// A segment's dictionary, its pages coded against it (version-3 or
+/// compact pages) and the same pages self-contained, each with its rows.
+type Segment = (
+    Arc<SharedDict>,
+    Vec<(usize, Vec<u8>)>,
+    Vec<(usize, Vec<u8>)>,
+);
 
-/// The [`Segment`] learned from `rows`, pages of `page` rows; `None` for
-/// rows without entries.
-fn segment(rows: &SparseBatch, page: usize) -> Option<Segment> {
+/// The [`Segment`] learned from `rows`, pages of `page` rows (compact
+/// pages, as a version-4 file holds, when `compact`); `None` for rows
+/// without entries.
+fn segment(rows: &SparseBatch, page: usize, compact: bool) -> Option<Segment> {
     let mut encoder = Encoder::new(EncodeOptions::default());
-    let model = encoder.learn_segment(rows).unwrap()?;
+    let model = encoder.learn_segment_in(rows, compact).unwrap()?;
     let (mut shared, mut own) = (Vec::new(), Vec::new());
     for s in (0..rows.n_rows()).step_by(page) {
         let batch = rows.slice_rows(s..(s + page).min(rows.n_rows()));
-        shared.push(encoder.encode_shared(&batch, &model).unwrap().into_bytes());
-        own.push(encoder.encode(&batch).unwrap().into_bytes());
+        let n = batch.n_rows();
+        shared.push((
+            n,
+            encoder.encode_shared(&batch, &model).unwrap().into_bytes(),
+        ));
+        own.push((n, encoder.encode(&batch).unwrap().into_bytes()));
     }
     Some((Arc::clone(model.dict()), shared, own))
 }
@@ -114,24 +123,28 @@ proptest! {
         flips in proptest::collection::vec((any::<usize>(), 1u8..=255), 0..4),
         keep in any::<usize>(),
     ) {
-        let Some((dict, shared, own)) = segment(&rows, page) else {
-            return Ok(());
-        };
-        let mut trees = Default::default();
-        for blob in shared.iter().chain(&own) {
-            agree(blob, Some(&dict), &mut trees);
-            agree(blob, None, &mut trees);
-            let bad = mutate(blob, &flips, keep);
-            agree(&bad, Some(&dict), &mut trees);
-            agree(&bad, None, &mut trees);
-            let flipped = mutate(blob, &flips, usize::MAX);
-            agree(&flipped, Some(&dict), &mut trees);
+        for compact in [false, true] {
+            let Some((dict, shared, own)) = segment(&rows, page, compact) else {
+                return Ok(());
+            };
+            let mut trees = Default::default();
+            for (n, blob) in shared.iter().chain(&own) {
+                agree(blob, (*n, Some(&dict)), &mut trees);
+                agree(blob, (*n, None), &mut trees);
+                let bad = mutate(blob, &flips, keep);
+                agree(&bad, (*n, Some(&dict)), &mut trees);
+                agree(&bad, (*n, None), &mut trees);
+                let flipped = mutate(blob, &flips, usize::MAX);
+                agree(&flipped, (*n, Some(&dict)), &mut trees);
+                // A compact page read with another row count.
+                agree(&flipped, (*n ^ (flips.len() & 3), Some(&dict)), &mut trees);
+            }
         }
     }
 
-    /// Forged version-3 pages: any row lengths and codes (in range or
-    /// not) against a real dictionary, so that every code rule is met
-    /// and broken in every order.
+    /// Forged version-3 and compact pages: any row lengths and codes (in
+    /// range or not) against a real dictionary, so that every code rule
+    /// is met and broken in every order.
     #[test]
     fn check_agrees_with_the_build_on_forged_codes(
         rows in rows(),
@@ -153,8 +166,11 @@ proptest! {
             .packed(&codes, 16)
             .0;
         let mut trees = Default::default();
-        agree(&blob, Some(dict), &mut trees);
-        agree(&blob, None, &mut trees);
+        agree(&blob, (lengths.len(), Some(dict)), &mut trees);
+        agree(&blob, (lengths.len(), None), &mut trees);
+        let compact = Arc::new(SharedDict::from_bytes(dict.as_bytes().to_vec()).unwrap().with_compact_pages(true));
+        let blob = Blob::compact().payload(&lengths, 8).payload(&codes, 16).0;
+        agree(&blob, (lengths.len(), Some(&compact)), &mut trees);
     }
 
     /// Self-contained pages of every encoder option (flat, logical,
@@ -168,9 +184,10 @@ proptest! {
         let mut trees = Default::default();
         for options in all_options() {
             let blob = Encoder::new(options).encode(&rows).unwrap().into_bytes();
-            agree(&blob, None, &mut trees);
-            agree(&mutate(&blob, &flips, keep), None, &mut trees);
-            agree(&mutate(&blob, &flips, usize::MAX), None, &mut trees);
+            let n = rows.n_rows();
+            agree(&blob, (n, None), &mut trees);
+            agree(&mutate(&blob, &flips, keep), (n, None), &mut trees);
+            agree(&mutate(&blob, &flips, usize::MAX), (n, None), &mut trees);
         }
     }
 }
@@ -184,17 +201,21 @@ fn check_agrees_with_the_build_on_real_pages() {
     let mut seen = std::collections::BTreeMap::<String, usize>::new();
     for name in ["mushrooms", "census_fertility", "coil2000", "nycflights13"] {
         let (rows, _) = load(name, 3000);
-        let (dict, shared, own) = segment(&rows, 50).unwrap();
-        let mut trees = Default::default();
-        for blob in shared.iter().chain(&own) {
-            assert_eq!(agree(blob, Some(&dict), &mut trees), "Ok", "{name}");
-        }
-        for blob in shared.iter().take(2).chain(own.iter().take(1)) {
-            for i in 0..blob.len() {
-                for bit in 0..8 {
-                    let mut b = blob.clone();
-                    b[i] ^= 1 << bit;
-                    *seen.entry(agree(&b, Some(&dict), &mut trees)).or_default() += 1;
+        for compact in [false, true] {
+            let (dict, shared, own) = segment(&rows, 50, compact).unwrap();
+            let mut trees = Default::default();
+            for (n, blob) in shared.iter().chain(&own) {
+                let ok = agree(blob, (*n, Some(&dict)), &mut trees);
+                assert_eq!(ok, "Ok", "{name}");
+            }
+            for (n, blob) in shared.iter().take(2).chain(own.iter().take(1)) {
+                for i in 0..blob.len() {
+                    for bit in 0..8 {
+                        let mut b = blob.clone();
+                        b[i] ^= 1 << bit;
+                        let kind = agree(&b, (*n, Some(&dict)), &mut trees);
+                        *seen.entry(kind).or_default() += 1;
+                    }
                 }
             }
         }

@@ -33,8 +33,16 @@ impl Blob {
         self.0.push(v as u8);
         self
     }
+    /// A compact page's first byte (dataset file version 4).
+    pub fn compact() -> Blob {
+        Blob(vec![1])
+    }
     pub fn packed(self, vals: &[u32], width: u8) -> Self {
-        let mut s = self.varint(vals.len() as u64).byte(width);
+        self.varint(vals.len() as u64).payload(vals, width)
+    }
+    /// A packed array without its count (a compact page's).
+    pub fn payload(self, vals: &[u32], width: u8) -> Self {
+        let mut s = self.byte(width);
         let (mut acc, mut n) = (0u64, 0u32);
         for &v in vals {
             acc |= (v as u64) << n;

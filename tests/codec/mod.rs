@@ -1,4 +1,5 @@
 mod check;
+mod compact;
 mod datasets;
 mod errors;
 mod errors_v2;

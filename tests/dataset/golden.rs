@@ -1,6 +1,7 @@
 //! Golden dataset files of format versions 1 and 2, one per page format,
 //! committed once under `tests/golden/v1/dataset/` (and `v2/dataset/`;
-//! version 3, TOC_FULL only, in `v3/dataset/`) and never regenerated:
+//! versions 3 and 4, TOC_FULL only, in `v3/dataset/` and `v4/dataset/`)
+//! and never regenerated:
 //! every later build must open them and read back exactly the rows,
 //! labels and footer they were written with. The footer's format byte is
 //! the format's fixed code, so these files also pin the codes.
@@ -94,7 +95,8 @@ fn options(format: FormatKind) -> WriterOptions {
         .with_block_bytes(120)
         .with_format(format)
         .with_schema(SCHEMA.into())
-        // Segments of two pages (file version 3 for TOC_FULL).
+        // Segments of two pages (file version 4 for TOC_FULL; the
+        // committed version-3 file was written with the same options).
         .with_segment_rows(10)
 }
 
@@ -214,6 +216,31 @@ fn golden_v3_dataset_file_still_reads() {
     assert_eq!(info.version, 3);
     let ds = Dataset::open(&path).unwrap();
     assert_eq!(ds.n_segments(), (1, 3));
+}
+
+/// Version 4 (the version-3 file's rows and segments, its pages coded
+/// against a dictionary in the compact form), committed under
+/// `tests/golden/v4/dataset/`.
+#[test]
+fn golden_v4_dataset_file_reads() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v4/dataset");
+    let path = dir.join(file_name(FormatKind::TocFull));
+    let info = check(&path, FormatKind::TocFull, false);
+    assert_eq!(info.version, 4);
+    let ds = Dataset::open(&path).unwrap();
+    assert_eq!(ds.n_segments(), (1, 3));
+    let mut tree = DecodeTree::default();
+    let mut versions = Vec::new();
+    for b in 0..ds.n_blocks() {
+        let block = ds.read_block(b).unwrap();
+        for p in 0..block.n_pages() {
+            if let Ok(view) = block.toc_view(p, &mut tree) {
+                versions.push(view.batch.version());
+            }
+        }
+    }
+    assert!(versions.contains(&4), "compact pages: {versions:?}");
+    assert!(!versions.contains(&3), "no version-3 page: {versions:?}");
 }
 
 #[test]

@@ -461,14 +461,15 @@ fn forged_integer_labels_are_read_or_refused() {
         .read_block(0)
         .is_err());
     assert!(matches!(
-        file(4, int_labels(&[0, 1], &[1, 0, 0, 1])),
-        Err(Error::InFile { error, .. }) if matches!(*error, Error::UnsupportedVersion { found: 4, .. })
+        file(5, int_labels(&[0, 1], &[1, 0, 0, 1])),
+        Err(Error::InFile { error, .. }) if matches!(*error, Error::UnsupportedVersion { found: 5, .. })
     ));
 }
 
-/// A version-3 file reads back the same rows through every path: owned
+/// A version-4 file reads back the same rows through every path: owned
 /// pages, the loader's packed blocks (trusted decode against the
-/// segment's dictionary) and the zero-copy views.
+/// segment's dictionary) and the zero-copy views; its pages coded
+/// against a dictionary are compact.
 #[test]
 fn shared_dictionary_files_read_back_through_every_path() {
     // The shipped sets: the test runs from a clone alone.
@@ -477,7 +478,7 @@ fn shared_dictionary_files_read_back_through_every_path() {
         let path = temp_path("shared");
         let options = WriterOptions::default().with_segment_rows(1500);
         let info = write(&path, &all, &labels, options);
-        assert_eq!(info.version, 3, "{name}");
+        assert_eq!(info.version, 4, "{name}");
         let ds = Dataset::open(&path).unwrap();
         let (with_dict, segments) = ds.n_segments();
         assert_eq!(segments, 4, "{name}");
@@ -486,11 +487,15 @@ fn shared_dictionary_files_read_back_through_every_path() {
         let mut tree = tocpile::DecodeTree::default();
         let mut decoder = tocpile::dataset::PageDecoder::default();
         let (mut owned, mut packed, mut viewed) = (Vec::new(), Vec::new(), Vec::new());
+        let mut compact = 0;
         for b in 0..ds.n_blocks() {
             let block = ds.read_block(b).unwrap();
             for p in 0..block.n_pages() {
                 owned.push(block.page(p).unwrap().batch().decode());
-                viewed.push(block.toc_view(p, &mut tree).unwrap().batch.decode());
+                let view = block.toc_view(p, &mut tree).unwrap();
+                assert_ne!(view.batch.version(), 3, "{name}: no version-3 page");
+                compact += usize::from(view.batch.version() == 4);
+                viewed.push(view.batch.decode());
             }
             let block = block.pack().unwrap();
             for p in 0..block.n_pages() {
@@ -504,6 +509,7 @@ fn shared_dictionary_files_read_back_through_every_path() {
                 packed.push(rows);
             }
         }
+        assert!(compact > 0, "{name}: compact pages");
         for pages in [owned, packed, viewed] {
             let mut rows = SparseBatch::with_cols(all.n_cols()).unwrap();
             for page in pages {

@@ -1,4 +1,4 @@
-//! Forged shared-dictionary sections (dataset file version 3), every
+//! Forged shared-dictionary sections (dataset file versions 3 and 4), every
 //! checksum right: one file per rule the section can break, each an
 //! error naming the footer, a segment or the page.
 
@@ -7,7 +7,7 @@ use crate::support::{load, temp_path};
 use tocpile::dataset::{Dataset, DatasetWriter, WriterOptions};
 use tocpile::{EncodeOptions, Encoder, SparseBatch};
 
-/// A version-3 file of mushrooms rows: two segments, each with its
+/// A version-4 file of mushrooms rows: two segments, each with its
 /// dictionary.
 fn file() -> Vec<u8> {
     let (rows, labels) = load("mushrooms", 400);
@@ -121,11 +121,12 @@ fn forged_shared_sections_break_one_rule_each() {
             section(1, &[(n_blocks, narrow)]),
             "columns of a shared dictionary",
         ),
-        // The pages are coded against dictionaries that are gone.
+        // The pages are coded against dictionaries that are gone: where
+        // no dictionary is, a page must be a batch.
         (
-            "no dictionary for version-3 pages",
+            "no dictionary for compact pages",
             section(1, &[(n_blocks, vec![])]),
-            "version-3 page",
+            "not its magic \"TOCB\"",
         ),
     ];
     for (name, section, expected) in cases {
@@ -137,4 +138,71 @@ fn forged_shared_sections_break_one_rule_each() {
     v2[4] = 2;
     let e = read(v2).unwrap_err();
     assert!(e.contains("file version"), "{e}");
+}
+
+/// `file` with `edit` applied to block 0's bytes (of unchanged length),
+/// the block's checksum in the index and the footer's recomputed.
+fn with_block0(file: &[u8], edit: impl FnOnce(&mut [u8])) -> Vec<u8> {
+    let ds = Dataset::from_memory(file.to_vec(), "edit.toc").unwrap();
+    let len = ds.read_block(0).unwrap().bytes().len();
+    let mut out = file.to_vec();
+    let old = crc32(&out[8..8 + len]).to_le_bytes();
+    edit(&mut out[8..8 + len]);
+    let new = crc32(&out[8..8 + len]).to_le_bytes();
+    let n = out.len();
+    let footer_at = u64::from_le_bytes(out[n - 16..n - 8].try_into().unwrap()) as usize;
+    let at = footer_at
+        + out[footer_at..n - 16]
+            .windows(4)
+            .position(|w| w == old)
+            .unwrap();
+    out[at..at + 4].copy_from_slice(&new);
+    let crc = crc32(&out[footer_at..n - 16]).to_le_bytes();
+    out[n - 8..n - 4].copy_from_slice(&crc);
+    out
+}
+
+/// Version 4's compact pages, every checksum right: each page form is
+/// read only in files of its version, and a compact page's form byte is
+/// checked (the rules of its bytes: `tests/codec/compact.rs`).
+#[test]
+fn forged_compact_pages_and_versions_are_refused() {
+    let good = file();
+    let ds = Dataset::from_memory(good.clone(), "good.toc").unwrap();
+    assert_eq!(ds.info().version, 4);
+    let block = ds.read_block(0).unwrap();
+    let mut tree = tocpile::DecodeTree::default();
+    let view = block.toc_view(0, &mut tree).unwrap();
+    assert_eq!(view.batch.version(), 4, "page 0 is compact");
+    let at = view.batch.as_bytes().as_ptr() as usize - block.bytes().as_ptr() as usize;
+    assert_eq!(block.bytes()[at], 1, "the form byte");
+    // Rebuilt with the same bytes, the file is the same.
+    assert_eq!(with_block0(&good, |_| {}), good);
+
+    let form = with_block0(&good, |b| b[at] = 2);
+    let e = read(form).unwrap_err();
+    assert!(
+        e.contains("block 0, page 0") && e.contains("compact page"),
+        "{e}"
+    );
+    // A version-4 file called version 3: its compact pages are no
+    // version-3 pages.
+    let mut v3 = good.clone();
+    v3[4] = 3;
+    let e = read(v3).unwrap_err();
+    assert!(e.contains("page 0") && e.contains("\"TOCB\""), "{e}");
+    // A version-3 file (the golden one) called version 4: its version-3
+    // pages are not compact pages.
+    let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden/v3/dataset/toc_full.toc");
+    let mut v4 = std::fs::read(golden).unwrap();
+    read(v4.clone()).unwrap();
+    v4[4] = 4;
+    let e = read(v4).unwrap_err();
+    assert!(e.contains("a version-3 page"), "{e}");
+    // A later version is refused by name.
+    let mut v5 = good;
+    v5[4] = 5;
+    let e = read(v5).unwrap_err();
+    assert!(e.contains('5'), "{e}");
 }

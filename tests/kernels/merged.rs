@@ -176,7 +176,9 @@ fn pages_of_other_dictionaries_or_self_contained_are_refused() {
     for at in 0..a[0].encoded_len() {
         let mut forged = a[0].as_bytes().to_vec();
         forged[at] ^= 0x5a;
-        let Ok(page) = TocBatch::from_bytes_shared(forged, dict, &mut DecodeTree::default()) else {
+        let rows = a[0].n_rows();
+        let Ok(page) = TocBatch::from_bytes_shared(forged, rows, dict, &mut DecodeTree::default())
+        else {
             continue;
         };
         let mut want = page.decode();
