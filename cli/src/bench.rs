@@ -73,7 +73,10 @@ struct KernelArgs {
     /// segment, learned as `tocpile encode` learns it, over the measured
     /// rows), `toc-v3xK`, each batch as K such pages whose kernels run on
     /// one tree (the pairs and nodes the pages share computed once), and
-    /// `toc-v3xK-apart`, the same pages' kernels run page by page.
+    /// `toc-v3xK-apart`, the same pages' kernels run page by page. A
+    /// `-tree` suffix on these keeps every page's kernels on its tree,
+    /// where otherwise a batch whose tree costs more work than its rows
+    /// runs on the rows (as every TOC batch does).
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = KernelFormat::parse)]
     formats: Option<Vec<KernelFormat>>,
     /// Interleaved rounds (the median is reported).

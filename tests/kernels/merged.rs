@@ -37,7 +37,12 @@ fn segment_pages(rows: &SparseBatch, sizes: &[usize]) -> (Arc<SharedDict>, Vec<T
 }
 
 /// The fused linear gradient (squared loss) of `tree` against dense math.
-fn check_gradient(a: &ndarray::Array2<f64>, tree: &DecodeTree, ws: &mut Workspace, seed: u64) {
+pub(super) fn check_gradient(
+    a: &ndarray::Array2<f64>,
+    tree: &DecodeTree,
+    ws: &mut Workspace,
+    seed: u64,
+) {
     let (n, m) = a.dim();
     let w = Array1::from(numbers(seed, m));
     let y = numbers(seed + 1, n);

@@ -13,6 +13,19 @@ use tocpile::{DecodeTree, Encoder, SparseBatch, Workspace};
 
 /// Runs every kernel of `tree` against dense math on `batch`.
 fn check_all(batch: &SparseBatch, tree: &mut DecodeTree, ws: &mut Workspace, seed: u64) {
+    check_products(batch, tree, ws, seed);
+    let a = batch.to_dense();
+    // Element-wise ops change the tree: keep them last.
+    let mut scaled = tree.clone();
+    scaled.scale(-2.5);
+    assert_eq!(scaled.to_dense(), a.mapv(|x| x * -2.5), "A*c is exact");
+    tree.square();
+    assert_eq!(tree.to_dense(), a.mapv(|x| x * x), "A^2 is exact");
+}
+
+/// Every product of `tree` (and its sum, `A+c` and `A+M`) against dense
+/// math on `batch`; the tree is left as it was.
+fn check_products(batch: &SparseBatch, tree: &DecodeTree, ws: &mut Workspace, seed: u64) {
     let a = batch.to_dense();
     let abs = a.mapv(f64::abs);
     let (n, m) = a.dim();
@@ -94,13 +107,6 @@ fn check_all(batch: &SparseBatch, tree: &mut DecodeTree, ws: &mut Workspace, see
     assert_eq!(plus, a.mapv(|x| x + 0.5));
     let mm = Array2::from_shape_vec((n, m), numbers(seed + 4, n * m)).unwrap();
     assert_eq!(tree.add_matrix(mm.view()), &a + &mm);
-
-    // Element-wise ops change the tree: keep them last.
-    let mut scaled = tree.clone();
-    scaled.scale(-2.5);
-    assert_eq!(scaled.to_dense(), a.mapv(|x| x * -2.5), "A*c is exact");
-    tree.square();
-    assert_eq!(tree.to_dense(), a.mapv(|x| x * x), "A^2 is exact");
 }
 
 proptest! {
@@ -267,6 +273,7 @@ fn mnist5k_pages_are_flat_with_a_lazy_first_layer() {
     flat_pages_and_a_lazy_first_layer(&mnist, "mnist5k");
 }
 
+mod form;
 mod gradient;
 mod merged;
 mod on_batch;

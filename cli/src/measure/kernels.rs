@@ -257,8 +257,12 @@ pub fn kernel_table(batches: &[SparseBatch], config: &KernelBenchConfig) -> Resu
                 let bytes = pages.iter().map(Subject::encoded_len).sum();
                 (pages, bytes)
             }
-            KernelFormat::Shared { pages, apart } => {
-                let (trees, bytes) = shared::encode_shared(batches, pages, apart)?;
+            KernelFormat::Shared {
+                pages,
+                apart,
+                tree_only,
+            } => {
+                let (trees, bytes) = shared::encode_shared(batches, pages, apart, tree_only)?;
                 let subject = |tree| match apart {
                     true => Subject::Page(tree),
                     false => Subject::Tree(tree),
@@ -512,10 +516,12 @@ mod tests {
                 KernelFormat::Shared {
                     pages: 2,
                     apart: false,
+                    tree_only: false,
                 },
                 KernelFormat::Shared {
                     pages: 2,
                     apart: true,
+                    tree_only: true,
                 },
             ],
             rounds: 1,

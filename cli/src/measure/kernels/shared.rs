@@ -27,6 +27,9 @@ pub enum KernelFormat {
         pages: usize,
         /// One tree a page rather than one for the batch.
         apart: bool,
+        /// Kernels on the tree always, as before the per-batch choice of
+        /// form (`DecodeTree::settle_for_kernels`): for comparison.
+        tree_only: bool,
     },
 }
 
@@ -36,16 +39,29 @@ impl KernelFormat {
     pub fn name(self) -> String {
         match self {
             KernelFormat::Batch(kind) => kind.name().to_string(),
-            KernelFormat::Shared { pages: 1, .. } => "TOC_V3".to_string(),
-            KernelFormat::Shared { pages, apart } => {
-                format!("TOC_V3x{pages}{}", if apart { "_APART" } else { "" })
+            KernelFormat::Shared {
+                pages,
+                apart,
+                tree_only,
+            } => {
+                let mut name = "TOC_V3".to_string();
+                if pages > 1 {
+                    name += &format!("x{pages}");
+                }
+                if apart {
+                    name += "_APART";
+                }
+                if tree_only {
+                    name += "_TREE";
+                }
+                name
             }
         }
     }
 
     /// Parses a name of [`FormatKind::from_name`], `toc-v3`, `toc-v3xK`
-    /// (K from 1 to 1,000) or `toc-v3xK-apart`, ignoring case and `-` or
-    /// `_`.
+    /// (K from 1 to 1,000) or `toc-v3xK-apart`, each optionally ending in
+    /// `-tree`, ignoring case and `-` or `_`.
     ///
     /// # Errors
     /// A message naming the formats for anything else.
@@ -58,6 +74,10 @@ impl KernelFormat {
             .filter(|c| !matches!(c, '-' | '_'))
             .collect::<String>()
             .to_ascii_lowercase();
+        let (plain, tree_only) = match plain.strip_suffix("tree") {
+            Some(rest) => (rest.to_string(), true),
+            None => (plain, false),
+        };
         let (plain, apart) = match plain.strip_suffix("apart") {
             Some(rest) => (rest, true),
             None => (plain.as_str(), false),
@@ -70,12 +90,17 @@ impl KernelFormat {
                 .filter(|k| (1..=1000).contains(k)),
             None => None,
         };
-        let shared = pages.map(|pages| KernelFormat::Shared { pages, apart });
+        let shared = pages.map(|pages| KernelFormat::Shared {
+            pages,
+            apart,
+            tree_only,
+        });
         shared.ok_or_else(|| {
             let names: Vec<&str> = FormatKind::ALL.iter().map(|k| k.name()).collect();
             format!(
                 "unknown format {text:?} (toc, toc-v3, toc-v3xK for K version-3 pages a batch, \
-                 toc-v3xK-apart for their kernels page by page, or one of {})",
+                 toc-v3xK-apart for their kernels page by page, any of these ending in -tree \
+                 for kernels on the tree whatever it costs, or one of {})",
                 names.join(", ")
             )
         })
@@ -94,7 +119,14 @@ pub fn encode_shared(
     batches: &[SparseBatch],
     pages: usize,
     apart: bool,
+    tree_only: bool,
 ) -> Result<(Vec<DecodeTree>, usize)> {
+    let settle = |mut tree: DecodeTree| {
+        if !tree_only {
+            tree.settle_for_kernels();
+        }
+        tree
+    };
     let segment_rows = tocpile::dataset::DEFAULT_SEGMENT_ROWS;
     let mut encoder = Encoder::new(EncodeOptions::default());
     let (mut trees, mut bytes) = (Vec::with_capacity(batches.len()), 0);
@@ -139,7 +171,7 @@ pub fn encode_shared(
                 .collect::<Result<Vec<_>>>()?;
             bytes += encoded.iter().map(|p| p.encoded_len()).sum::<usize>();
             if apart {
-                trees.extend(encoded.iter().map(|p| p.tree()));
+                trees.extend(encoded.iter().map(|p| settle(p.tree())));
                 continue;
             }
             let mut tree = DecodeTree::default();
@@ -153,7 +185,7 @@ pub fn encode_shared(
                 }
                 many => tree.build_pages(many)?,
             }
-            trees.push(tree);
+            trees.push(settle(tree));
         }
         start = end;
     }
@@ -171,14 +203,27 @@ mod tests {
             KernelFormat::Shared {
                 pages: 1,
                 apart: false,
+                tree_only: false,
             },
             KernelFormat::Shared {
                 pages: 5,
                 apart: false,
+                tree_only: false,
             },
             KernelFormat::Shared {
                 pages: 5,
                 apart: true,
+                tree_only: false,
+            },
+            KernelFormat::Shared {
+                pages: 1,
+                apart: false,
+                tree_only: true,
+            },
+            KernelFormat::Shared {
+                pages: 5,
+                apart: true,
+                tree_only: true,
             },
         ] {
             assert_eq!(KernelFormat::parse(&f.name()), Ok(f));
@@ -187,14 +232,16 @@ mod tests {
             KernelFormat::parse("toc-v3x5"),
             Ok(KernelFormat::Shared {
                 pages: 5,
-                apart: false
+                apart: false,
+                tree_only: false,
             })
         );
         assert_eq!(
             KernelFormat::parse("toc-v3x5-apart"),
             Ok(KernelFormat::Shared {
                 pages: 5,
-                apart: true
+                apart: true,
+                tree_only: false,
             })
         );
         assert_eq!(
@@ -221,7 +268,7 @@ mod tests {
         let batch = SparseBatch::from_dense_rows(3, &rows).unwrap();
         let batches = [batch.slice_rows(0..20), batch.slice_rows(20..40)];
         for (pages, apart) in [(1, false), (5, false), (5, true)] {
-            let (trees, bytes) = encode_shared(&batches, pages, apart).unwrap();
+            let (trees, bytes) = encode_shared(&batches, pages, apart, false).unwrap();
             assert!(bytes > 0);
             assert_eq!(trees.len(), if apart { 10 } else { 2 });
             let mut out = SparseBatch::with_cols(3).unwrap();
@@ -235,6 +282,6 @@ mod tests {
             }
             assert!(out == batch, "{pages} pages, apart {apart}");
         }
-        assert!(encode_shared(&batches, 21, false).is_err());
+        assert!(encode_shared(&batches, 21, false, false).is_err());
     }
 }
