@@ -313,6 +313,13 @@ pub fn check_validated<B: AsRef<[u8]>>(batch: &TocBatch<B>, budget: u64) -> Opti
     assert!(full.n_nodes() >= tree.n_nodes(), "compact tree is larger");
     full.decode_into(&mut again);
     assert!(again == decoded, "full tree decodes differently");
+    // The form the kernels run on (the rows, where the tree costs more
+    // work than they do) holds the same rows.
+    let mut settled = tree.clone();
+    settled.settle_for_kernels();
+    assert_eq!(settled.decoded_nnz(), batch.decoded_nnz(), "settled nnz");
+    settled.decode_into(&mut again);
+    assert!(again == decoded, "settled form decodes differently");
     // A version-3 page decodes only with its segment's dictionary.
     if batch.shared_dict().is_none() {
         let one_step = tocpile::decode_bytes(batch.as_bytes()).expect("decode_bytes");
