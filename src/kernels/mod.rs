@@ -59,12 +59,12 @@
 //!   scattered into the node weights right after its margin, with no
 //!   vector between the products (0 to 25% faster than the two kernels,
 //!   `docs/RESULTS.md` section 16).
-//! - A batch whose tree costs more work than its rows (codes, plus a
-//!   parent and a key per created node, plus the first layer, above the
-//!   entries) runs on the rows, written out once from the tree when the
+//! - A batch whose tree costs more work than its rows (what `v.A` visits
+//!   on the tree: every node's weight, the codes, a parent and a key per
+//!   created node, the first layer; above the entries) runs on the rows, written out once from the tree when the
 //!   batch is loaded or encoded for the kernels (`form.rs`): numeric
 //!   columns repeat few sequences, and there the tree's passes cost more
-//!   than CSR's one (nycflights13 `v.A`: 2.1x CSR on the tree, 0.9x on
+//!   than CSR's one (nycflights13 `v.A`: 1.9x CSR on the tree, 0.9x on
 //!   the rows; `docs/RESULTS.md` section 30). A flat batch's `A*c`
 //!   records the factor for its kernels to apply, so scaling stays
 //!   `O(1)` on every batch.
