@@ -220,6 +220,17 @@ fn create_temp(target: &Path) -> Result<(PathBuf, File)> {
     }
 }
 
+/// The error for a temporary file that could not be renamed over
+/// `target`: named after the target, saying which temporary file it was
+/// (a `NotFound` here is about the temporary file, not the target).
+fn rename_error(tmp: &Path, target: &Path, e: std::io::Error) -> Error {
+    let message = format!(
+        "cannot rename the temporary file {} over it: {e}",
+        tmp.display()
+    );
+    Error::io_context(target, e, message)
+}
+
 impl AtomicFile {
     /// Prepares writing `path`: a temporary file beside the file `path`
     /// is or names, or `path` itself for a FIFO or a character device (see
@@ -293,8 +304,17 @@ impl AtomicFile {
         let published = file
             .into_inner()
             .map_err(|e| Error::io(&tmp, e.into_error()))
-            .and_then(|file| file.sync_all().map_err(|e| Error::io(&tmp, e)))
-            .and_then(|()| fs::rename(&tmp, &target).map_err(|e| Error::io(&target, e)));
+            .and_then(|file| {
+                file.sync_all().map_err(|e| Error::io(&tmp, e))?;
+                #[cfg(test)]
+                tests::before_rename(&tmp);
+                // Renamed while still open, so still locked: closed before,
+                // the temporary file would look abandoned to another
+                // process's cleaner until renamed, and might be removed.
+                let renamed = fs::rename(&tmp, &target).map_err(|e| rename_error(&tmp, &target, e));
+                drop(file);
+                renamed
+            });
         if let Err(e) = published {
             cleanup::release(&tmp);
             return Err(e);
@@ -389,6 +409,50 @@ mod tests {
         drop(dropped);
         assert_eq!(fs::read(&target).unwrap(), b"new bytes");
         assert_eq!(entries(&dir), ["out.bin"]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// What a test runs at a point of `commit`, given the temporary file.
+    type Hook = Box<dyn FnOnce(&Path)>;
+
+    thread_local! {
+        /// Run by `commit` on this thread just before its rename.
+        static BEFORE_RENAME: std::cell::RefCell<Option<Hook>> =
+            const { std::cell::RefCell::new(None) };
+    }
+
+    pub(super) fn before_rename(tmp: &Path) {
+        if let Some(hook) = BEFORE_RENAME.with(|h| h.borrow_mut().take()) {
+            hook(tmp);
+        }
+    }
+
+    /// Another process's cleaner (Shuffle Once's, an atomic writer's for
+    /// the same target) may run while a commit is between its fsync and
+    /// its rename: the temporary file is still in use then, so it stays.
+    /// It used to be closed, so unlocked, before the rename: the cleaner
+    /// took it for a killed run's and removed it, and the commit failed
+    /// with `NotFound`.
+    #[test]
+    fn a_cleaner_running_just_before_the_rename_leaves_the_file_alone() {
+        let dir = dir("cleaner");
+        let target = dir.join("out.toc");
+        let mut file = AtomicFile::create(&target).unwrap();
+        file.write_all(b"new bytes").unwrap();
+        let cleaner_dir = dir.clone();
+        BEFORE_RENAME.with(|h| {
+            *h.borrow_mut() = Some(Box::new(move |tmp: &Path| {
+                assert!(tmp.exists());
+                let removed = cleanup::remove_stale(&cleaner_dir, ".out.toc.tmp-");
+                assert_eq!(removed, Vec::<PathBuf>::new(), "a file in use was removed");
+            }))
+        });
+        let committed = file.commit();
+        // The hook ran (and was taken).
+        assert!(BEFORE_RENAME.with(|h| h.borrow().is_none()));
+        committed.unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"new bytes");
+        assert_eq!(entries(&dir), ["out.toc"]);
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -65,7 +65,7 @@ fn run_epoch(loader: &Loader, epoch: u64) -> (Vec<u64>, Vec<u64>) {
     let mut replayed = Vec::new();
     let mut it = loader.epoch(epoch).unwrap();
     for batch in it.by_ref() {
-        let batch = batch.unwrap();
+        let batch = batch.unwrap_or_else(|e| panic!("epoch {epoch}: {e}"));
         let rows = batch.rows.clone().expect("traced");
         let mut at = 0;
         for page in &batch.pages {
@@ -117,7 +117,7 @@ proptest! {
         let mode = if page_mode { Mode::Page } else { Mode::Exact };
         let mut seen = Vec::new();
         for worker in 0..workers {
-            let loader = Loader::new(Arc::clone(&ds), (options(strategy, mode)).with_batch_rows(batch_rows).with_workers(workers).with_worker(worker).with_double_buffer(double_buffer).with_seed(seed).with_buffer(Buffer::Fraction(fraction))).unwrap();
+            let loader = Loader::new(Arc::clone(&ds), (options(strategy, mode)).with_batch_rows(batch_rows).with_workers(workers).with_worker(worker).with_double_buffer(double_buffer).with_seed(seed).with_buffer(Buffer::Fraction(fraction))).unwrap_or_else(|e| panic!("{strategy}: {e}"));
             for epoch in 0..2 {
                 let (stream, replayed) = run_epoch(&loader, epoch);
                 if epoch == 0 {
@@ -144,12 +144,13 @@ fn batches_have_the_requested_rows_but_the_last() {
     let (rows, labels) = numbered_rows(1003, 9);
     let path = write_file(&rows, &labels, 10, 400);
     for strategy in Strategy::ALL {
-        let loader = Loader::open(&path, options(strategy, Mode::Exact)).unwrap();
+        let loader = Loader::open(&path, options(strategy, Mode::Exact))
+            .unwrap_or_else(|e| panic!("{strategy}: {e}"));
         let sizes: Vec<usize> = loader
             .epoch(0)
-            .unwrap()
+            .unwrap_or_else(|e| panic!("{strategy}: {e}"))
             .filter_map(|b| {
-                let b = b.unwrap();
+                let b = b.unwrap_or_else(|e| panic!("{strategy}: {e}"));
                 (!b.replay).then(|| b.n_rows())
             })
             .collect();

@@ -7,8 +7,12 @@ use tocpile::Error;
 
 use crate::support::numbers;
 
-fn dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tocpile-model-test-{}", std::process::id()));
+/// A directory of this test's own: tests run in parallel and each removes
+/// its directory at the end (one directory shared by all, removed by one
+/// test, was emptied under the others).
+fn dir(test: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("tocpile-model-test-{}-{test}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
@@ -43,7 +47,7 @@ fn model(kind: ModelKind, n_cols: usize) -> Model {
 
 #[test]
 fn round_trip_is_bit_exact() {
-    let dir = dir();
+    let dir = dir("round-trip");
     for (i, kind) in every_kind().into_iter().enumerate() {
         let m = model(kind.clone(), 7);
         let path = dir.join(format!("m{i}.model"));
@@ -144,8 +148,7 @@ fn errors_name_the_field_and_the_file() {
         Err(Error::BadMagic { .. })
     ));
 
-    let dir = dir().join("named");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = dir("named");
     let path = dir.join("bad.model");
     std::fs::write(&path, &bytes[..30]).unwrap();
     let err = Model::load(&path).unwrap_err();
@@ -184,8 +187,7 @@ fn a_parameter_that_is_not_finite_is_rejected_at_load_and_save() {
             e.to_string(),
             format!("parameter 2 (at byte {at}) is {shown}, expected a finite number")
         );
-        let dir = dir().join("nan");
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = dir("nan");
         let path = dir.join("nan.model");
         std::fs::write(&path, &bytes).unwrap();
         let text = Model::load(&path).unwrap_err().to_string();
@@ -197,8 +199,7 @@ fn a_parameter_that_is_not_finite_is_rejected_at_load_and_save() {
     params[1] = f64::INFINITY;
     let mut inf = m.clone();
     inf.set_params(&params).unwrap();
-    let dir = dir().join("save-nan");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = dir("save-nan");
     let e = inf.save(dir.join("inf.model")).unwrap_err();
     assert!(
         matches!(&e, Error::InvalidNumber { what, .. } if what.contains("parameter 1")),
@@ -216,8 +217,7 @@ fn a_parameter_that_is_not_finite_is_rejected_at_load_and_save() {
 /// "unknown magic bytes [54, 4f, 43, 44]: not a TOC batch".
 #[test]
 fn a_dataset_or_empty_file_given_as_a_model_says_what_it_is() {
-    let dir = dir().join("not-a-model");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = dir("not-a-model");
     let path = dir.join("data.toc");
     std::fs::write(
         &path,
