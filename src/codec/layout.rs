@@ -170,28 +170,7 @@ pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
     let row_lengths = read_packed(&mut r, "row lengths", false)?;
     if flags & FLAG_SHARED != 0 {
         let codes = read_packed(&mut r, "codes", false)?;
-        if r.remaining() > 0 {
-            return Err(Error::TrailingBytes {
-                offset: r.offset(),
-                len: r.remaining(),
-            });
-        }
-        let none = Packed {
-            count: 0,
-            width: 0,
-            start: r.offset(),
-            len: 0,
-        };
-        return Ok(Layout {
-            version,
-            flags,
-            n_cols,
-            n_pairs: 0,
-            row_lengths,
-            pair_cols: none,
-            values: Values::Inline { start: r.offset() },
-            codes: Some(codes),
-        });
+        return shared_layout(&r, version, flags, n_cols, row_lengths, codes);
     }
     let pair_cols = read_packed(&mut r, "pair columns", false)?;
     let gaps = flags & FLAG_GAPS != 0;
@@ -325,6 +304,21 @@ pub(crate) fn parse_compact(blob: &[u8], rows: u64, n_cols: usize) -> Result<Lay
         });
     }
     let codes = read_packed_of(&mut r, "codes (the sum of the row lengths)", n_codes, false)?;
+    let flags = FLAG_TREE | FLAG_SHARED;
+    shared_layout(&r, COMPACT_VERSION, flags, n_cols, row_lengths, codes)
+}
+
+/// The layout of a page coded against a shared dictionary (a version-3
+/// batch or a compact page), whose row lengths and codes `r` has just
+/// read: nothing may follow them; no pairs or values of its own.
+fn shared_layout(
+    r: &Reader<'_>,
+    version: u8,
+    flags: u8,
+    n_cols: usize,
+    row_lengths: Packed,
+    codes: Packed,
+) -> Result<Layout> {
     if r.remaining() > 0 {
         return Err(Error::TrailingBytes {
             offset: r.offset(),
@@ -338,8 +332,8 @@ pub(crate) fn parse_compact(blob: &[u8], rows: u64, n_cols: usize) -> Result<Lay
         len: 0,
     };
     Ok(Layout {
-        version: COMPACT_VERSION,
-        flags: FLAG_TREE | FLAG_SHARED,
+        version,
+        flags,
         n_cols,
         n_pairs: 0,
         row_lengths,
