@@ -133,23 +133,19 @@ pub mod internals {
     /// whose structure is invalid.
     pub fn packed_arrays(blob: &[u8]) -> crate::Result<Vec<PackedArray<'_>>> {
         let layout = crate::codec::layout_of(blob)?;
-        Ok(crate::codec::packed_arrays(&layout)
-            .into_iter()
-            .map(|(name, p)| PackedArray {
-                name,
-                width: p.width,
-                count: p.count,
-                payload: p.payload(blob),
-            })
-            .collect())
+        Ok(arrays(&layout, blob))
     }
 
     /// The packed arrays of a validated batch or page (a compact page's
     /// among them, whose bytes alone do not delimit its arrays), in
     /// stored order.
     pub fn packed_arrays_of<B: AsRef<[u8]>>(batch: &crate::TocBatch<B>) -> Vec<PackedArray<'_>> {
-        let blob = batch.as_bytes();
-        crate::codec::packed_arrays(batch.layout())
+        arrays(batch.layout(), batch.as_bytes())
+    }
+
+    /// The packed arrays `layout` finds in `blob`, in stored order.
+    fn arrays<'a>(layout: &crate::codec::Layout, blob: &'a [u8]) -> Vec<PackedArray<'a>> {
+        crate::codec::packed_arrays(layout)
             .into_iter()
             .map(|(name, p)| PackedArray {
                 name,

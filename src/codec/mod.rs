@@ -73,7 +73,8 @@ pub use shared::{SegmentModel, SharedDict, MIN_NODE_USES};
 pub use tree::DecodeTree;
 pub(crate) use trusted::{PageRows, PAD};
 
-use layout::{Layout, FLAG_INDEXED, FLAG_TREE};
+pub(crate) use layout::Layout;
+use layout::{FLAG_INDEXED, FLAG_TREE};
 
 use std::sync::Arc;
 
