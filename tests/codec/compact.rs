@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use super::errors::Blob;
+use super::shared::small_dict_in;
 use crate::support::load;
 use tocpile::{DecodeTree, EncodeOptions, Encoder, Error, SharedDict, SparseBatch, TocBatch};
 
@@ -81,26 +82,13 @@ fn real_compact_pages_round_trip_and_drop_only_the_header_and_counts() {
     }
 }
 
-/// Three columns; rows (0,1) (1,1) (2,1) repeated, so the dictionary
-/// shares the nodes of the whole row; for compact pages.
-fn small_dict() -> Arc<SharedDict> {
-    let mut rows = SparseBatch::with_cols(3).unwrap();
-    for _ in 0..10 {
-        rows.push_row(&[0, 1, 2], &[1.0, 1.0, 1.0]).unwrap();
-    }
-    rows.push_row(&[0, 2], &[2.0, 1.0]).unwrap();
-    let mut encoder = Encoder::new(EncodeOptions::default());
-    let model = encoder.learn_segment_in(&rows, true).unwrap().unwrap();
-    Arc::clone(model.dict())
-}
-
 fn page(lengths: &[u32], codes: &[u32]) -> Vec<u8> {
     Blob::compact().payload(lengths, 4).payload(codes, 6).0
 }
 
 #[test]
 fn forged_compact_pages_break_one_rule_each() {
-    let dict = small_dict();
+    let dict = small_dict_in(true);
     // Pairs: 1 = (0, 1), 2 = (0, 2), 3 = (1, 1), 4 = (2, 1), then the
     // shared nodes; the page's own nodes from `s` on.
     assert_eq!(dict.n_pairs(), 4);

@@ -74,13 +74,19 @@ fn pages_round_trip_through_their_dictionary(sets: &[(&str, usize)]) {
 /// Three columns; rows (0,1) (1,1) (2,1) repeated, so the dictionary
 /// shares the nodes of the whole row.
 fn small_dict() -> Arc<SharedDict> {
+    small_dict_in(false)
+}
+
+/// [`small_dict`] for version-3 pages, or (`compact`) for compact pages.
+pub(super) fn small_dict_in(compact: bool) -> Arc<SharedDict> {
     let mut rows = SparseBatch::with_cols(3).unwrap();
     for _ in 0..10 {
         rows.push_row(&[0, 1, 2], &[1.0, 1.0, 1.0]).unwrap();
     }
     rows.push_row(&[0, 2], &[2.0, 1.0]).unwrap();
     let mut encoder = Encoder::new(EncodeOptions::default());
-    Arc::clone(encoder.learn_segment(&rows).unwrap().unwrap().dict())
+    let model = encoder.learn_segment_in(&rows, compact).unwrap().unwrap();
+    Arc::clone(model.dict())
 }
 
 fn page(n_cols: u64, lengths: &[u32], codes: &[u32]) -> Vec<u8> {
