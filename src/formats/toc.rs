@@ -93,7 +93,11 @@ impl TocPage {
         };
         // A loaded page is kept (by the loader's buffer, or resident for
         // the whole run): no large spare capacity.
-        tree.settle_for_kernels();
+        // A loaded page keeps its tree, whatever the kernels' work
+        // (`DecodeTree::settle_for_kernels`): the loader that loads it is
+        // the bottleneck of page-mode training, and writing the rows out
+        // there made flights3m's page-mode epochs 10 to 20% slower than
+        // the kernels it saved (`docs/RESULTS.md` section 30).
         tree.trim();
         if batch.level() != level {
             return Err(Error::WrongFormat {

@@ -13,13 +13,13 @@
 //! loader trains on, whose trees also hold the ancestors of every shared
 //! node they use (`docs/RESULTS.md` sections 25 and 30).
 //!
-//! What stays compressed is unchanged: the page's bytes (resident or
-//! streamed) are the encoded form; only the per-batch structure the
-//! kernels walk, built from them at load, is the rows when those are the
-//! smaller walk. A flat batch holds 20 bytes an entry (column, value, and
-//! a parent and a code kept for `parents` and `row_codes`): pages held in
-//! memory with their kernels' form take a quarter more on flights3m than
-//! with their trees (section 30).
+//! Where: a batch encoded from rows (`TocPage::encode`: a copy of them),
+//! `TocBatch::kernels` and `BatchKernels::of_pages` (a walk of the tree).
+//! Not a page the loader loads: page-mode training waits on its loader,
+//! and a walk there cost more than the kernels saved (section 30). The
+//! page bytes stay the encoded form. A flat batch holds 20 bytes an entry
+//! (column, value, and a parent and a code kept for `parents` and
+//! `row_codes`).
 
 use crate::codec::DecodeTree;
 
@@ -32,7 +32,7 @@ impl DecodeTree {
     /// where `M.A`, whose per-node vectors make the fill and the
     /// backward pass dearer still, was 1.5x CSR on coil2000's version-3
     /// trees.
-    pub(crate) fn tree_work(&self) -> u64 {
+    fn tree_work(&self) -> u64 {
         let pairs = self.n_first_layer() as u64;
         let created = self.n_nodes().saturating_sub(self.pair_cols.len()) as u64;
         self.n_codes() as u64 + 3 * created + 2 * pairs
@@ -40,7 +40,7 @@ impl DecodeTree {
 
     /// Whether the rows are the cheaper form for the kernels: a flat batch
     /// already is; a tree whose work exceeds its entries is rewritten.
-    pub(crate) fn rows_are_cheaper(&self) -> bool {
+    fn rows_are_cheaper(&self) -> bool {
         !self.flat && self.tree_work() > self.decoded_nnz
     }
 

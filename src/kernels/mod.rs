@@ -61,8 +61,8 @@
 //!   `docs/RESULTS.md` section 16).
 //! - A batch whose tree costs more work than its rows (what `v.A` visits
 //!   on the tree: every node's weight, the codes, a parent and a key per
-//!   created node, the first layer; above the entries) runs on the rows, written out once from the tree when the
-//!   batch is loaded or encoded for the kernels (`form.rs`): numeric
+//!   created node, the first layer; above the entries) runs on the rows, written out once when the batch is
+//!   encoded or its kernels are asked for (`form.rs`): numeric
 //!   columns repeat few sequences, and there the tree's passes cost more
 //!   than CSR's one (nycflights13 `v.A`: 1.9x CSR on the tree, 0.9x on
 //!   the rows; `docs/RESULTS.md` section 30). A flat batch's `A*c`
