@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use tocpile::dataset::Dataset;
-use tocpile::loader::{Buffer, Loader, LoaderOptions, Mode, Strategy};
+use tocpile::loader::{Loader, LoaderOptions, Mode, Strategy};
 use tocpile::model::ModelKind;
 use tocpile::train::{infer_kind, train, EpochReport};
 
@@ -34,6 +34,8 @@ pub struct Run {
     pub reports: Vec<EpochReport>,
     /// The input scaling's name, or "none".
     pub scaling: &'static str,
+    /// Whether the loader's buffer was the whole file.
+    pub whole_file: bool,
 }
 
 /// The model kind for `name` on `dataset`, inferring the number of classes
@@ -141,7 +143,7 @@ pub fn run(args: &TrainArgs) -> Outcome {
             .with_strategy(strategy)
             .with_mode(args.mode.mode())
             .with_batch_rows(usize::try_from(args.batch_size).unwrap_or(usize::MAX))
-            .with_buffer(Buffer::Fraction(args.buffer))
+            .with_buffer(args.buffer_option())
             .with_seed(args.seed)
             .with_scratch_dir(args.scratch_dir.clone());
         let budget = args.memory_budget(&dataset, &options);
@@ -180,7 +182,7 @@ pub fn run(args: &TrainArgs) -> Outcome {
             info.n_blocks,
             mode,
             args.batch_size,
-            args.buffer,
+            buffer_phrase(args, &loaders[0].1),
             args.optimizer.rule(),
             args.learning_rate(),
             args.decay,
@@ -233,6 +235,7 @@ pub fn run(args: &TrainArgs) -> Outcome {
         runs.push(Run {
             strategy,
             mode: loader.mode().name(),
+            whole_file: loader.buffer_choice().whole_file,
             reports,
             scaling: scaling_name,
         });
@@ -275,4 +278,29 @@ pub fn run(args: &TrainArgs) -> Outcome {
         text.push_str(&format!("chart written to {}\n", svg.display()));
     }
     emit(&text)
+}
+
+/// The header's account of the buffer: the whole file or a share of it,
+/// what each row is kept as, and (for the default) why.
+fn buffer_phrase(args: &TrainArgs, loader: &Loader) -> String {
+    let c = loader.buffer_choice();
+    let mib = |b: u64| format!("{:.1} MiB", b as f64 / (1 << 20) as f64);
+    match (c.whole_file, args.buffer) {
+        (true, _) => format!(
+            "the whole file ({} blocks as {}, {}, within the {} MiB budget: a full shuffle \
+             each epoch, each row decoded once)",
+            c.blocks,
+            c.rows,
+            mib(c.whole_bytes),
+            c.memory >> 20
+        ),
+        (false, Some(f)) => format!("{f} ({} blocks as {})", c.blocks, c.rows),
+        (false, None) => format!(
+            "0.1 ({} blocks as {}; the whole file's {} exceed the {} MiB budget)",
+            c.blocks,
+            c.rows,
+            mib(c.whole_bytes),
+            c.memory >> 20
+        ),
+    }
 }

@@ -118,7 +118,11 @@ impl Epoch {
         // The row pipeline hands a whole buffer over at once (its batches
         // are complete only when the buffer is decoded): the channel holds
         // one, so the next is decoded while this one trains.
-        let capacity = if plan.row_pipeline() {
+        // A whole-file buffer is made once and then cut into batches as
+        // they are taken: a few chunks ahead keep the trainer fed.
+        let capacity = if plan.row_pipeline() && plan.whole {
+            4 * CHUNK_BATCHES
+        } else if plan.row_pipeline() {
             per_buffer.max(2) + CHUNK_BATCHES
         } else {
             per_buffer.clamp(2, 64)

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use tocpile::loader::{Mode, Strategy};
+use tocpile::loader::{Buffer, Mode, Strategy};
 use tocpile::model::ModelKind;
 
 use super::prepare::{OptimizerArg, ScaleArg};
@@ -80,10 +80,13 @@ pub struct TrainArgs {
     pub l2: f64,
     /// Buffer size as a fraction of the dataset, in (0, 1] (CorgiPile,
     /// block, window, mrs); a CorgiPile or block buffer holds at least
-    /// 4 blocks (or all of them).
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.1, allow_negative_numbers = true,
+    /// 4 blocks (or all of them). Default: the whole file when its rows,
+    /// kept as codes into the file's dictionaries (or decoded, for files
+    /// without), fit the memory budget (--memory): a full shuffle every
+    /// epoch, each row decoded once; else 0.1. The header says which.
+    #[arg(long, value_name = "FRACTION", allow_negative_numbers = true,
           value_parser = parse_fraction)]
-    pub buffer: f64,
+    pub buffer: Option<f64>,
     /// Memory in MiB for loaded pages kept across epochs: pages (with
     /// their decode trees) that fit are validated once and stay resident;
     /// the rest are read from the file every epoch. 0 streams every
@@ -275,5 +278,16 @@ fn parse_fraction(text: &str) -> Result<f64, String> {
     match parse_number(text)? {
         x if x > 0.0 && x <= 1.0 => Ok(x),
         _ => Err(format!("{text} is not a fraction in (0, 1]")),
+    }
+}
+
+impl TrainArgs {
+    /// The loader's buffer: `--buffer`, or the library's default (the
+    /// whole file when it fits).
+    pub fn buffer_option(&self) -> Buffer {
+        match self.buffer {
+            Some(f) => Buffer::Fraction(f),
+            None => Buffer::Auto,
+        }
     }
 }

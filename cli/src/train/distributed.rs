@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use tocpile::dist::{train_distributed, Averaging, Communicator, DistributedReport, InProcess};
-use tocpile::loader::{Buffer, Loader, LoaderOptions, Mode};
+use tocpile::loader::{Loader, LoaderOptions, Mode};
 
 use super::{model_kind, prepare, warn, Table, TrainArgs};
 use crate::output::emit;
@@ -154,7 +154,7 @@ fn on_rank<C: Communicator>(args: &TrainArgs, comm: &C) -> Outcome {
         .with_strategy(args.shuffle[0])
         .with_mode(args.mode.mode())
         .with_batch_rows(batch_rows)
-        .with_buffer(Buffer::Fraction(args.buffer))
+        .with_buffer(args.buffer_option())
         .with_seed(args.seed)
         .with_worker(rank)
         .with_workers(size);
@@ -201,7 +201,7 @@ fn on_rank<C: Communicator>(args: &TrainArgs, comm: &C) -> Outcome {
             info.n_rows,
             info.n_blocks,
             mode,
-            args.buffer,
+            args.buffer.map_or("auto".to_string(), |f| f.to_string()),
             options.optimizer.name(),
             options.learning_rate,
             args.decay,

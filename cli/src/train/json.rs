@@ -56,7 +56,10 @@ struct RunJson {
     strategy: &'static str,
     mode: &'static str,
     batch_size: u64,
-    buffer: f64,
+    /// `--buffer`, or "auto" (see `buffer_whole_file`).
+    buffer: serde_json::Value,
+    /// Whether the buffer was the whole file (each row decoded once).
+    buffer_whole_file: bool,
     learning_rate: f64,
     optimizer: &'static str,
     /// "maxabs", "standard" or "none".
@@ -96,7 +99,11 @@ fn run_json(args: &TrainArgs, kind: &ModelKind, run: &Run) -> RunJson {
         strategy: run.strategy.name(),
         mode: run.mode,
         batch_size: args.batch_size,
-        buffer: args.buffer,
+        buffer: match args.buffer {
+            Some(f) => serde_json::json!(f),
+            None => serde_json::json!("auto"),
+        },
+        buffer_whole_file: run.whole_file,
         learning_rate: args.learning_rate(),
         optimizer: args.optimizer.rule().name(),
         scaling: run.scaling,
