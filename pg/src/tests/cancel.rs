@@ -56,7 +56,7 @@ mod tests {
     fn one_buffer() -> (f64, f64) {
         Spi::run(&format!(
             "SELECT * FROM dblink('other', {}) AS t(m bytea)",
-            pgrx::spi::quote_literal(&train_sql(1, false))
+            pgrx::spi::quote_literal(train_sql(1, false))
         ))
         .unwrap();
         let report = Spi::get_one::<pgrx::JsonB>(

@@ -157,7 +157,7 @@ mod tests {
                 "argument double_buffer",
             ),
             (
-                format!("tocpile.evaluate(NULL, 't', 'label')"),
+                "tocpile.evaluate(NULL, 't', 'label')".to_string(),
                 "tocpile.evaluate: argument model",
             ),
             (
@@ -247,7 +247,7 @@ mod tests {
             text.push('\n');
         }
         std::fs::write(&path, &text).unwrap();
-        let path_sql = pgrx::spi::quote_literal(&path.display().to_string());
+        let path_sql = pgrx::spi::quote_literal(path.display().to_string());
         let summary = Spi::get_one::<pgrx::JsonB>(&format!(
             "SELECT tocpile.load_libsvm({path_sql}, 'loaded')"
         ))
