@@ -29,7 +29,7 @@ mod tests {
         // labels as sorted, but the model is the mean of the last epoch's
         // iterates (the trainer's default, as on the command line), which
         // averages most of that drift away: its figures are reported, not
-        // held to a gap (docs/RESULTS.md, "PostgreSQL round 2").
+        // held to a gap (docs/RESULTS.md, section 31).
         let run = |shuffle: &str| {
             let (mut acc, mut loss) = (0.0, 0.0);
             for seed in 1..=3 {
