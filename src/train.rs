@@ -21,6 +21,7 @@
 pub mod bench;
 pub(crate) mod core;
 mod setup;
+mod step;
 mod trainer;
 
 pub use setup::{infer_kind, Holdout, MAX_CLASSES};
@@ -30,6 +31,7 @@ pub use setup::{infer_kind, Holdout, MAX_CLASSES};
 pub use setup::{
     label_sample, label_warning, looks_like_regression, LABEL_SAMPLE_BLOCKS, REGRESSION_SAMPLE,
 };
+pub use step::{EpochScore, LabelSummary, Sgd};
 pub use trainer::{Fitted, Trainer};
 
 use std::sync::Arc;

@@ -17,6 +17,7 @@ use tocpile::Error;
 mod defaults;
 mod regression;
 mod setup;
+mod step;
 
 fn mushrooms_file(format: FormatKind, page_rows: usize) -> PathBuf {
     let (rows, labels) = load("mushrooms", usize::MAX);
