@@ -96,9 +96,17 @@ pub(crate) struct CodeBatchBuilder {
     /// `(slot, node)` of the created nodes, in compact order.
     created: Vec<(u32, u32)>,
     stack: Vec<u32>,
+    /// The last build's tree work and entries (see [`work`](Self::work)).
+    last: (u64, u64),
 }
 
 impl CodeBatchBuilder {
+    /// What the kernels' form rule weighed for the last batch built: the
+    /// element visits of its tree (`kernels/form.rs`) and its entries.
+    pub(crate) fn work(&self) -> (u64, u64) {
+        self.last
+    }
+
     /// Heap bytes of the maps and lists.
     pub(crate) fn heap_bytes(&self) -> usize {
         4 * self.maps.iter().map(Vec::capacity).sum::<usize>()
@@ -225,6 +233,7 @@ impl CodeBatchBuilder {
             self.maps[self.batch_maps[slot as usize]][m as usize] = n_pairs + 1 + i as u32;
         }
         let work = batch.codes.len() as u64 + 3 * self.created.len() as u64 + 2 * n_pairs as u64;
+        self.last = (work, entries);
         let form = force.unwrap_or(if work > entries {
             BatchForm::Rows
         } else {

@@ -152,6 +152,8 @@ where
                 steps,
                 buffer_peak_bytes: stats.buffer_peak_bytes,
                 gradient_threads: 1,
+                tree_batches: stats.tree_batches,
+                row_batches: stats.row_batches,
             },
             batches_per_rank,
             communication_seconds: comm_seconds,

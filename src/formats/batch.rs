@@ -168,6 +168,13 @@ impl Batch {
         dispatch!(self, b => b.scale(c))
     }
 
+    /// Whether the kernels run on a decode tree (TOC paper section 4): a
+    /// TOC batch that is not flat (`kernels/form.rs`). Other formats,
+    /// coded rows and flat TOC batches run on their rows.
+    pub fn on_tree(&self) -> bool {
+        matches!(self, Batch::Toc(page) if !page.tree().is_flat())
+    }
+
     /// The TOC page, with its decode tree, if this is one.
     pub fn as_toc(&self) -> Option<&TocPage> {
         match self {

@@ -45,6 +45,14 @@ pub struct EpochStats {
     /// Mini-batches the channel between producer and consumer holds at
     /// most (0 without double buffering).
     pub channel_batches: usize,
+    /// Mini-batches yielded in their TOC form: every page a TOC batch on
+    /// its decode tree (TOC paper section 4), the kernels' cheaper form
+    /// for it (`kernels/form.rs`).
+    pub tree_batches: usize,
+    /// Mini-batches yielded as rows: CSR, pair codes
+    /// ([`Batch::Coded`](crate::formats::Batch::Coded)), a flat TOC batch,
+    /// or another format.
+    pub row_batches: usize,
 }
 
 /// One epoch's mini-batches, in order: an iterator of
@@ -250,6 +258,10 @@ impl Iterator for Epoch {
         if let Some(Ok(batch)) = &item {
             self.last_bytes = batch.owned_bytes;
             self.stats.batches += 1;
+            match batch.pages.iter().all(|p| p.batch().on_tree()) {
+                true => self.stats.tree_batches += 1,
+                false => self.stats.row_batches += 1,
+            }
             let rows = batch.n_rows() as u64;
             if batch.replay {
                 self.stats.replay_rows += rows;

@@ -21,10 +21,23 @@ use crate::codec::{BatchForm, CodeBatch, CodeBatchBuilder, DecodeTree, RowsOut};
 use crate::dataset::{Dataset, Source};
 use crate::rng::Rng;
 
-/// Blocks read to decide.
-const SAMPLE_BLOCKS: usize = 8;
+/// Most blocks read to decide, spread over the file: enough for
+/// [`SAMPLE_ROWS`] batches' worth of rows, so that a sampled batch mixes
+/// rows as a shuffled one does (from 8 blocks, census batches found trees
+/// that whole-file batches did not).
+const SAMPLE_BLOCKS: usize = 64;
+/// Rows to sample, in mini-batches.
+const SAMPLE_ROWS: usize = 8;
 /// Mini-batches made from their rows.
-const SAMPLE_BATCHES: usize = 4;
+const SAMPLE_BATCHES: usize = 8;
+/// Rows are kept as codes of the pages (for trees) only where the sampled
+/// batches' trees cost the kernels at most this share of their entries;
+/// otherwise as pair codes. The kernels' own rule weighs the tree's work
+/// against the entries alone (`kernels/form.rs`), but keeping trees also
+/// costs building one for every batch: on census, whose batches' trees
+/// cost 0.92 to 1.05 times their entries, the builder was half of the
+/// loader's time, and the loader three times the trainer's.
+const TREE_SHARE: f64 = 0.75;
 
 /// What a loader's buffers keep, and what that costs.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,8 +80,13 @@ pub(crate) fn choose_rows<S: Source>(
     let mut arena = CodeArena::new(RowCodes::Nodes, trace);
     let mut scratch = ArenaScratch::default();
     let (mut packed, mut first_row) = (0usize, 0u64);
-    for k in 0..SAMPLE_BLOCKS.min(n) {
-        let b = k * n / SAMPLE_BLOCKS.min(n);
+    let per_block = (info.n_rows as usize).div_ceil(n.max(1)).max(1);
+    let blocks = (SAMPLE_ROWS * batch_rows)
+        .div_ceil(per_block)
+        .clamp(1, SAMPLE_BLOCKS.min(n));
+    for k in 0..blocks {
+        // Spread over the file.
+        let b = k * n / blocks;
         let block = match ds.read_block(b).and_then(|block| block.pack()) {
             Ok(block) => Arc::new(block),
             // The epoch will report it; codes are the form of such files.
@@ -111,8 +129,9 @@ pub(crate) fn choose_rows<S: Source>(
     }
 }
 
-/// Whether the kernels' form rule sends every sampled mini-batch of the
-/// arena's rows to its rows rather than its tree.
+/// Whether the trees of [`SAMPLE_BATCHES`] sampled mini-batches of the
+/// arena's rows cost the kernels more than [`TREE_SHARE`] of their
+/// entries.
 fn rows_win(arena: &CodeArena, batch_rows: usize) -> bool {
     let mut records = Vec::new();
     for i in 0..arena.blocks().len() {
@@ -123,6 +142,7 @@ fn rows_win(arena: &CodeArena, batch_rows: usize) -> bool {
     let (mut tree, mut rows) = (DecodeTree::default(), RowsOut::default());
     let (mut batch, mut map) = (CodeBatch::default(), Vec::new());
     let (mut labels, mut trace) = (Vec::new(), Vec::new());
+    let (mut work, mut entries) = (0u64, 0u64);
     for _ in 0..SAMPLE_BATCHES {
         rng.shuffle(&mut records);
         let take = batch_rows.min(records.len());
@@ -135,10 +155,20 @@ fn rows_win(arena: &CodeArena, batch_rows: usize) -> bool {
             return false;
         }
         let n_cols = tree.n_cols();
-        match builder.build(&mut batch, n_cols, None, (&mut tree, &mut rows)) {
-            Ok(BatchForm::Rows) => {}
-            _ => return false,
+        if builder
+            .build(
+                &mut batch,
+                n_cols,
+                Some(BatchForm::Rows),
+                (&mut tree, &mut rows),
+            )
+            .is_err()
+        {
+            return false;
         }
+        let (w, e) = builder.work();
+        work += w;
+        entries += e;
     }
-    true
+    work as f64 > TREE_SHARE * entries as f64
 }

@@ -43,6 +43,10 @@ struct EpochJson {
     wait_seconds: f64,
     learning_rate: f64,
     steps: usize,
+    /// Mini-batches computed on in their TOC form (a decode tree).
+    tree_batches: usize,
+    /// Mini-batches computed on as rows (CSR, pair codes, flat TOC).
+    row_batches: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     eval: Option<ScoreJson>,
 }
@@ -122,6 +126,8 @@ fn run_json(args: &TrainArgs, kind: &ModelKind, run: &Run) -> RunJson {
                 wait_seconds: r.wait_seconds,
                 learning_rate: r.learning_rate,
                 steps: r.steps,
+                tree_batches: r.tree_batches,
+                row_batches: r.row_batches,
                 eval: r.eval.map(ScoreJson::from),
             })
             .collect(),
