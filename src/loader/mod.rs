@@ -99,7 +99,7 @@ mod units;
 mod working_set;
 
 pub use budget::{MemoryBudget, MemorySource};
-pub use iter::{Epoch, EpochStats};
+pub use iter::{Epoch, EpochStats, ExactEpoch};
 use options::check_options;
 pub use options::{Buffer, LoaderOptions, Mode, Strategy};
 pub use shuffle::shuffle_file;
@@ -229,6 +229,8 @@ pub struct Loader<S: Source + 'static = File> {
     warnings: Vec<String>,
     /// Pages kept across epochs (of the copy, for Shuffle Once).
     resident: Arc<Resident>,
+    /// The epoch `for batch in &loader` iterates next (`iter.rs`).
+    next_epoch: std::sync::atomic::AtomicU64,
 }
 
 impl Loader {
@@ -308,6 +310,7 @@ impl<S: Source + 'static> Loader<S> {
             plan: Arc::new(plan),
             warnings,
             resident,
+            next_epoch: Default::default(),
         })
     }
 
@@ -387,6 +390,7 @@ impl<S: Source + 'static> Loader<S> {
             self.dataset.path(),
             Some(Arc::clone(&self.resident)),
         )
+        .map(|e| e.with_batches(self.epoch_batches(epoch)))
     }
 
     /// The state machine of an epoch over `dataset` (the file, or Shuffle

@@ -5,6 +5,7 @@
 //! label-sorted data ranks as the CorgiPile paper reports.
 
 mod exact;
+mod length;
 mod quality;
 
 use std::path::PathBuf;
