@@ -243,7 +243,7 @@ def test_len_of_a_rank(ids_file, world, shuffle, mode):
     path, _, _ = ids_file
     rows = 0
     for rank in range(world):
-        loader = tocpile.Loader(path, shuffle=shuffle, batch_size=64, rank=rank,
+        loader = tocpile.Loader(path, shuffle=shuffle, batch_size=128, rank=rank,
                                 world_size=world, seed=1, mode=mode)
         loader.set_epoch(3)
         n = len(loader)

@@ -30,7 +30,10 @@ fn count(mut epoch: Epoch) -> Result<(usize, u64), TestCaseError> {
         if !batch.replay {
             rows += batch.n_rows() as u64;
         }
-        prop_assert!(known.is_none_or(|n| items <= n), "more batches than the length");
+        prop_assert!(
+            known.is_none_or(|n| items <= n),
+            "more batches than the length"
+        );
     }
     // Ended for good.
     prop_assert!(epoch.next().is_none());
@@ -164,6 +167,10 @@ fn for_over_a_loader_visits_the_next_epoch_each_time() {
     assert_eq!(loader.next_epoch(), 3);
     loader.set_next_epoch(1);
     assert_eq!(order((&loader).into_iter()), wanted[1]);
-    assert_eq!((&loader).into_iter().len_known(), Some(8), "2000 rows, 250 a batch");
+    assert_eq!(
+        (&loader).into_iter().len_known(),
+        Some(8),
+        "2000 rows, 250 a batch"
+    );
     std::fs::remove_file(&path).unwrap();
 }
