@@ -93,7 +93,7 @@ impl Rng {
     /// The swaps of a large slice land anywhere in it: each waited for a
     /// cache miss in turn (a row order of 3M entries, 12 MB, took 8 to 13
     /// ns an element). The random positions do not depend on the items,
-    /// so they are drawn [`AHEAD`](crate::prefetch::AHEAD) swaps early
+    /// so they are drawn 16 swaps early
     /// and prefetched; the draws, hence the permutation, are the same.
     pub fn shuffle<T>(&mut self, items: &mut [T]) {
         const AHEAD: usize = crate::prefetch::AHEAD;

@@ -20,6 +20,7 @@
 #[doc(hidden)]
 pub mod bench;
 pub(crate) mod core;
+mod prepared;
 mod setup;
 mod step;
 mod trainer;
@@ -27,6 +28,7 @@ mod trainer;
 pub use setup::{infer_kind, Holdout, MAX_CLASSES};
 // Not part of the API (hidden): the label sample the front ends warn
 // from; may change in any release.
+pub use prepared::{Prepared, TrainWarning};
 #[doc(hidden)]
 pub use setup::{
     label_sample, label_warning, looks_like_regression, LABEL_SAMPLE_BLOCKS, REGRESSION_SAMPLE,

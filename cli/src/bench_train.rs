@@ -52,7 +52,7 @@ pub struct TrainBenchArgs {
     lr: Option<f64>,
     /// The step rule of every setting (as `tocpile train --optimizer`).
     #[arg(long, value_enum, default_value = "adam")]
-    optimizer: crate::train::prepare::OptimizerArg,
+    optimizer: crate::train::OptimizerArg,
     /// The loader's strategy (as `tocpile train --shuffle`, one only).
     #[arg(long, value_name = "NAME", default_value = "corgipile")]
     shuffle: String,

@@ -103,7 +103,7 @@ mod values;
 mod working_set;
 
 pub use budget::{MemoryBudget, MemorySource};
-pub use iter::{Epoch, EpochStats};
+pub use iter::{Epoch, EpochStats, ExactEpoch};
 use options::check_options;
 #[doc(hidden)]
 pub use options::RowForm;
@@ -248,6 +248,8 @@ pub struct Loader<S: Source + 'static = File> {
     /// keeps one).
     whole: Option<WholeFile>,
     buffer_choice: BufferChoice,
+    /// The epoch `for batch in &loader` iterates next (`iter.rs`).
+    next_epoch: std::sync::atomic::AtomicU64,
 }
 
 /// Not part of the API (hidden): what a loader's buffer is and why, for
@@ -353,6 +355,7 @@ impl<S: Source + 'static> Loader<S> {
             resident,
             whole,
             buffer_choice,
+            next_epoch: Default::default(),
         })
     }
 
@@ -448,6 +451,7 @@ impl<S: Source + 'static> Loader<S> {
             self.dataset.path(),
             Some(Arc::clone(&self.resident)),
         )
+        .map(|e| e.with_batches(self.epoch_batches(epoch)))
     }
 
     /// The state machine of an epoch over `dataset` (the file, or Shuffle

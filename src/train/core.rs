@@ -1,10 +1,10 @@
 //! The step and epoch loop every trainer of the crate runs: [`train`]
 //! (one process, a [`Loader`]), the distributed trainer and its lockstep
 //! reference ([`crate::dist`]), the coded-shuffle workers' SGD
-//! ([`crate::dist::sgd_epoch`]) and the training benchmark's in-memory
-//! loops ([`super::bench`]), and [`Sgd`](super::Sgd), the public
-//! step-by-step form for mini-batches the caller makes (the PostgreSQL
-//! extension's). One place for the options' checks, the
+//! ([`crate::dist::train_on_batches`], [`crate::dist::sgd_epoch`]), the
+//! training benchmark's in-memory loops ([`super::bench`]), and
+//! [`Sgd`](super::Sgd), the public step-by-step form for mini-batches the
+//! caller makes (the PostgreSQL extension's). One place for the options' checks, the
 //! learning rate of an epoch, the model's set-up before the first step
 //! (input scaling, binary labels), the mini-batch step (gradient, L2,
 //! step rule), the tail average ([`Average::LastEpoch`]) and the epoch's
@@ -89,6 +89,20 @@ pub(crate) struct TargetScale {
 impl TargetScale {
     /// No standardisation (classifiers, and a target of spread 0).
     pub(crate) const UNIT: TargetScale = TargetScale { spread: 1.0 };
+
+    /// The spread the target is divided by (1 for none).
+    pub(crate) fn spread(self) -> f64 {
+        self.spread
+    }
+
+    /// The standardisation by `spread` (another rank's, sent over);
+    /// [`UNIT`](Self::UNIT) for a spread that is not positive and finite.
+    pub(crate) fn with_spread(spread: f64) -> TargetScale {
+        match spread > 0.0 && spread.is_finite() {
+            true => TargetScale { spread },
+            false => TargetScale::UNIT,
+        }
+    }
 
     /// For a linear regression: the mean and standard deviation of the
     /// labels of at most [`LABEL_SAMPLE_BLOCKS`](super::LABEL_SAMPLE_BLOCKS)

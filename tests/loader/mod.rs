@@ -6,6 +6,7 @@
 
 mod codes;
 mod exact;
+mod length;
 mod quality;
 
 use std::path::PathBuf;
