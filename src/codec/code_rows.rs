@@ -112,6 +112,16 @@ impl DecodeTree {
         (&self.pair_cols, &self.pair_vals)
     }
 
+    /// Hints that node `node`'s depth, key and parent will be read soon
+    /// (a hint: nothing happens for a node out of range).
+    #[inline]
+    pub(crate) fn prefetch_node(&self, node: u32) {
+        let n = node as usize;
+        crate::prefetch::prefetch(&self.depth, n);
+        crate::prefetch::prefetch(&self.key, n);
+        crate::prefetch::prefetch(&self.parent, n);
+    }
+
     /// The number of entries node `node`'s sequence holds (0 for a node
     /// out of range).
     #[inline]

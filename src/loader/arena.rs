@@ -367,6 +367,23 @@ impl CodeArena {
                     RowCodes::Nodes => codes,
                     RowCodes::Pairs => {
                         let t = self.dicts[slot as usize].tree();
+                        // A row's codes name nodes anywhere in a dictionary
+                        // larger than the cache: the walks waited for a
+                        // miss per code and per parent (half of a
+                        // streamed epoch on flights3m). The nodes of the
+                        // row `PREFETCH_ROWS` ahead are fetched meanwhile,
+                        // and the parents of those of the row half as far
+                        // ahead (fetched by then).
+                        for (k, parents) in [(PREFETCH_ROWS, false), (PREFETCH_ROWS / 2, true)] {
+                            let row = |r: usize| s.ends.get(r).map(|&e| e as usize);
+                            let (Some(lo), Some(hi)) = (row(i + k - 1), row(i + k)) else {
+                                continue;
+                            };
+                            for &c in s.codes.get(lo..hi).unwrap_or(&[]) {
+                                let node = if parents { t.key_and_parent(c).1 } else { c };
+                                t.prefetch_node(node);
+                            }
+                        }
                         expand_pairs(t, codes, &mut s.expanded)?;
                         let global = &self.global[slot as usize];
                         for p in s.expanded.iter_mut() {
@@ -780,6 +797,9 @@ impl CodeArena {
 }
 
 /// A row's codes written out as first-layer codes (its pairs, in order).
+/// Rows ahead whose dictionary nodes [`CodeArena::push_block`] prefetches.
+const PREFETCH_ROWS: usize = 6;
+
 fn expand_pairs(t: &DecodeTree, codes: &[u32], out: &mut Vec<u32>) -> Result<()> {
     out.clear();
     for &c in codes {
