@@ -1,5 +1,5 @@
 //! The end-to-end experiments of both papers, measured here
-//! (`docs/RESULTS.md` holds the tables).
+//! (`docs/archive/RESULTS-HISTORY.md` holds the tables).
 //!
 //! ```text
 //! cargo run --release --example experiments -- shuffling [--dataset NAME] [--rows N] [--epochs N] [--lr X] [--model lr|svm|softmax]

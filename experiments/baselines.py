@@ -54,7 +54,7 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--data-dir", default=os.environ.get(
         "TOCPILE_DATA_DIR", os.path.join(os.path.dirname(here), "..", "shared", "data")))
-    p.add_argument("--json", default=os.path.join(here, "baselines.json"))
+    p.add_argument("--json", default=os.path.join(here, "results", "baselines.json"))
     p.add_argument("--markdown", default=None,
                    help="also write the table (with versions) to this file")
     p.add_argument("--alpha", type=float, default=1e-6,

@@ -11,7 +11,7 @@
 #
 # Everything is installed into a throw-away virtualenv under $TMPDIR; tocpile
 # itself never depends on these tools. Extra arguments go to baselines.py
-# (see `--help` there). Writes experiments/baselines.json and baselines.md.
+# (see `--help` there). Writes experiments/results/baselines.json and baselines.md.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -33,7 +33,7 @@ for arg in "$@"; do
 done
 if [[ "$OUT_NAME" == versus_tocpile ]]; then
     exec "$PY" "$HERE/baselines.py" \
-        --json "$HERE/$OUT_NAME.json" --markdown "$HERE/$OUT_NAME.md" "$@"
+        --json "$HERE/results/$OUT_NAME.json" --markdown "$HERE/results/$OUT_NAME.md" "$@"
 fi
 
 # Vowpal Wabbit: the wheel carries the whole VW library (same driver as the vw
@@ -61,4 +61,4 @@ fi
 export TOCPILE_VW_NOTE="$VW_NOTE"
 
 exec "$PY" "$HERE/baselines.py" \
-    --json "$HERE/baselines.json" --markdown "$HERE/baselines.md" "$@"
+    --json "$HERE/results/baselines.json" --markdown "$HERE/results/baselines.md" "$@"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The convergence table of docs/RESULTS.md ("CorgiPile by default:
+# The convergence table of docs/archive/RESULTS-HISTORY.md ("CorgiPile by default:
 # convergence and speed"): label-sorted training sets, every strategy with
 # train's defaults otherwise, three seeds. Each dataset is split by
 # ../shared/tools/sorted_split.py (rows shuffled with seed 1, a test share

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Exact mode against page mode, per epoch (docs/RESULTS.md, "Exact mode
+# Exact mode against page mode, per epoch (docs/archive/RESULTS-HISTORY.md, "Exact mode
 # without re-encoding"). Each dataset is encoded with the defaults, then
 # trained by `tocpile train` in both modes, with pages resident (the
 # default --memory) and streamed (--memory 0), the four runs interleaved

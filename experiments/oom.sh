@@ -5,8 +5,8 @@
 # TOC file (the page cache counts against it) and whose reads from the disk
 # holding the files are throttled (blkio, 200 MB/s by default).
 #
-# The table of docs/RESULTS.md "Out of memory, every format"
-# (experiments/oom-final.md and .json), every format with encode's and
+# The table of docs/archive/RESULTS-HISTORY.md "Out of memory, every format"
+# (experiments/results/oom-final.md and .json), every format with encode's and
 # train's defaults, as root (about 15 minutes on a 2-core machine):
 #
 #   cargo build --release -p tocpile-cli && bash experiments/oom.sh --name oom-final
@@ -18,7 +18,7 @@
 #
 # Needs root, cgroup v1 memory and blkio controllers, python3 (standard
 # library only). Other options go to oom.py (see --help). Writes
-# OUT/NAME.json and OUT/NAME.md (default experiments/oom.json, oom.md).
+# OUT/NAME.json and OUT/NAME.md (default experiments/results/oom.json, oom.md).
 # The cgroups live under this process's own memory cgroup and under the
 # blkio root; they are removed on every exit path, and the script checks at
 # the end that none is left.
@@ -30,7 +30,7 @@ TOCPILE="$REPO/target/release/tocpile"
 DATA="$REPO/../shared/data/flights3m.libsvm.gz"
 COLS=""
 WORKDIR="${TMPDIR:-/tmp}/tocpile-oom"
-OUT="$HERE"
+OUT="$HERE/results"
 NAME=oom
 DEVICE=""
 KEEP=0

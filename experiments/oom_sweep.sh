@@ -17,7 +17,7 @@
 #        [--epochs N] [--formats toc,csr,...] [--allowance BYTES] [--name NAME]
 #        [oom.sh options]
 #
-# Writes experiments/NAME-FACTOR.{json,md} per point and NAME.md and
+# Writes experiments/results/NAME-FACTOR.{json,md} per point and NAME.md and
 # NAME.svg (default NAME oom-sweep). About 15 minutes on a 2-core machine
 # with the defaults (1,000,000 rows of flights3m, 3 epochs); the files are
 # encoded once and reused across the points (the default --workdir).
@@ -50,7 +50,7 @@ for f in "${list[@]}"; do
     bash "$HERE/oom.sh" --name "$NAME-$f" --rows "$ROWS" --epochs "$EPOCHS" \
         --formats "$FORMATS" --limit-factor "$f" --allowance "$ALLOWANCE" --no-reference \
         --train-args="--model lr --seed 0" --keep-files "${PASS[@]}"
-    points+=("$HERE/$NAME-$f.json")
+    points+=("$HERE/results/$NAME-$f.json")
 done
 rm -f "${TMPDIR:-/tmp}"/tocpile-oom/*.toc "${TMPDIR:-/tmp}"/tocpile-oom/*.toc.json
-python3 "$HERE/oom_plot.py" --markdown "$HERE/$NAME.md" --svg "$HERE/$NAME.svg" "${points[@]}"
+python3 "$HERE/oom_plot.py" --markdown "$HERE/results/$NAME.md" --svg "$HERE/results/$NAME.svg" "${points[@]}"

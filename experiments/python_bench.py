@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Python package against its targets (docs/RESULTS.md, section
+"""The Python package against its targets (docs/archive/RESULTS-HISTORY.md, section
 "Python package"), measured in one run:
 
 1. Iterating a CorgiPile epoch over a dataset file from Python as

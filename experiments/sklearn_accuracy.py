@@ -19,7 +19,7 @@ its 22 categorical columns as strings, written here with pyarrow), the same
 
 Usage: sklearn_accuracy.py --tocpile PATH [--data-dir DIR] [--out-dir DIR]
        [--tocpile-parquet PATH] [--only a,b] [--flights-epochs N]
-Writes sklearn_accuracy.json and sklearn_accuracy.md next to this script.
+Writes sklearn_accuracy.json and sklearn_accuracy.md in experiments/results/.
 """
 
 import argparse
@@ -211,7 +211,7 @@ def main():
         row["gap_points"] = 100.0 * (best - row["holdout_accuracy"])
         print(json.dumps(row), file=sys.stderr)
         results.append(row)
-    with open(os.path.join(HERE, "sklearn_accuracy.json"), "w") as f:
+    with open(os.path.join(HERE, "results", "sklearn_accuracy.json"), "w") as f:
         json.dump(results, f, indent=2)
     lines = [
         "| dataset | model | test rows | tocpile held-out | tocpile evaluate | "
@@ -225,7 +225,7 @@ def main():
             f"{100 * r['sgd']:.2f}% | {100 * r['logreg']:.2f}% | {r['gap_points']:+.2f} | "
             f"{100 * r['majority']:.2f}% |"
         )
-    with open(os.path.join(HERE, "sklearn_accuracy.md"), "w") as f:
+    with open(os.path.join(HERE, "results", "sklearn_accuracy.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
 

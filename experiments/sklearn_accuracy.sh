@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Test accuracy of tocpile's defaults (encode, train --holdout 0.1,
 # evaluate) against scikit-learn on max-abs-scaled features, same 90/10
-# split (docs/RESULTS.md, "Real data, real workflows").
+# split (docs/archive/RESULTS-HISTORY.md, "Real data, real workflows").
 #
 #   bash experiments/sklearn_accuracy.sh [--only a,b] [--flights-epochs N]
 #
 # Builds the release binary, and a debug binary with the `parquet` feature
 # for the Parquet copy of mushrooms (written by pyarrow in the venv).
 # Everything Python is installed into a throw-away virtualenv; tocpile
-# itself never depends on it. Writes experiments/sklearn_accuracy.json and
+# itself never depends on it. Writes experiments/results/sklearn_accuracy.json and
 # sklearn_accuracy.md.
 set -euo pipefail
 

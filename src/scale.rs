@@ -179,8 +179,8 @@ const VERSION_DENSE: u8 = 1;
 /// Scaling section version 2: only the factors other than 1. One-hot and
 /// count columns, which max-abs scales by 1, are most columns of wide
 /// sparse sets: 8 bytes each of the dense form were 8 to 14% of a default
-/// dataset file on sets of 4,000 to 10,000 columns (`docs/RESULTS.md`,
-/// section 24).
+/// dataset file on sets of 4,000 to 10,000 columns (`docs/archive/RESULTS-HISTORY.md`,
+/// section 28).
 const VERSION_SPARSE: u8 = 2;
 /// Smallest entry of the sparse form: a one-byte gap and an `f64`.
 const MIN_SPARSE_ENTRY: usize = 9;

@@ -181,7 +181,7 @@ pub enum Average {
     /// step's model follows it: on census_fertility sorted by label, the
     /// last iterate ended at 0.54, 0.63 and 0.61 test accuracy for seeds
     /// 1 to 3 against Shuffle Once's 0.63; the mean of the last epoch
-    /// ended at 0.634, 0.634 and 0.635 (`docs/RESULTS.md`). The mean over
+    /// ended at 0.634, 0.634 and 0.635 (`docs/archive/RESULTS-HISTORY.md`). The mean over
     /// the epoch weighs every buffer alike. Costs one pass over the
     /// parameters per step.
     LastEpoch,

@@ -131,6 +131,39 @@ fn train_eval_adds_eval_figures_and_text_prints_the_table() {
 }
 
 #[test]
+fn the_plot_draws_the_held_out_figures_below_the_training_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    mushrooms(dir, "m.toc");
+    ok(
+        &[
+            "train",
+            "m.toc",
+            "--epochs",
+            "2",
+            "--shuffle",
+            "corgipile,none",
+            "--holdout",
+            "0.2",
+            "--plot",
+            "held.svg",
+        ],
+        dir,
+    );
+    let svg = std::fs::read_to_string(dir.join("held.svg")).unwrap();
+    for caption in [
+        "training loss per epoch",
+        "training accuracy per epoch",
+        "held-out loss per epoch",
+        "held-out accuracy per epoch",
+    ] {
+        assert!(svg.contains(caption), "{caption}");
+    }
+    // Two rows of charts: twice the height of a plot without held-out rows.
+    assert!(svg.contains(r#"height="840""#), "{}", &svg[..200]);
+}
+
+#[test]
 fn train_compares_strategies_in_one_plot() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
@@ -164,6 +197,10 @@ fn train_compares_strategies_in_one_plot() {
     for name in ["corgipile", "none", "once", "loss", "accuracy"] {
         assert!(svg.contains(name), "{name}");
     }
+    assert!(
+        !svg.contains("held-out"),
+        "no held-out rows, no held-out chart"
+    );
     // Shuffle Once's scratch copy is gone.
     let left: Vec<_> = std::fs::read_dir(dir)
         .unwrap()

@@ -346,7 +346,7 @@ impl PageDecoder {
 /// decode tree (`tree` is scratch): the packed block keeps the bytes and
 /// decodes them with the trusted decoders, so a tree built here would be
 /// thrown away (for a version-3 page, placing the shared nodes it uses
-/// in a compact tree was most of its validation: `docs/RESULTS.md`
+/// in a compact tree was most of its validation: `docs/archive/RESULTS-HISTORY.md`
 /// section 24).
 pub(super) fn validate_payload(
     (format, dict): (FormatKind, Option<&Arc<SharedDict>>),

@@ -30,7 +30,7 @@ const ROUND_BYTES: usize = 16 << 20;
 /// Default rows per page: a fifth of the default 250-row mini-batch, so a
 /// mini-batch spans five pages from different blocks and the loader's
 /// [`Mode::Auto`](crate::loader::Mode::Auto) takes page mode (no
-/// re-encoding). Measured in `docs/RESULTS.md` (section 15): files are 1%
+/// re-encoding). Measured in `docs/archive/RESULTS-HISTORY.md` (section 15): files are 1%
 /// (mnist5k) to 52% (census) larger than with 250-row pages, and an epoch
 /// is several times faster than exact mode's.
 pub const DEFAULT_PAGE_ROWS: usize = 50;
@@ -40,7 +40,7 @@ pub const DEFAULT_PAGE_ROWS: usize = 50;
 /// 2.7M shuffled rows: 18,000) and a block holds a few hundred rows at
 /// most. On label-sorted census, CorgiPile's 10% buffer then ends at
 /// Shuffle Once's test accuracy, where 16 KiB blocks (98 of them, 2,300
-/// rows each) left it swinging between 38% and 63% (`docs/RESULTS.md`,
+/// rows each) left it swinging between 38% and 63% (`docs/archive/RESULTS-HISTORY.md`,
 /// section 15). The price, on flights3m: the first epoch and streaming
 /// epochs take about twice as long as with 16 KiB blocks (more, smaller
 /// reads and hand-overs); resident epochs (the default) are unchanged.
@@ -48,7 +48,7 @@ pub const DEFAULT_BLOCK_BYTES: usize = 2 << 10;
 
 /// Default rows per segment of a TOC_FULL file: the pages of a segment
 /// share one dictionary (pairs, values and prefix-tree nodes learned from
-/// the segment's rows; file version 4). Measured in `docs/RESULTS.md`
+/// the segment's rows; file version 4). Measured in `docs/archive/RESULTS-HISTORY.md`
 /// (section 24): against 4,096 rows, 65,536 makes label-sorted flights3m's
 /// file 29% smaller (19.1 to 13.6 MB) and its training's peak memory
 /// 22% lower (162 to 126 MB: fewer, larger dictionaries repeat fewer

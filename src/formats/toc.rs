@@ -99,7 +99,7 @@ impl TocPage {
         // (`DecodeTree::settle_for_kernels`): the loader that loads it is
         // the bottleneck of page-mode training, and writing the rows out
         // there made flights3m's page-mode epochs 10 to 20% slower than
-        // the kernels it saved (`docs/RESULTS.md` section 30).
+        // the kernels it saved (`docs/archive/RESULTS-HISTORY.md` section 30).
         tree.trim();
         if batch.level() != level {
             return Err(Error::WrongFormat {

@@ -11,7 +11,7 @@
 //! one pass over the entries: `v.A` was 1.9x CSR on nycflights13 at
 //! 250-row batches, and 2.5 to 3x on the 50-row version-3 pages the
 //! loader trains on, whose trees also hold the ancestors of every shared
-//! node they use (`docs/RESULTS.md` sections 25 and 30).
+//! node they use (`docs/archive/RESULTS-HISTORY.md` sections 25 and 30).
 //!
 //! Where: a batch encoded from rows (`TocPage::encode`: a copy of them),
 //! `TocBatch::kernels` and `BatchKernels::of_pages` (a walk of the tree).

@@ -53,19 +53,19 @@
 //!   node is named by more than 2.5 codes on average, adds even and odd
 //!   rows' weights into two tables, so that the same address is not
 //!   updated back to back (nycflights13 `v.A`: 2.1x to 1.8x CSR;
-//!   `docs/RESULTS.md` section 20).
+//!   `docs/archive/RESULTS-HISTORY.md` section 20).
 //! - A linear model's gradient (`A.w`, a slope per row, `v.A` added into
 //!   the gradient) is one kernel on one tree: each row's slope is
 //!   scattered into the node weights right after its margin, with no
 //!   vector between the products (0 to 25% faster than the two kernels,
-//!   `docs/RESULTS.md` section 16).
+//!   `docs/archive/RESULTS-HISTORY.md` section 16).
 //! - A batch whose tree costs more work than its rows (what `v.A` visits
 //!   on the tree: every node's weight, the codes, a parent and a key per
 //!   created node, the first layer; above the entries) runs on the rows, written out once when the batch is
 //!   encoded or its kernels are asked for (`form.rs`): numeric
 //!   columns repeat few sequences, and there the tree's passes cost more
 //!   than CSR's one (nycflights13 `v.A`: 1.9x CSR on the tree, 0.9x on
-//!   the rows; `docs/RESULTS.md` section 30). A flat batch's `A*c`
+//!   the rows; `docs/archive/RESULTS-HISTORY.md` section 30). A flat batch's `A*c`
 //!   records the factor for its kernels to apply, so scaling stays
 //!   `O(1)` on every batch.
 //! - Measured and dropped: evaluating first-layer pairs at their use in

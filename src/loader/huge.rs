@@ -8,7 +8,7 @@
 //! ns a read on 4 KiB pages and 176 ns on 2 MiB pages, independent reads
 //! 19 ns and 8 ns, and over 4 MiB 174 ns against 15 ns (the working set
 //! then fits the cache once the TLB covers it). The shuffled gather of a
-//! flights3m epoch went from 115 to 66 ns a row (`docs/RESULTS.md`,
+//! flights3m epoch went from 115 to 66 ns a row (`docs/archive/RESULTS-HISTORY.md`,
 //! section 31).
 //!
 //! Linux backs a region with huge pages on its first touch when it is

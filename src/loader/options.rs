@@ -114,7 +114,7 @@ impl Mode {
     /// while it was the faster mode; since rows are decoded from the
     /// compressed resident blocks, exact mode is the faster one there too
     /// (shuffled flights3m: 0.57 to 0.80 s an epoch against 0.98 to 1.10;
-    /// `docs/RESULTS.md` section 22), so auto never takes it. Any other
+    /// `docs/archive/RESULTS-HISTORY.md` section 22), so auto never takes it. Any other
     /// mode is taken as it is. [`Loader::mode_choice`](super::Loader::mode_choice)
     /// is this for its file and options.
     pub fn choose(self, info: &crate::dataset::DatasetInfo, batch_rows: usize) -> ModeChoice {

@@ -52,7 +52,7 @@ impl Optimizer {
 
     /// The learning rate of the first epoch when none is given: 0.03 for
     /// Adam, 0.1 for AdaGrad and plain SGD (measured on the shared
-    /// datasets, `docs/RESULTS.md`, "Real data, real workflows"). The
+    /// datasets, `docs/archive/RESULTS-HISTORY.md`, "Real data, real workflows"). The
     /// command line, Python and [`TrainOptions`](crate::train::TrainOptions)
     /// take it from here.
     pub fn default_learning_rate(self) -> f64 {

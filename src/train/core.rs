@@ -78,7 +78,7 @@ pub(crate) fn prepare<S: Source + 'static>(
 /// whatever the gradient's size, so without it a target in the thousands
 /// is out of reach of the default 0.03: on ggplot2's diamonds (price,
 /// mean 3,933) ten epochs ended at eval R^2 -0.86, and at 0.92 with it
-/// (scikit-learn's Ridge 0.919; `docs/RESULTS.md` section 27). The L2
+/// (scikit-learn's Ridge 0.919; `docs/archive/RESULTS-HISTORY.md` section 27). The L2
 /// penalty's optimum is unchanged (the loss and the penalty both scale
 /// by `1 / spread^2`).
 #[derive(Debug, Clone, Copy, PartialEq)]

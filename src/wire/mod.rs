@@ -399,7 +399,7 @@ pub(crate) fn unpack_into(payload: &[u8], width: u8, count: usize, out: &mut Vec
 }
 
 // Why hand-written, by measurement (`examples/unpack.rs`,
-// docs/RESULTS.md section 20: every packed array of real 50-row pages of
+// docs/archive/RESULTS-HISTORY.md section 20: every packed array of real 50-row pages of
 // the six shared datasets, widths 1 to 12 and lengths of 1 to 18,000,
 // mostly 50 to 400 values): `bitvec` (bit slices, `load_le` per value)
 // unpacks 9 to 21 times slower than this code; the `bitpacking` crate's

@@ -14,6 +14,8 @@
 //! filled has every crate it needs, and the workspace's lock file pins
 //! the same versions.
 
+mod links;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

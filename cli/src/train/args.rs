@@ -128,7 +128,8 @@ pub struct TrainArgs {
     #[arg(long)]
     pub json: bool,
     /// Also draw loss and accuracy per epoch (one line per strategy) as an
-    /// SVG chart.
+    /// SVG chart: the running training figures, and the held-out ones
+    /// below them with --eval or --holdout.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
     /// The step rule: adam (default), adagrad or sgd (plain SGD, the

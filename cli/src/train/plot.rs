@@ -1,5 +1,10 @@
 //! `train --plot FILE.svg`: loss and accuracy (R^2 for linreg) per epoch,
-//! one line per strategy, side by side, with a legend beside each chart.
+//! one line per strategy, side by side, with a legend beside each chart;
+//! with --eval or --holdout a second row draws the held-out figures, the
+//! ones that compare strategies on label-sorted data (there a strategy
+//! that does not shuffle meets one label at a time, so its running
+//! training figures look better than any other's while its model is
+//! worse).
 
 use std::error::Error;
 use std::path::Path;
@@ -29,10 +34,16 @@ pub fn draw(path: &Path, runs: &[Run], metric: &str) -> Result<(), Box<dyn Error
     // Drawn in memory, then written atomically (through a link, to a
     // FIFO or a device as well): a failed plot never leaves half a file.
     let mut svg = String::new();
+    let held_out = runs
+        .iter()
+        .flat_map(|r| &r.reports)
+        .any(|r| r.eval.is_some());
+    let rows = if held_out { 2 } else { 1 };
     {
-        let root = SVGBackend::with_string(&mut svg, (2 * SIZE.0, SIZE.1)).into_drawing_area();
+        let root =
+            SVGBackend::with_string(&mut svg, (2 * SIZE.0, rows * SIZE.1)).into_drawing_area();
         root.fill(&WHITE)?;
-        let areas = root.split_evenly((1, 2));
+        let areas = root.split_evenly((rows as usize, 2));
         chart(&areas[0], "training loss per epoch", "loss", runs, |r| {
             r.train.loss
         })?;
@@ -43,6 +54,21 @@ pub fn draw(path: &Path, runs: &[Run], metric: &str) -> Result<(), Box<dyn Error
             runs,
             |r| r.train.accuracy,
         )?;
+        if held_out {
+            let eval = |r: &EpochReport, pick: fn(&tocpile::train::Score) -> f64| {
+                r.eval.as_ref().map_or(f64::NAN, pick)
+            };
+            chart(&areas[2], "held-out loss per epoch", "loss", runs, |r| {
+                eval(r, |s| s.loss)
+            })?;
+            chart(
+                &areas[3],
+                &format!("held-out {metric} per epoch"),
+                metric,
+                runs,
+                |r| eval(r, |s| s.accuracy),
+            )?;
+        }
         root.present()?;
     }
     tocpile::atomic::write(path, svg.as_bytes())?;

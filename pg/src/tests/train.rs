@@ -25,11 +25,11 @@ mod tests {
         // 89 heap pages: a 10% buffer holds 9 blocks, whose label share
         // varies by about 15 points: CorgiPile ends within a few points
         // of Shuffle Once here (on census's 3,762 blocks, within a point:
-        // see docs/RESULTS.md). No Shuffle's last iterates follow the
+        // see docs/archive/RESULTS-HISTORY.md). No Shuffle's last iterates follow the
         // labels as sorted, but the model is the mean of the last epoch's
         // iterates (the trainer's default, as on the command line), which
         // averages most of that drift away: its figures are reported, not
-        // held to a gap (docs/RESULTS.md, section 31).
+        // held to a gap (docs/archive/RESULTS-HISTORY.md, section 31).
         let run = |shuffle: &str| {
             let (mut acc, mut loss) = (0.0, 0.0);
             for seed in 1..=3 {
