@@ -97,6 +97,7 @@ pub mod loader;
 pub mod model;
 mod options;
 mod page;
+pub mod parallel;
 pub mod rng;
 pub mod scale;
 mod sparse;

@@ -166,10 +166,12 @@ impl Block {
     /// The first failing page's error, as [`Block::page`].
     pub fn pages(&self) -> Result<Vec<Page>> {
         use rayon::prelude::*;
-        (0..self.n_pages())
-            .into_par_iter()
-            .map(|j| self.page(j))
-            .collect()
+        crate::parallel::install(|| {
+            (0..self.n_pages())
+                .into_par_iter()
+                .map(|j| self.page(j))
+                .collect()
+        })
     }
 
     /// Bytes of the pages' payloads (labels excluded), as the footer's

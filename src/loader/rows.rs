@@ -308,7 +308,8 @@ impl<S: Source + 'static> RowEpoch<S> {
             trace: &mut side.trace,
             decoder: &mut side.decoder,
         };
-        let (a, b) = rayon::join(|| main.decode(first, plan), || other.decode(second, plan));
+        let (a, b) =
+            crate::parallel::join(|| main.decode(first, plan), || other.decode(second, plan));
         a?;
         b?;
         let rows = &mut self.rows;

@@ -141,10 +141,12 @@ impl Model {
             }
         }
         let outputs = self.layers.last().map_or(1, |l| l.weights.ncols());
-        let per_page: Vec<Vec<f64>> = pages
-            .par_iter()
-            .map(|page| self.forward(page, &mut Workspace::new()))
-            .collect();
+        let per_page: Vec<Vec<f64>> = crate::parallel::install(|| {
+            pages
+                .par_iter()
+                .map(|page| self.forward(page, &mut Workspace::new()))
+                .collect()
+        });
         let scores = per_page.concat();
         if let Some(i) = scores.iter().position(|s| s.is_nan()) {
             return Err(Error::InvalidNumber {
