@@ -62,6 +62,15 @@
 //! [`model`] for runnable examples, and [`kernels`] for the products on
 //! the decode tree.
 //!
+//! # Threads
+//!
+//! Parallel steps (kernels across the pages of a mini-batch, encoding,
+//! parsing, the loader's decoding, prediction) run on the library's own
+//! thread pool, [`parallel`], which a forked child process (PyTorch
+//! DataLoader workers, Python's `multiprocessing`) starts again for
+//! itself; a caller's `rayon::ThreadPool::install` keeps that pool.
+//! `RAYON_NUM_THREADS` sizes it.
+//!
 //! # Cargo features
 //!
 //! - `arrow` (off by default): `ingest::arrow`, which encodes Arrow
