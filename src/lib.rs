@@ -107,6 +107,7 @@ pub mod model;
 mod options;
 mod page;
 pub mod parallel;
+mod prefetch;
 pub mod rng;
 pub mod scale;
 mod sparse;

@@ -4,7 +4,9 @@
 //! surface as errors, and the shuffle quality of each strategy on
 //! label-sorted data ranks as the CorgiPile paper reports.
 
+mod codes;
 mod exact;
+mod length;
 mod quality;
 
 use std::path::PathBuf;
