@@ -23,8 +23,9 @@ extern "C" {
 }
 
 /// Encodes 6,000 rows (the writer encodes pages in parallel), then runs
-/// an exact-mode CorgiPile epoch (the loader decodes the two halves of a
-/// buffer at once) and scores every block with a small network (pages
+/// an exact-mode CorgiPile epoch with the whole file as its buffer and one
+/// streamed in buffers (the loader decodes the two halves of a buffer at
+/// once) and scores every block with a small network (pages
 /// validated and scored in parallel). Returns the epoch's row count and a
 /// sum of the scores.
 fn parallel_work(tag: &str) -> (usize, f64) {
@@ -53,10 +54,15 @@ fn parallel_work(tag: &str) -> (usize, f64) {
         .with_strategy(Strategy::CorgiPile)
         .with_mode(Mode::Exact)
         .with_batch_rows(250);
-    let loader = Loader::new(Arc::clone(&dataset), options).unwrap();
+    // The whole file fits the default budget (one buffer, made once); with
+    // no memory every block streams, in buffers whose two halves are
+    // decoded at once.
     let mut seen = 0;
-    for batch in loader.epoch(0).unwrap() {
-        seen += batch.unwrap().n_rows();
+    for options in [options.clone(), options.with_memory(0)] {
+        let loader = Loader::new(Arc::clone(&dataset), options).unwrap();
+        for batch in loader.epoch(0).unwrap() {
+            seen += batch.unwrap().n_rows();
+        }
     }
     let kind = ModelKind::Mlp {
         hidden: vec![8],
@@ -75,7 +81,7 @@ fn parallel_work(tag: &str) -> (usize, f64) {
 #[test]
 fn parallel_work_survives_a_fork() {
     let expected = parallel_work("parent");
-    assert_eq!(expected.0, 6000);
+    assert_eq!(expected.0, 12_000);
     // SAFETY: the child runs only the library's code and then `_exit`s
     // (no unwinding back into the harness); glibc keeps the allocator
     // usable in the child of a multi-threaded process.
