@@ -165,13 +165,16 @@ pub fn current_num_threads() -> usize {
 /// The calling thread works from the first moment rather than waiting
 /// for a pool thread to wake up and then waiting to be woken itself (what
 /// [`install`] of a parallel iterator costs). Pool threads help only on
-/// cores that are idle now (Linux: the machine's cores less the threads
-/// running or waiting to run, from `/proc/loadavg`; elsewhere every
-/// core), as OpenMP's dynamic thread count does with the load average: on
-/// a machine whose cores are all busy a helper may get no time for
-/// milliseconds while holding a chunk the call must wait for, which made
-/// a 5 ms prediction 1.4 to 1.9 times slower with a helper than without
-/// (2 cores, load 8).
+/// cores that are idle (Linux: the machine's cores less the other threads
+/// running or waiting to run now, and less the last minute's load beyond
+/// what the pool's own threads could add, from `/proc/loadavg`; elsewhere
+/// every core), as OpenMP's dynamic thread count does with the load
+/// average: on a machine whose cores are all busy a helper may get no
+/// time for milliseconds while holding a chunk the call must wait for,
+/// which made a 5 ms prediction 1.4 to 1.9 times slower with a helper
+/// than without (2 cores, load 8). The instant count alone let helpers
+/// start at a moment of calm in a busy minute: 9 ms on one thread, 15 ms
+/// with a helper (2 cores, load 5.3).
 ///
 /// # Errors
 /// The first failing chunk's error.
@@ -216,8 +219,10 @@ where
             }
         }
     };
-    let idle = if n_chunks > 1 { idle_cores() } else { 1 };
-    let helpers = |threads: usize| threads.min(n_chunks).min(idle).saturating_sub(1);
+    let helpers = |threads: usize| {
+        let idle = if n_chunks > 1 { idle_cores(threads) } else { 1 };
+        threads.min(n_chunks).min(idle).saturating_sub(1)
+    };
     if rayon::current_thread_index().is_some() {
         let helpers = helpers(rayon::current_num_threads());
         rayon::in_place_scope(|scope| spread(scope, helpers, &work));
@@ -236,26 +241,33 @@ where
     }
 }
 
-/// Cores free for this call's threads: the cores this process may use,
-/// less the threads running or runnable now other than the caller (the
-/// fourth field of Linux's `/proc/loadavg`, `runnable/total`), at least
-/// 1; every core where that file is missing.
-fn idle_cores() -> usize {
+/// Cores free for this call's threads on a pool of `threads`: the cores
+/// this process may use less the busy ones ([`busy_of`] of Linux's
+/// `/proc/loadavg`), at least 1; every core where that file is missing.
+fn idle_cores(threads: usize) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let runnable = std::fs::read_to_string("/proc/loadavg")
+    let busy = std::fs::read_to_string("/proc/loadavg")
         .ok()
-        .and_then(|text| runnable_of(&text));
-    match runnable {
-        Some(r) => cores.saturating_sub(r.saturating_sub(1)).max(1),
+        .and_then(|text| busy_of(&text, threads));
+    match busy {
+        Some(b) => cores.saturating_sub(b).max(1),
         None => cores,
     }
 }
 
-/// The runnable-thread count of a `/proc/loadavg` line
-/// (`"0.50 0.60 0.70 3/456 7890"` gives 3).
-fn runnable_of(loadavg: &str) -> Option<usize> {
-    let field = loadavg.split_whitespace().nth(3)?;
-    field.split('/').next()?.parse().ok()
+/// Cores busy with other work by a `/proc/loadavg` line
+/// (`"5.30 4.10 3.00 3/456 7890"`): the larger of the threads running or
+/// runnable now other than the caller (the fourth field's first number,
+/// less 1) and the last minute's load average beyond the `threads` a pool
+/// of this process adds at most (whole cores, rounded down). The second
+/// keeps helpers off a machine busy on average that is calm for an
+/// instant; a process whose own pool made the load does not count it.
+fn busy_of(loadavg: &str, threads: usize) -> Option<usize> {
+    let mut fields = loadavg.split_whitespace();
+    let minute: f64 = fields.next()?.parse().ok()?;
+    let runnable: usize = fields.nth(2)?.split('/').next()?.parse().ok()?;
+    let beyond = (minute - threads as f64).max(0.0).floor() as usize;
+    Some(runnable.saturating_sub(1).max(beyond))
 }
 
 /// `work` on `helpers` tasks of `scope` and on the calling thread.
@@ -318,11 +330,17 @@ mod tests {
     }
 
     #[test]
-    fn runnable_threads_are_read_from_loadavg() {
-        assert_eq!(runnable_of("0.50 0.60 0.70 3/456 7890\n"), Some(3));
-        assert_eq!(runnable_of("0.50 0.60"), None);
-        assert_eq!(runnable_of("a b c x/y z"), None);
-        assert!(idle_cores() >= 1);
+    fn busy_cores_are_read_from_loadavg() {
+        // Now: 2 other threads; the minute: 0.5 beyond a pool of 2.
+        assert_eq!(busy_of("2.50 0.60 0.70 3/456 7890\n", 2), Some(2));
+        // The minute: 3.3 beyond a pool of 2, now only the caller.
+        assert_eq!(busy_of("5.30 4.10 3.00 1/456 7890", 2), Some(3));
+        // A quiet machine, the load this process's pool made.
+        assert_eq!(busy_of("1.90 1.00 0.50 1/456 7890", 2), Some(0));
+        assert_eq!(busy_of("0.00 0.00 0.00 0/1 1", 1), Some(0));
+        assert_eq!(busy_of("0.50 0.60", 2), None);
+        assert_eq!(busy_of("a b c x/y z", 2), None);
+        assert!(idle_cores(2) >= 1);
     }
 
     #[test]
