@@ -62,6 +62,15 @@
 //! [`model`] for runnable examples, and [`kernels`] for the products on
 //! the decode tree.
 //!
+//! # Threads
+//!
+//! Parallel steps (kernels across the pages of a mini-batch, encoding,
+//! parsing, the loader's decoding, prediction) run on the library's own
+//! thread pool, [`parallel`], which a forked child process (PyTorch
+//! DataLoader workers, Python's `multiprocessing`) starts again for
+//! itself; a caller's `rayon::ThreadPool::install` keeps that pool.
+//! `RAYON_NUM_THREADS` sizes it.
+//!
 //! # Cargo features
 //!
 //! - `arrow` (off by default): `ingest::arrow`, which encodes Arrow
@@ -97,6 +106,7 @@ pub mod loader;
 pub mod model;
 mod options;
 mod page;
+pub mod parallel;
 mod prefetch;
 pub mod rng;
 pub mod scale;

@@ -2,7 +2,9 @@
 //! `tocpile bench codec` (in `bench/codec.rs`): sizes of TOC's layouts and
 //! codec speed; `tocpile bench pages` (`bench/pages.rs`): the pages of a
 //! mini-batch in parallel; `tocpile bench adaptive` (`bench/adaptive.rs`):
-//! what each choice of format version 2 buys.
+//! what each choice of format version 2 buys; `tocpile bench predict`
+//! (`bench/predict.rs`): a linear model's predictions against scipy's
+//! loop.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -23,6 +25,7 @@ use crate::{Failure, Outcome};
 mod adaptive;
 mod codec;
 mod pages;
+mod predict;
 
 /// Measurements.
 #[derive(Debug, Args)]
@@ -37,6 +40,7 @@ enum BenchCommand {
     Codec(codec::CodecArgs),
     Pages(pages::PagesArgs),
     Adaptive(adaptive::AdaptiveArgs),
+    Predict(predict::PredictArgs),
     Train(crate::bench_train::TrainBenchArgs),
 }
 
@@ -112,6 +116,7 @@ pub fn run(args: &BenchArgs) -> Outcome {
         BenchCommand::Codec(args) => codec::run(args),
         BenchCommand::Pages(args) => pages::run(args),
         BenchCommand::Adaptive(args) => adaptive::run(args),
+        BenchCommand::Predict(args) => predict::run(args),
         BenchCommand::Train(args) => crate::bench_train::run(args),
     }
 }

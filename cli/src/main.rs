@@ -154,9 +154,9 @@ fn main() -> ExitCode {
         }
     };
     signals::install();
-    // The kernels' thread pool, started now so that a limit on threads or
-    // on address space is this error rather than a panic at first use.
-    if let Err(e) = rayon::ThreadPoolBuilder::new().build_global() {
+    // The library's thread pool, started now so that a limit on threads or
+    // on address space is this error rather than a failure at first use.
+    if let Err(e) = tocpile::parallel::start() {
         eprintln!(
             "tocpile: could not start the worker threads: {e} (a limit on threads or on \
              address space was reached)"

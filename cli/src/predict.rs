@@ -67,8 +67,13 @@ fn lines(p: &Predictions, first: u64, args: &PredictArgs, labelled: bool, out: &
             serde_json::to_writer(&mut *out, &doc).expect("writing to memory");
             out.push(b'\n');
         } else if args.scores || p.class(i).is_none() {
-            let text: Vec<String> = scores.iter().map(|s| s.to_string()).collect();
-            writeln!(out, "{}", text.join(" ")).expect("writing to memory");
+            // Written in place: a String per score and per line was a
+            // third of the command's time on 400,000 rows.
+            for (k, s) in scores.iter().enumerate() {
+                let sep = if k == 0 { "" } else { " " };
+                write!(out, "{sep}{s}").expect("writing to memory");
+            }
+            out.push(b'\n');
         } else {
             writeln!(out, "{}", p.label(i)).expect("writing to memory");
         }

@@ -200,3 +200,51 @@ fn file_figure_is_the_default_encode_against_the_text_compressed() {
     let v = json(&["ratio", "default.toc", "--no-large", "--json"], &dir);
     assert!(v["datasets"][0]["file"].is_null());
 }
+
+#[test]
+fn bench_predict_compares_a_linear_model_with_the_csr_loop() {
+    let (_guard, dir) = fixture();
+    ok(&["encode", "small.libsvm", "-o", "s.toc"], &dir);
+    ok(
+        &[
+            "train", "s.toc", "--model", "lr", "--epochs", "1", "--save", "lr.model",
+        ],
+        &dir,
+    );
+    let text = ok(
+        &["bench", "predict", "lr.model", "s.toc", "--rounds", "1"],
+        &dir,
+    );
+    assert!(text.contains("s.toc: 40 rows"), "{text}");
+    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("| ")).collect();
+    // The header and one line per thread setting, each with its ratios.
+    assert_eq!(rows.len(), 3, "{text}");
+    assert!(rows[1].starts_with("| 1 |"), "{text}");
+    for row in &rows[1..] {
+        let cells: Vec<f64> = row
+            .trim_matches(|c| c == '|' || c == ' ')
+            .split('|')
+            .map(|c| c.trim().parse().unwrap())
+            .collect();
+        assert_eq!(cells.len(), 6, "{row}");
+        assert!(cells.iter().all(|&v| v.is_finite() && v >= 0.0), "{row}");
+    }
+    ok(
+        &[
+            "train",
+            "s.toc",
+            "--model",
+            "mlp",
+            "--epochs",
+            "1",
+            "--save",
+            "mlp.model",
+        ],
+        &dir,
+    );
+    runtime_error(
+        &["bench", "predict", "mlp.model", "s.toc"],
+        &dir,
+        &["linear models"],
+    );
+}

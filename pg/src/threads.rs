@@ -30,15 +30,15 @@ pub fn with_signals_blocked<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// Starts the library's thread pool (rayon's global pool) with signals
+/// Starts the library's thread pool (`tocpile::parallel`) with signals
 /// blocked, once per backend, before any library call that may use it.
 pub fn start_pool() {
     static POOL: Once = Once::new();
     POOL.call_once(|| {
         with_signals_blocked(|| {
-            // An error means a pool already exists (started by another
-            // library): nothing to do then.
-            let _ = rayon::ThreadPoolBuilder::new().build_global();
+            // An error (no threads to be had) surfaces again, as that
+            // call's error or rayon's, at the first parallel step.
+            let _ = tocpile::parallel::start();
         });
     });
 }

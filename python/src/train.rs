@@ -229,7 +229,9 @@ pub(crate) fn train(
         .with_batch_rows(batch_size)
         .with_buffer(match buffer {
             Some(b) => buffer_of(b)?,
-            None => Buffer::Fraction(0.1),
+            // The command line's default: the whole file when it fits the
+            // loader's budget, else a tenth.
+            None => Buffer::Auto,
         });
     let train_options = TrainOptions::default()
         .with_optimizer(rule)

@@ -68,7 +68,8 @@ def install(monkeypatch):
     torch.utils = utils
     torch.distributed = dist
     torch.from_numpy = Tensor
-    torch.sparse_csr_tensor = lambda crow, col, values, size: SparseCsrTensor(crow, col, values, size)
+    torch.sparse_csr_tensor = lambda crow, col, values, size, check_invariants=None: (
+        SparseCsrTensor(crow, col, values, size))
     for name, module in [
         ("torch", torch),
         ("torch.utils", utils),

@@ -81,3 +81,58 @@ def test_float32_tensors(monkeypatch, ids_file):
         assert Xb.numpy().dtype == np.float32 and yb.numpy().dtype == np.float32
         ids = row_ids(Xb.numpy())
         np.testing.assert_array_equal(Xb.numpy(), X[ids].astype(np.float32))
+
+
+def test_resume_plan_gives_the_rest_in_the_dataloaders_order(monkeypatch):
+    """A DataLoader takes its workers' batches in turn, passing over the
+    exhausted ones; resume_plan's skips and turned shares give the rest of
+    that sequence exactly, however many batches were consumed."""
+    fake_torch.install(monkeypatch)
+    from tocpile.torch import resume_plan
+
+    def turns(shares):
+        out = []
+        for t in range(max(len(s) for s in shares)):
+            out.extend(s[t] for s in shares if t < len(s))
+        return out
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        counts = rng.integers(0, 6, size=rng.integers(1, 5)).tolist()
+        shares = [[(w, t) for t in range(c)] for w, c in enumerate(counts)]
+        full = turns(shares)
+        for consumed in range(len(full) + 1):
+            skips, following = resume_plan(consumed, counts)
+            assert sum(skips) == consumed
+            W = len(counts)
+            turned = [shares[(following + w) % W][skips[(following + w) % W]:] for w in range(W)]
+            rest = turns(turned) if any(turned) else []
+            assert full[:consumed] + rest == full, (counts, consumed)
+
+
+def test_state_dict_resumes_without_workers(monkeypatch, ids_file):
+    fake_torch.install(monkeypatch)
+    from tocpile.torch import CorgiPileDataset
+
+    path, _, _ = ids_file
+    ds = CorgiPileDataset(path, batch_size=90, seed=5)
+    ds.set_epoch(2)
+    full = ids_of(list(ds))
+    it = iter(ds)
+    head = ids_of([next(it) for _ in range(4)])
+    state = ds.state_dict()
+    assert (state["epoch"], state["batches"]) == (2, 4)
+    again = CorgiPileDataset(path, batch_size=90, seed=5)
+    again.load_state_dict(state)
+    assert again.epoch == 2
+    rest = ids_of(list(again))
+    assert [a.tolist() for a in head + rest] == [a.tolist() for a in full]
+    fresh = CorgiPileDataset(path, batch_size=90, seed=5)
+    with pytest.raises(ValueError, match="has not iterated"):
+        fresh.state_dict()
+    with pytest.raises(ValueError, match="batches"):
+        fresh.state_dict(batches=-1)
+    with pytest.raises(ValueError, match="seed is 5 there, 6 here"):
+        CorgiPileDataset(path, batch_size=90, seed=6).load_state_dict(state)
+    with pytest.raises(ValueError, match="version"):
+        fresh.load_state_dict({**state, "version": 99})

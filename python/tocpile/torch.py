@@ -26,17 +26,39 @@ epoch, each with its own buffer. The rank and world size come from
 ``persistent_workers=True`` the workers keep the epoch they started with,
 so leave it off.
 
+Resuming mid-epoch: ``ds.state_dict()`` (the epoch and the batches of it
+already consumed) and ``ds.load_state_dict(state)`` before the next
+iteration, which then yields exactly the rest of that epoch, with or
+without workers (each worker skips its share of the consumed batches:
+the DataLoader takes the workers' batches in turn). Without workers the
+dataset counts the batches itself; with workers (whose iterations the
+dataset in the main process does not see) give the count the training
+loop holds, ``ds.state_dict(batches=n)``, and resume with the same
+``num_workers``::
+
+    for i, (X, y) in enumerate(loader):
+        ...
+        if time_to_save:
+            torch.save({"model": model.state_dict(), "optim": opt.state_dict(),
+                        "data": ds.state_dict(batches=i + 1)}, "ckpt.pt")
+
+Worker processes made by fork (Linux's default) are safe: the library
+starts its thread pool again in each, and each worker opens its own file
+and loader threads when it starts iterating.
+
 The adapter uses only ``torch.utils.data.IterableDataset``,
 ``torch.utils.data.get_worker_info``, ``torch.distributed``'s
 ``is_available`` / ``is_initialized`` / ``get_rank`` / ``get_world_size``,
-``torch.from_numpy`` and ``torch.sparse_csr_tensor``; the tests run it
-against a stand-in module with exactly that protocol (PyTorch is not
-installed in CI).
+``torch.from_numpy`` and ``torch.sparse_csr_tensor``; the fast tests run
+it against a stand-in module with exactly that protocol, and
+``tests/test_torch_real.py`` against PyTorch itself (CI's opt-in step,
+``TOCPILE_TORCH=1``).
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, Iterator, Optional, Tuple, Union
 
 try:
@@ -47,9 +69,32 @@ except ImportError as e:  # pragma: no cover - exercised without torch
         "tocpile.torch needs PyTorch (pip install torch); the rest of tocpile works without it"
     ) from e
 
-from . import Loader
+from . import Dataset, Loader
 
 __all__ = ["CorgiPileDataset"]
+
+#: Format of the dicts ``CorgiPileDataset.state_dict`` returns.
+STATE_VERSION = 1
+
+
+def resume_plan(consumed: int, counts: "list[int]") -> Tuple["list[int]", int]:
+    """Where each worker's share stands after a DataLoader yielded
+    ``consumed`` batches from workers having ``counts`` batches: how many
+    of each share's batches were among them, and which share's batch comes
+    next. A DataLoader takes the workers' batches in turn (batch ``t`` of
+    worker 0, of worker 1, ..., then batch ``t + 1``), passing over a
+    worker that has none left; a new one starts with worker 0, so the
+    resumed epoch gives worker ``w`` share ``(next + w) % len(counts)``
+    and the batches come in the same order as without the interruption."""
+    skips = [0] * len(counts)
+    left, following = consumed, 0
+    while left > 0 and any(s < c for s, c in zip(skips, counts)):
+        for w, c in enumerate(counts):
+            if left > 0 and skips[w] < c:
+                skips[w] += 1
+                left -= 1
+                following = (w + 1) % len(counts)
+    return skips, following
 
 
 class CorgiPileDataset(IterableDataset):
@@ -93,10 +138,70 @@ class CorgiPileDataset(IterableDataset):
         self.to_tensor = to_tensor
         self.dtype = dtype
         self.epoch = 0
+        # Batches of `epoch` this process's iterations yielded (without
+        # workers: what the training loop consumed); None before any.
+        self._yielded: Optional[int] = None
+        # (epoch, batches consumed) for the next iteration of that epoch.
+        self._resume: Optional[Tuple[int, int]] = None
 
     def set_epoch(self, epoch: int) -> None:
-        """The epoch the next iteration yields (fixes its shuffle)."""
+        """The epoch the next iteration yields (fixes its shuffle). Another
+        epoch than a loaded state's ends that resumption."""
         self.epoch = epoch
+        self._yielded = None
+        if self._resume is not None and self._resume[0] != epoch:
+            self._resume = None
+
+    def _identity(self) -> dict:
+        """The options a state must have been saved under."""
+        return {
+            "n_rows": Dataset(self.path).n_rows,
+            "batch_size": self.batch_size,
+            "shuffle": self.shuffle,
+            "seed": self.seed,
+            "buffer": self.buffer,
+            "mode": self.mode,
+            "rank": self._ranks(),
+        }
+
+    def state_dict(self, batches: Optional[int] = None) -> dict:
+        """Where the iteration stands: the epoch, the batches of it already
+        consumed (``batches``; by default those this process's iteration
+        yielded, which is the count without DataLoader workers) and the
+        options, checked on load."""
+        if batches is None:
+            if self._yielded is None:
+                raise ValueError(
+                    "batches: this process has not iterated the dataset (with DataLoader "
+                    "workers the dataset here does not see the batches); pass the number "
+                    "of batches the DataLoader yielded in this epoch"
+                )
+            batches = self._yielded
+        if isinstance(batches, bool) or not isinstance(batches, int) or batches < 0:
+            raise ValueError(f"batches: expected an int >= 0, got {batches!r}")
+        state = {"version": STATE_VERSION, "epoch": self.epoch, "batches": batches}
+        state.update(self._identity())
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        """Resumes from a :meth:`state_dict`: sets its epoch, whose
+        iterations then skip the batches already consumed (each DataLoader
+        worker its share) until :meth:`set_epoch` moves to another epoch."""
+        version = state.get("version")
+        if version != STATE_VERSION:
+            raise ValueError(
+                f"state_dict version {version!r} (this dataset reads version {STATE_VERSION})")
+        for key, ours in self._identity().items():
+            theirs = state.get(key)
+            if isinstance(theirs, list):
+                theirs = tuple(theirs)
+            if theirs != ours:
+                raise ValueError(
+                    f"state_dict is of another run: {key} is {theirs!r} there, {ours!r} here; "
+                    "resume with the same file and options")
+        self.epoch = int(state["epoch"])
+        self._resume = (self.epoch, int(state["batches"]))
+        self._yielded = None
 
     def _ranks(self) -> Tuple[int, int]:
         if self.rank is not None or self.world_size is not None:
@@ -113,9 +218,7 @@ class CorgiPileDataset(IterableDataset):
         worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
         return (rank * workers + worker, world * workers)
 
-    def loader(self) -> Loader:
-        """The :class:`tocpile.Loader` of this process's share, at the epoch."""
-        index, count = self.split()
+    def _slice_loader(self, index: int, count: int) -> Loader:
         loader = Loader(
             self.path,
             shuffle=self.shuffle,
@@ -131,8 +234,36 @@ class CorgiPileDataset(IterableDataset):
         loader.set_epoch(self.epoch)
         return loader
 
+    def loader(self) -> Loader:
+        """The :class:`tocpile.Loader` of this process's share, at the epoch.
+        After :meth:`load_state_dict`, the share's rest of the epoch: the
+        workers' shares turned so that the DataLoader's first worker has
+        the share whose batch was next (see :func:`resume_plan`)."""
+        index, count = self.split()
+        if self._resume is None or self._resume[0] != self.epoch or self._resume[1] == 0:
+            return self._slice_loader(index, count)
+        info = get_worker_info()
+        worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        first = index - worker
+        with warnings.catch_warnings():
+            # The shares' loaders for their batch counts only: their
+            # warnings are those of the loader made below.
+            warnings.simplefilter("ignore")
+            counts = [len(self._slice_loader(first + w, count)) for w in range(workers)]
+        skips, following = resume_plan(self._resume[1], counts)
+        share = (following + worker) % workers
+        loader = self._slice_loader(first + share, count)
+        state = loader.state_dict()
+        state["position"] = skips[share]
+        loader.load_state_dict(state)
+        return loader
+
     def __iter__(self) -> Iterator[Tuple[Any, Any]]:
-        for X, y in self.loader():
+        loader = self.loader()
+        resumed = self._resume is not None and self._resume[0] == self.epoch
+        self._yielded = self._resume[1] if resumed else 0
+        for X, y in loader:
+            self._yielded += 1
             if not self.to_tensor:
                 yield X, y
             elif self.as_ == "dense":
@@ -144,6 +275,9 @@ class CorgiPileDataset(IterableDataset):
                         torch.from_numpy(X.indices.astype("int64")),
                         torch.from_numpy(X.data),
                         size=X.shape,
+                        # The loader's arrays are valid CSR (no check, and
+                        # no warning that none is made).
+                        check_invariants=False,
                     ),
                     torch.from_numpy(y),
                 )

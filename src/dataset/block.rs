@@ -166,10 +166,16 @@ impl Block {
     /// The first failing page's error, as [`Block::page`].
     pub fn pages(&self) -> Result<Vec<Page>> {
         use rayon::prelude::*;
-        (0..self.n_pages())
-            .into_par_iter()
-            .map(|j| self.page(j))
-            .collect()
+        if self.n_pages() < 2 {
+            // Nothing to share: no hand-over to the pool.
+            return (0..self.n_pages()).map(|j| self.page(j)).collect();
+        }
+        crate::parallel::install(|| {
+            (0..self.n_pages())
+                .into_par_iter()
+                .map(|j| self.page(j))
+                .collect()
+        })
     }
 
     /// Bytes of the pages' payloads (labels excluded), as the footer's

@@ -272,25 +272,27 @@ impl DatasetWriter {
         let starts: Vec<usize> = (0..full).step_by(page_rows).collect();
         let format = self.options.format;
         let (pending, labels) = (&self.pending, &self.pending_labels);
-        let pages: Vec<Result<(Vec<u8>, usize)>> = starts
-            .par_iter()
-            .map_init(
-                || {
-                    format
-                        .level()
-                        .map(|level| Encoder::new(EncodeOptions::level(level)))
-                },
-                |encoder, &s| {
-                    let e = (s + page_rows).min(full);
-                    encode_page(
-                        format,
-                        encoder.as_mut(),
-                        &pending.slice_rows(s..e),
-                        &labels[s..e],
-                    )
-                },
-            )
-            .collect();
+        let pages: Vec<Result<(Vec<u8>, usize)>> = crate::parallel::install(|| {
+            starts
+                .par_iter()
+                .map_init(
+                    || {
+                        format
+                            .level()
+                            .map(|level| Encoder::new(EncodeOptions::level(level)))
+                    },
+                    |encoder, &s| {
+                        let e = (s + page_rows).min(full);
+                        encode_page(
+                            format,
+                            encoder.as_mut(),
+                            &pending.slice_rows(s..e),
+                            &labels[s..e],
+                        )
+                    },
+                )
+                .collect()
+        });
         for (page, &s) in pages.into_iter().zip(&starts) {
             let (page, payload) = page?;
             let n = (s + page_rows).min(full) - s;
@@ -337,21 +339,23 @@ impl DatasetWriter {
         let model = Encoder::new(EncodeOptions::default()).learn_segment_in(&segment, true)?;
         let starts: Vec<usize> = (0..full).step_by(page_rows).collect();
         let labels = &self.pending_labels;
-        let pages: Vec<Result<SegmentPage>> = starts
-            .par_iter()
-            .map_init(
-                || Encoder::new(EncodeOptions::default()),
-                |encoder, &s| {
-                    let e = (s + page_rows).min(full);
-                    encode_segment_page(
-                        encoder,
-                        model.as_ref(),
-                        &segment.slice_rows(s..e),
-                        &labels[s..e],
-                    )
-                },
-            )
-            .collect();
+        let pages: Vec<Result<SegmentPage>> = crate::parallel::install(|| {
+            starts
+                .par_iter()
+                .map_init(
+                    || Encoder::new(EncodeOptions::default()),
+                    |encoder, &s| {
+                        let e = (s + page_rows).min(full);
+                        encode_segment_page(
+                            encoder,
+                            model.as_ref(),
+                            &segment.slice_rows(s..e),
+                            &labels[s..e],
+                        )
+                    },
+                )
+                .collect()
+        });
         let pages = pages.into_iter().collect::<Result<Vec<_>>>()?;
         // The dictionary pays when the pages it makes smaller save more
         // than its own bytes; otherwise every page is self-contained.

@@ -124,10 +124,11 @@ pub fn figure5(
                 .flat_map(move |&a| (0..seeds as u64).map(move |s| (q, a, s)))
         })
         .collect();
-    let counts: Vec<PacketCounts> = runs
-        .par_iter()
-        .map(|&(q, alpha, seed)| simulate(n_workers, q, alpha, depth, seed))
-        .collect::<Result<_>>()?;
+    let counts: Vec<PacketCounts> = crate::parallel::install(|| {
+        runs.par_iter()
+            .map(|&(q, alpha, seed)| simulate(n_workers, q, alpha, depth, seed))
+            .collect::<Result<_>>()
+    })?;
     let points = runs
         .chunks(seeds)
         .zip(counts.chunks(seeds))

@@ -273,11 +273,12 @@ impl ArrowEncoder {
     /// encoder's counts are unchanged by a batch that fails.
     pub fn encode(&mut self, batch: &RecordBatch) -> Result<Chunk> {
         let n = batch.num_rows();
-        let prepared: Vec<Result<(Prepared, u64)>> = self
-            .plans
-            .par_iter()
-            .map(|plan| self.prepare(batch, plan))
-            .collect();
+        let prepared: Vec<Result<(Prepared, u64)>> = crate::parallel::install(|| {
+            self.plans
+                .par_iter()
+                .map(|plan| self.prepare(batch, plan))
+                .collect()
+        });
         let mut columns = Vec::with_capacity(prepared.len());
         let mut unseen = 0;
         let (labels, mut first_error) = match self.labels(batch) {
@@ -303,21 +304,23 @@ impl ArrowEncoder {
         let step = sub_chunk_rows(n);
         let starts: Vec<usize> = (0..n).step_by(step).collect();
         let plans = &self.plans;
-        let parts: Vec<Part> = starts
-            .par_iter()
-            .map(|&start| {
-                let end = (start + step).min(n);
-                let mut part = Part {
-                    labels: labels[start..end].to_vec(),
-                    ..Part::default()
-                };
-                for row in start..end {
-                    encode_row(row, plans, &columns, &mut part);
-                    part.ends.push(part.cols.len());
-                }
-                part
-            })
-            .collect();
+        let parts: Vec<Part> = crate::parallel::install(|| {
+            starts
+                .par_iter()
+                .map(|&start| {
+                    let end = (start + step).min(n);
+                    let mut part = Part {
+                        labels: labels[start..end].to_vec(),
+                        ..Part::default()
+                    };
+                    for row in start..end {
+                        encode_row(row, plans, &columns, &mut part);
+                        part.ends.push(part.cols.len());
+                    }
+                    part
+                })
+                .collect()
+        });
         let chunk = join_parts(self.n_cols(), parts, self.rows + 1)?;
         self.rows += n as u64;
         self.unseen += unseen;

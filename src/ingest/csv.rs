@@ -301,19 +301,22 @@ impl CsvReader {
         let step = sub_chunk_rows(records.len());
         let (plans, label) = (&self.plans, self.label);
         let markers = self.schema.missing_markers();
-        let parts: Vec<std::result::Result<(Part, u64), BadField>> = records
-            .par_chunks(step)
-            .enumerate()
-            .map(|(k, records)| {
-                let mut part = Part::default();
-                let mut unseen = 0;
-                for (i, record) in records.iter().enumerate() {
-                    parse_record(record, label, plans, markers, &mut part, &mut unseen)
-                        .map_err(|(field, expected)| (k * step + i, field, expected))?;
-                }
-                Ok((part, unseen))
-            })
-            .collect();
+        let parts: Vec<std::result::Result<(Part, u64), BadField>> =
+            crate::parallel::install(|| {
+                records
+                    .par_chunks(step)
+                    .enumerate()
+                    .map(|(k, records)| {
+                        let mut part = Part::default();
+                        let mut unseen = 0;
+                        for (i, record) in records.iter().enumerate() {
+                            parse_record(record, label, plans, markers, &mut part, &mut unseen)
+                                .map_err(|(field, expected)| (k * step + i, field, expected))?;
+                        }
+                        Ok((part, unseen))
+                    })
+                    .collect()
+            });
         let mut joined = Vec::with_capacity(parts.len());
         let mut unseen = 0;
         for part in parts {

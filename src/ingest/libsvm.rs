@@ -176,19 +176,21 @@ impl LibsvmReader {
         let rows = &self.lines.rows;
         let text = &self.lines.text;
         let (zero_based, n_cols) = (self.zero_based, self.n_cols);
-        let parts: Vec<std::result::Result<Part, (usize, Bad)>> = rows
-            .par_chunks(sub_chunk_rows(rows.len()))
-            .enumerate()
-            .map(|(k, spans)| {
-                let first = k * sub_chunk_rows(rows.len());
-                let mut part = Part::default();
-                for (i, span) in spans.iter().enumerate() {
-                    let line = &text[span.start..span.end];
-                    parse_line(line, zero_based, n_cols, &mut part).map_err(|b| (first + i, b))?;
-                }
-                Ok(part)
-            })
-            .collect();
+        let parts: Vec<std::result::Result<Part, (usize, Bad)>> = crate::parallel::install(|| {
+            rows.par_chunks(sub_chunk_rows(rows.len()))
+                .enumerate()
+                .map(|(k, spans)| {
+                    let first = k * sub_chunk_rows(rows.len());
+                    let mut part = Part::default();
+                    for (i, span) in spans.iter().enumerate() {
+                        let line = &text[span.start..span.end];
+                        parse_line(line, zero_based, n_cols, &mut part)
+                            .map_err(|b| (first + i, b))?;
+                    }
+                    Ok(part)
+                })
+                .collect()
+        });
         let parts = parts
             .into_iter()
             .collect::<std::result::Result<Vec<Part>, _>>()
@@ -220,12 +222,14 @@ fn infer_n_cols(mut lines: Lines, zero_based: bool) -> Result<usize> {
             return Ok(n_cols);
         }
         let text = &lines.text;
-        let chunk_max = lines
-            .rows
-            .par_iter()
-            .map(|span| max_column(&text[span.start..span.end], zero_based))
-            .max()
-            .flatten();
+        let chunk_max = crate::parallel::install(|| {
+            lines
+                .rows
+                .par_iter()
+                .map(|span| max_column(&text[span.start..span.end], zero_based))
+                .max()
+                .flatten()
+        });
         if let Some(c) = chunk_max {
             n_cols = n_cols.max(c as usize + 1);
         }

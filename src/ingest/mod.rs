@@ -177,7 +177,9 @@ pub(crate) fn parse_finite(token: &[u8]) -> Option<f64> {
 /// Rows per rayon task when parsing `n_rows` rows: about four tasks per
 /// thread, at least 64 rows each.
 pub(crate) fn sub_chunk_rows(n_rows: usize) -> usize {
-    n_rows.div_ceil(rayon::current_num_threads() * 4).max(64)
+    n_rows
+        .div_ceil(crate::parallel::current_num_threads() * 4)
+        .max(64)
 }
 
 /// The rows of one parallel task: labels and CSR parts with row ends

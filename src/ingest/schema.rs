@@ -197,9 +197,11 @@ impl Schema {
         loop {
             let pending = table.fill(INFER_ROWS).err();
             let records = table.records();
-            stats
-                .par_iter_mut()
-                .for_each(|s| s.update(records, markers));
+            crate::parallel::install(|| {
+                stats
+                    .par_iter_mut()
+                    .for_each(|s| s.update(records, markers))
+            });
             for s in &mut stats {
                 if let Some(row) = s.first_text_row.take() {
                     s.first_text = Some((table.line_of(row), shorten(&records[row][s.field])));
@@ -246,10 +248,11 @@ impl Schema {
                 if records.is_empty() {
                     break;
                 }
-                let full = redo
-                    .par_iter_mut()
-                    .map(|s| !s.collect(records))
-                    .collect::<Vec<bool>>();
+                let full = crate::parallel::install(|| {
+                    redo.par_iter_mut()
+                        .map(|s| !s.collect(records))
+                        .collect::<Vec<bool>>()
+                });
                 if let Some(k) = full.iter().position(|&f| f) {
                     return Err(redo[k].too_many(&table));
                 }

@@ -76,7 +76,7 @@ pub fn par_matvec(pages: &[DecodeTree], v: ArrayView1<'_, f64>, mut out: ArrayVi
         with_workspace(|ws| page.matvec_into(v, chunk, ws));
     };
     if parallel(pages) {
-        pages.par_iter().zip(chunks).for_each(run);
+        crate::parallel::install(|| pages.par_iter().zip(chunks).for_each(run));
     } else {
         pages.iter().zip(chunks).for_each(run);
     }
@@ -117,21 +117,23 @@ pub fn par_vecmat(pages: &[DecodeTree], v: ArrayView1<'_, f64>, mut out: ArrayVi
         out.iter_mut().zip(&acc).for_each(|(o, &s)| *o = s);
         return;
     }
-    let total = pages
-        .par_iter()
-        .zip(starts)
-        .fold(
-            || (vec![0.0; n_cols], vec![0.0; n_cols]),
-            |(mut acc, mut part), (page, start)| {
-                page_sum(&mut acc, &mut part, page, start);
-                (acc, part)
-            },
-        )
-        .map(|(acc, _)| acc)
-        .reduce_with(|mut a, b| {
-            a.iter_mut().zip(&b).for_each(|(x, &y)| *x += y);
-            a
-        });
+    let total = crate::parallel::install(|| {
+        pages
+            .par_iter()
+            .zip(starts)
+            .fold(
+                || (vec![0.0; n_cols], vec![0.0; n_cols]),
+                |(mut acc, mut part), (page, start)| {
+                    page_sum(&mut acc, &mut part, page, start);
+                    (acc, part)
+                },
+            )
+            .map(|(acc, _)| acc)
+            .reduce_with(|mut a, b| {
+                a.iter_mut().zip(&b).for_each(|(x, &y)| *x += y);
+                a
+            })
+    });
     match total {
         Some(sum) => out.iter_mut().zip(&sum).for_each(|(o, &s)| *o = s),
         None => out.fill(0.0),

@@ -608,8 +608,9 @@ fn check_buffer(blocks: &[(usize, Packed)], path: &std::path::Path) -> Result<()
 }
 
 /// Decodes a buffer's `blocks`: the two halves at once, the second on
-/// another thread (rayon): when the trainer waits for the loader, its
-/// core is free for that half.
+/// another thread of the library's pool ([`crate::parallel`], which a
+/// forked DataLoader worker starts again for itself): when the trainer
+/// waits for the loader, its core is free for that half.
 fn decode_buffer(
     blocks: &[(usize, Packed)],
     (buffer, side): (&mut Buffer, &mut Buffer),
@@ -624,7 +625,7 @@ fn decode_buffer(
     check_buffer(blocks, path)?;
     let (first, second) = blocks.split_at(blocks.len() / 2);
     let (s0, s1) = (&mut scratch.0, &mut scratch.1);
-    let (a, b) = rayon::join(
+    let (a, b) = crate::parallel::join(
         || buffer.decode(first, plan, s0),
         || side.decode(second, plan, s1),
     );

@@ -41,14 +41,17 @@ pub(super) fn run(
     let mut stats = BatchStats::default();
     match grad {
         Some(grad) => {
-            let round = rayon::current_num_threads().max(1);
+            let round = crate::parallel::current_num_threads().max(1);
             let work = &mut grad.work[..pages.len()];
             for (pages, work) in pages.chunks(round).zip(work.chunks_mut(round)) {
-                let results: Vec<Result<(Option<Vec<Layer>>, BatchStats)>> = pages
-                    .par_iter()
-                    .zip(work.par_iter_mut())
-                    .map(|(page, ws)| pass(model, page, ws, true))
-                    .collect();
+                let results: Vec<Result<(Option<Vec<Layer>>, BatchStats)>> =
+                    crate::parallel::install(|| {
+                        pages
+                            .par_iter()
+                            .zip(work.par_iter_mut())
+                            .map(|(page, ws)| pass(model, page, ws, true))
+                            .collect()
+                    });
                 for result in results {
                     let (page_grad, page_stats) = result?;
                     let page_grad = page_grad.expect("asked for a gradient");
@@ -60,10 +63,13 @@ pub(super) fn run(
             }
         }
         None => {
-            let results: Vec<Result<(Option<Vec<Layer>>, BatchStats)>> = pages
-                .par_iter()
-                .map(|page| pass(model, page, &mut Workspace::new(), false))
-                .collect();
+            let results: Vec<Result<(Option<Vec<Layer>>, BatchStats)>> =
+                crate::parallel::install(|| {
+                    pages
+                        .par_iter()
+                        .map(|page| pass(model, page, &mut Workspace::new(), false))
+                        .collect()
+                });
             for result in results {
                 stats.merge(&result?.1);
             }

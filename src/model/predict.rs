@@ -12,9 +12,24 @@ use ndarray::{Array2, ArrayViewMut1};
 use rayon::prelude::*;
 
 use super::{sigmoid, Model, ModelKind};
+use std::sync::Arc;
+
+use crate::dataset::{Dataset, Source};
 use crate::error::{Error, Result};
 use crate::kernels::Workspace;
 use crate::page::Page;
+
+/// Rows below which pages are validated and scored on the calling
+/// thread: handing them to the pool costs two thread wake-ups, more than
+/// scoring a default block's 50 to 150 rows.
+const PARALLEL_MIN_ROWS: usize = 4096;
+
+/// Rows of consecutive blocks [`Model::predict_dataset`] scores in one
+/// parallel step. `tocpile predict` on 400,000 rows in 8,000 one-page
+/// blocks took 0.50 s when each block was read ahead on another thread
+/// and handed to the pool twice (validation, scoring), 0.14 to 0.28 s
+/// in groups (2 cores, load 7).
+const GROUP_ROWS: usize = 32_768;
 
 /// The scores of some rows, `outputs` per row (row-major).
 #[derive(Debug, Clone, PartialEq)]
@@ -131,6 +146,24 @@ impl Model {
     /// parameters and values give one only by overflowing to infinities
     /// of both signs), so that no NaN passes for class 0.
     pub fn predict(&self, pages: &[Page]) -> Result<Predictions> {
+        self.check_columns(pages)?;
+        let rows: usize = pages.iter().map(Page::n_rows).sum();
+        let scores = if pages.len() > 1 && rows >= PARALLEL_MIN_ROWS {
+            let per_page: Vec<Vec<f64>> = crate::parallel::install(|| {
+                pages
+                    .par_iter()
+                    .map_init(Workspace::new, |ws, page| self.forward(page, ws))
+                    .collect()
+            });
+            per_page.concat()
+        } else {
+            self.scores_of(pages, &mut Workspace::new())
+        };
+        self.predictions(scores)
+    }
+
+    /// [`Error::LengthMismatch`] unless every page has the model's columns.
+    fn check_columns(&self, pages: &[Page]) -> Result<()> {
         for page in pages {
             if page.n_cols() != self.n_cols {
                 return Err(Error::LengthMismatch {
@@ -140,12 +173,21 @@ impl Model {
                 });
             }
         }
+        Ok(())
+    }
+
+    /// The scores of `pages`, one after another on this thread.
+    fn scores_of(&self, pages: &[Page], ws: &mut Workspace) -> Vec<f64> {
+        let mut scores = Vec::new();
+        for page in pages {
+            scores.extend(self.forward(page, ws));
+        }
+        scores
+    }
+
+    /// `scores` as [`Predictions`], or the error for the first NaN.
+    fn predictions(&self, scores: Vec<f64>) -> Result<Predictions> {
         let outputs = self.layers.last().map_or(1, |l| l.weights.ncols());
-        let per_page: Vec<Vec<f64>> = pages
-            .par_iter()
-            .map(|page| self.forward(page, &mut Workspace::new()))
-            .collect();
-        let scores = per_page.concat();
         if let Some(i) = scores.iter().position(|s| s.is_nan()) {
             return Err(Error::InvalidNumber {
                 what: format!(
@@ -161,6 +203,70 @@ impl Model {
             labels: self.binary_labels,
             outputs,
             scores,
+        })
+    }
+
+    /// Predictions for every row of `dataset` in file order: consecutive
+    /// blocks taken together until they hold [`GROUP_ROWS`] rows (or the
+    /// file ends), each block read, validated and scored at once (its
+    /// pages still in cache: validating a group's pages first and scoring
+    /// them after took twice as long), the blocks in parallel (no thread
+    /// hand-over per block: a default block holds a page or two). A
+    /// block's error comes after the predictions of the blocks before it,
+    /// and ends the iteration.
+    pub(crate) fn predict_file<'a, S: Source + 'static>(
+        &'a self,
+        dataset: &Arc<Dataset<S>>,
+    ) -> impl Iterator<Item = Result<Predictions>> + 'a {
+        let dataset = Arc::clone(dataset);
+        let mut next_block = 0;
+        let mut failed: Option<Error> = None;
+        std::iter::from_fn(move || {
+            if let Some(e) = failed.take() {
+                next_block = dataset.n_blocks();
+                return Some(Err(e));
+            }
+            let first = next_block;
+            let mut rows = 0;
+            while next_block < dataset.n_blocks() && rows < GROUP_ROWS as u64 {
+                rows += dataset.block_rows(next_block);
+                next_block += 1;
+            }
+            if first == next_block {
+                return None;
+            }
+            let score = |ws: &mut Workspace, b: usize| -> Result<Vec<f64>> {
+                let pages = dataset.read_block(b)?.pages()?;
+                self.check_columns(&pages)?;
+                Ok(self.scores_of(&pages, ws))
+            };
+            let group: Vec<Result<Vec<f64>>> =
+                if next_block - first > 1 && rows >= PARALLEL_MIN_ROWS as u64 {
+                    crate::parallel::install(|| {
+                        (first..next_block)
+                            .into_par_iter()
+                            .map_init(Workspace::new, score)
+                            .collect()
+                    })
+                } else {
+                    let mut ws = Workspace::new();
+                    (first..next_block).map(|b| score(&mut ws, b)).collect()
+                };
+            let mut scores = Vec::new();
+            for result in group {
+                match result {
+                    Ok(block_scores) => scores.extend(block_scores),
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            if scores.is_empty() && failed.is_some() {
+                next_block = dataset.n_blocks();
+                return failed.take().map(Err);
+            }
+            Some(self.predictions(scores))
         })
     }
 

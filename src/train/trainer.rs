@@ -14,7 +14,7 @@ use std::sync::Arc;
 use super::setup::infer_kind;
 use super::{EpochReport, Scale, TrainOptions};
 use crate::cleanup::ScratchFile;
-use crate::dataset::{Dataset, DatasetWriter, Prefetch, Source, WriterOptions};
+use crate::dataset::{Dataset, DatasetWriter, Source, WriterOptions};
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
 use crate::loader::{LoaderOptions, Strategy};
@@ -288,9 +288,11 @@ impl Model {
         self.predict(&[page])
     }
 
-    /// The model's predictions for every row of `dataset`, a block at a
-    /// time in file order (read ahead on another thread), after checking
-    /// that the dataset has the model's columns ([`Model::check_schema`]).
+    /// The model's predictions for every row of `dataset` in file order,
+    /// consecutive blocks together (each item holds 32,768 rows or more,
+    /// the last the rest; their blocks read, validated and scored in
+    /// parallel), after checking that the dataset has the model's columns
+    /// ([`Model::check_schema`]).
     ///
     /// # Errors
     /// [`Error::LengthMismatch`] or [`Error::BadArgument`] for data of
@@ -302,7 +304,6 @@ impl Model {
     ) -> Result<impl Iterator<Item = Result<Predictions>> + 'a> {
         let info = dataset.info();
         self.check_schema(info.n_cols, &info.schema)?;
-        let blocks: Prefetch = dataset.prefetch((0..dataset.n_blocks()).collect(), 2)?;
-        Ok(blocks.map(move |block| self.predict(&block?.pages()?)))
+        Ok(self.predict_file(dataset))
     }
 }

@@ -48,7 +48,7 @@ pub struct PagesArgs {
 pub fn run(args: &PagesArgs) -> Outcome {
     let mut out = format!(
         "threads: {}\n| input | pages x rows | A.v parallel / sequential | v.A parallel / sequential |\n|---|---|---:|---:|\n",
-        rayon::current_num_threads()
+        tocpile::parallel::current_num_threads()
     );
     for path in &args.inputs {
         let all = args.rows.load(path, &args.input_args, 20_000)?;

@@ -121,15 +121,17 @@ fn ratio_row(rows: &SparseBatch, batch_rows: usize, config: &RatioConfig) -> Res
             });
             continue;
         }
-        let measured = starts
-            .par_iter()
-            .map(|&s| {
-                let batch = rows.slice_rows(s..(s + batch_rows).min(n));
-                let page = format.encode(&batch)?;
-                let exact = !config.verify || page.decode() == batch;
-                Ok((page.encoded_len() as u64, exact))
-            })
-            .collect::<Result<Vec<(u64, bool)>>>()?;
+        let measured = tocpile::parallel::install(|| {
+            starts
+                .par_iter()
+                .map(|&s| {
+                    let batch = rows.slice_rows(s..(s + batch_rows).min(n));
+                    let page = format.encode(&batch)?;
+                    let exact = !config.verify || page.decode() == batch;
+                    Ok((page.encoded_len() as u64, exact))
+                })
+                .collect::<Result<Vec<(u64, bool)>>>()
+        })?;
         let bytes: u64 = measured.iter().map(|m| m.0).sum();
         cells.push(RatioCell {
             format,
