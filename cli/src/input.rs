@@ -344,10 +344,26 @@ impl Input {
                 *next_block += 1;
                 let mut batch = SparseBatch::with_cols(dataset.info().n_cols)?;
                 let mut labels = Vec::with_capacity(block.n_rows());
+                let path = dataset.path();
+                let mut block_nnz = 0u64;
                 for p in 0..block.n_pages() {
                     let page = block.page(p)?;
-                    for (cols, vals) in page.batch().try_decode()?.rows() {
-                        batch.push_row(cols, vals)?;
+                    // The block's rows are held at once: what its pages
+                    // decode to is bounded as the loader bounds a block.
+                    if let Some(toc) = page.batch().as_toc() {
+                        block_nnz = block_nnz.saturating_add(toc.tree().decoded_nnz());
+                        tocpile::limits::check_block_nnz(block_nnz).map_err(|e| {
+                            Failure::about(path, format!("block {}: {e}", block.number()))
+                        })?;
+                    }
+                    let rows = page
+                        .batch()
+                        .try_decode()
+                        .map_err(|e| Failure::about(path, e))?;
+                    for (cols, vals) in rows.rows() {
+                        batch
+                            .push_row(cols, vals)
+                            .map_err(|e| Failure::about(path, e))?;
                     }
                     labels.extend_from_slice(page.labels());
                 }
@@ -391,6 +407,7 @@ pub fn load_rows(
     max_rows: usize,
 ) -> Result<(SparseBatch, Vec<f64>), Failure> {
     let mut input = Input::open(path, args, true)?;
+    let decoded = matches!(input, Input::Dataset { .. });
     let mut all = SparseBatch::with_cols(input.n_cols())?;
     let mut labels = Vec::new();
     let bar = progress(&format!("reading {}", path.display()));
@@ -400,8 +417,16 @@ pub fn load_rows(
             break;
         };
         let keep = chunk.batch.n_rows().min(max_rows - all.n_rows());
+        if decoded {
+            // Every row read is held at once: a dataset file's rows are
+            // decoded, and bounded as a CorgiPile buffer's are.
+            let nnz = (all.nnz() + chunk.batch.offsets()[keep]) as u64;
+            tocpile::limits::check_decode_nnz(nnz, "non-zeros of the rows read into memory")
+                .map_err(|e| Failure::about(path, e))?;
+        }
         for (cols, vals) in chunk.batch.rows().take(keep) {
-            all.push_row(cols, vals)?;
+            all.push_row(cols, vals)
+                .map_err(|e| Failure::about(path, e))?;
         }
         labels.extend_from_slice(&chunk.labels[..keep]);
         bar.set_position(all.n_rows() as u64);

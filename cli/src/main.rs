@@ -52,6 +52,19 @@ impl Failure {
     }
 }
 
+impl Failure {
+    /// A library error of a run reading `path`: one that names no file
+    /// (memory refused, a limit on what is held at once) is about it.
+    pub fn of_run(path: &std::path::Path, error: tocpile::Error) -> Self {
+        match error {
+            tocpile::Error::OutOfMemory { .. } | tocpile::Error::LimitExceeded { .. } => {
+                Failure::about(path, error)
+            }
+            other => other.into(),
+        }
+    }
+}
+
 /// Set by [`Failure::usage`]: the run ends with exit code 2.
 static USAGE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 

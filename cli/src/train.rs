@@ -149,7 +149,8 @@ pub fn run(args: &TrainArgs) -> Outcome {
         if !matches!(&shown, Some(s) if s.0 <= budget.0) {
             shown = Some(budget);
         }
-        let loader = Loader::new(Arc::clone(&dataset), options)?;
+        let loader = Loader::new(Arc::clone(&dataset), options)
+            .map_err(|e| Failure::of_run(&args.file, e))?;
         warn(&loader);
         loaders.push((strategy, loader));
     }
@@ -226,7 +227,7 @@ pub fn run(args: &TrainArgs) -> Outcome {
             Ok(r) => r,
             Err(e) => {
                 bar.finish_and_clear();
-                return Err(e.into());
+                return Err(Failure::of_run(&args.file, e));
             }
         };
         printed?;

@@ -4,6 +4,8 @@
 //! tests of this binary run in parallel); the command-line tests raise
 //! them through `--max-page-nnz` and `--max-cols`.
 
+mod shared_bomb;
+
 use crate::support::forge::{
     bomb_batch, bomb_file, bomb_nnz, dataset, lying_footer, small_batch, Claims, TOC_FULL,
 };
@@ -16,7 +18,7 @@ use tocpile::{decode_bytes, DecodeTree, Error, SparseBatch, TocBatch};
 /// Rows of the bomb: 2^31 non-zeros from 65,536 two-code rows.
 const BOMB_ROWS: u64 = 1 << 16;
 
-fn is_limit(e: &Error, what: &str) -> bool {
+pub(crate) fn is_limit(e: &Error, what: &str) -> bool {
     match e {
         Error::InFile { error, .. } => is_limit(error, what),
         Error::LimitExceeded { what: w, .. } => w.contains(what),
