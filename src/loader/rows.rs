@@ -355,12 +355,17 @@ impl<S: Source + 'static> RowEpoch<S> {
         let src = &self.rows;
         let dst = &mut self.pending;
         if dst.offsets.is_empty() {
-            let batch = self.plan.batch_rows;
+            // What the batch can hold: at most the buffer's rows and
+            // their real non-zeros (the average times the batch's rows
+            // asked 572 MiB for a 4-row file of 14 MB: issue 34, item 6).
+            // A batch that spans buffers grows in pass 3.
+            let batch = self.plan.batch_rows.min(src.n_rows());
             let per_row = src.cols.len() / src.n_rows().max(1) + 1;
+            let entries = per_row.saturating_mul(batch).min(src.cols.len());
             try_reserve(&mut dst.offsets, batch + 1, ROWS_OF_A_BATCH)?;
             dst.offsets.push(0);
-            try_reserve(&mut dst.cols, per_row * batch + PAD, ROWS_OF_A_BATCH)?;
-            try_reserve(&mut dst.values, per_row * batch + PAD, ROWS_OF_A_BATCH)?;
+            try_reserve(&mut dst.cols, entries + PAD, ROWS_OF_A_BATCH)?;
+            try_reserve(&mut dst.values, entries + PAD, ROWS_OF_A_BATCH)?;
             try_reserve(&mut dst.labels, batch, ROWS_OF_A_BATCH)?;
         }
         // Pass 1: where each row is, and its label.
