@@ -87,7 +87,7 @@ pub fn warn(loader: &Loader) {
 }
 
 pub fn run(args: &TrainArgs) -> Outcome {
-    checks::outputs(args.save.as_deref(), args.plot.as_deref())?;
+    checks::outputs(args)?;
     if let Some(outcome) = distributed::train(args) {
         return outcome;
     }
@@ -241,7 +241,7 @@ pub fn run(args: &TrainArgs) -> Outcome {
     }
     bar.finish_and_clear();
     if let (Some(path), Some(model)) = (&args.save, models.first()) {
-        model.save(path)?;
+        crate::output::save_model(model, path)?;
     }
     if let Some(svg) = &args.plot {
         plot::draw(svg, &runs, table.metric).map_err(|e| Failure::about(svg, e))?;

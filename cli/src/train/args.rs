@@ -112,7 +112,7 @@ pub struct TrainArgs {
     #[arg(long, value_name = "DIR")]
     pub scratch_dir: Option<PathBuf>,
     /// Write the trained model to this file (atomically; one strategy
-    /// only).
+    /// only; `-` for standard output, the table then on standard error).
     #[arg(long, value_name = "MODEL_FILE")]
     pub save: Option<PathBuf>,
     /// Print the results as JSON.
