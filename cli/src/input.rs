@@ -101,6 +101,12 @@ pub enum Input {
     },
 }
 
+/// Why a dataset file is no input of `encode` (which read it as LIBSVM
+/// and printed its raw bytes).
+const ENCODED_ALREADY: &str = "this is a tocpile dataset file, encoded already: encode reads \
+     LIBSVM, CSV or Parquet (`tocpile inspect` describes a dataset file; train, evaluate, \
+     predict and ratio read it as it is)";
+
 /// Whether `path` starts with `magic`.
 fn starts_with(path: &Path, magic: [u8; 4]) -> bool {
     let mut head = [0u8; 4];
@@ -196,7 +202,10 @@ impl Input {
         if !path.exists() {
             return Err(Failure::about(path, "no such file"));
         }
-        if datasets && args.input_format.is_none() && is_dataset(path) {
+        if args.input_format.is_none() && is_dataset(path) {
+            if !datasets {
+                return Err(Failure::about(path, ENCODED_ALREADY));
+            }
             return Ok(Input::Dataset {
                 dataset: Box::new(Dataset::open(path)?),
                 next_block: 0,
@@ -222,6 +231,9 @@ impl Input {
     fn open_stream(path: &Path, args: &InputArgs, datasets: bool) -> Result<Input, Failure> {
         let stream = stream::Stream::open(path)?;
         let head = stream.head();
+        if !datasets && args.input_format.is_none() && head.starts_with(&FILE_MAGIC) {
+            return Err(Failure(format!("{}: {ENCODED_ALREADY}", stream.name)));
+        }
         let dataset = datasets && args.input_format.is_none() && head.starts_with(&FILE_MAGIC);
         let format = match args.input_format {
             Some(format) => format,

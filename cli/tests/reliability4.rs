@@ -134,3 +134,185 @@ fn item6_the_mini_batch_reserve_is_what_the_batch_can_hold() {
     let (code, err) = under_limit(&["train", "wide.toc", "--epochs", "1"], dir);
     assert_eq!(code, Some(0), "{err}");
 }
+
+/// The last line of stderr of a run expected to fail with exit code 1.
+fn error_of(args: &[&str], dir: &Path) -> String {
+    let o = tocpile(args, dir);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+    err.lines().last().unwrap_or_default().to_string()
+}
+
+/// A small valid file: 4 pages of 3 rows over 10 columns, 2 to a block.
+fn small_file() -> Vec<u8> {
+    let pages: Vec<(u64, Vec<u8>)> = (0..4).map(|_| (3, forge::small_batch(3, 10))).collect();
+    let claims = forge::Claims {
+        n_cols: 10,
+        n_rows: 12,
+        nnz: 12,
+    };
+    forge::dataset_of(forge::TOC_FULL, &pages, 2, claims)
+}
+
+/// A label-mix section (`LMIX`, version 1).
+fn label_mix(pages: u64, ratio: f64) -> Vec<u8> {
+    let mut out = b"LMIX\x01".to_vec();
+    forge::varint(&mut out, pages);
+    out.extend_from_slice(&ratio.to_le_bytes());
+    out
+}
+
+/// Item 9: each message the issue found wrong, as it reads now.
+#[test]
+fn item9_messages_say_what_was_wrong() {
+    let (_guard, dir) = fixture();
+    let dir = dir.as_path();
+    let write = |name: &str, bytes: &[u8]| std::fs::write(dir.join(name), bytes).unwrap();
+    // "expected a a compact page ... page, found a a page".
+    let labels = forge::int_labels(&[0], &[0]);
+    let page = vec![(1, labels, vec![2, 1, 1, 2, 1])];
+    let claims = forge::Claims {
+        n_cols: 4,
+        n_rows: 1,
+        nnz: 1,
+    };
+    let file = forge::dataset_versioned(forge::TOC_FULL, 4, &page, 1, claims);
+    let section = forge::shared_section(&[(1, forge::chain_dict(4))]);
+    write("form.toc", &forge::with_footer_sections(&file, &section));
+    let err = error_of(&["inspect", "form.toc"], dir);
+    assert!(
+        err.contains("expected a compact page (first byte 1) or a self-contained TOC batch")
+            && err.contains("found a page of another first byte")
+            && !err.contains("a a ")
+            && !err.ends_with("page page"),
+        "{err}"
+    );
+    // Trailing footer bytes were "after the batch".
+    write(
+        "trail.toc",
+        &forge::with_footer_sections(&small_file(), b"\0\0"),
+    );
+    let err = error_of(&["inspect", "trail.toc"], dir);
+    assert!(
+        err.contains("2 unexpected bytes after the footer's last section"),
+        "{err}"
+    );
+    // A NaN label-mix ratio was printed as its bits, 1e308 accepted, the
+    // page count not checked against the file's 4 pages.
+    for (pages, ratio, what) in [
+        (4, f64::NAN, "is NaN"),
+        (4, -1.0, "is -1"),
+        (4, 1e308, "is 1e308"),
+        (4, 3.7, "is 3.7"),
+    ] {
+        write(
+            "mix.toc",
+            &forge::with_footer_sections(&small_file(), &label_mix(pages, ratio)),
+        );
+        let err = error_of(&["inspect", "mix.toc"], dir);
+        assert!(
+            err.contains("label mix ratio")
+                && err.contains(what)
+                && err.contains("from 0 to (rows - 1) / (pages - 1)")
+                && !err.contains("9221120237041090560"),
+            "{err}"
+        );
+    }
+    write(
+        "mix.toc",
+        &forge::with_footer_sections(&small_file(), &label_mix(4, 3.6)),
+    );
+    ok(&["inspect", "mix.toc"], dir);
+    for pages in [5, 1] {
+        write(
+            "mix.toc",
+            &forge::with_footer_sections(&small_file(), &label_mix(pages, 1.0)),
+        );
+        let err = error_of(&["inspect", "mix.toc"], dir);
+        assert!(err.contains("label mix pages"), "{err}");
+    }
+    // Version errors name their section ("this build reads up to 1").
+    let mut shared = forge::shared_section(&[(2, Vec::new())]);
+    shared[4] = 2;
+    write(
+        "shrd.toc",
+        &forge::with_footer_sections(&small_file(), &shared),
+    );
+    let err = error_of(&["inspect", "shrd.toc"], dir);
+    assert!(
+        err.contains("unsupported shared-dictionary section (SHRD) version 2"),
+        "{err}"
+    );
+    // The buffer limit listed every block of the buffer.
+    ok(
+        &[
+            "encode",
+            "small.libsvm",
+            "-o",
+            "many.toc",
+            "--page-rows",
+            "1",
+            "--block-bytes",
+            "1",
+        ],
+        dir,
+    );
+    let err = error_of(
+        &[
+            "train",
+            "many.toc",
+            "--mode",
+            "exact",
+            "--buffer",
+            "1",
+            "--max-decode-nnz",
+            "10",
+        ],
+        dir,
+    );
+    assert!(
+        err.contains("the buffer of 40 blocks (") && err.contains("and 35 more)"),
+        "{err}"
+    );
+    // An unterminated quote was reported on line 4 of a 3-line file.
+    std::fs::write(dir.join("q.csv"), "a,label\n1,0\n\"2,1\n").unwrap();
+    let err = error_of(
+        &["encode", "q.csv", "--label-column", "label", "-o", "q.toc"],
+        dir,
+    );
+    assert!(err.contains("q.csv:3:1: expected a closing quote"), "{err}");
+    // "expected an index below 2^32" while 4294967296 is accepted.
+    std::fs::write(dir.join("top.libsvm"), "1 4294967296:1\n").unwrap();
+    ok(&["encode", "top.libsvm", "-o", "top.toc"], dir);
+    std::fs::write(dir.join("over.libsvm"), "1 4294967297:1\n").unwrap();
+    let err = error_of(&["encode", "over.libsvm", "-o", "over.toc"], dir);
+    assert!(
+        err.contains("an index of at most 4294967296 (2^32)"),
+        "{err}"
+    );
+    // A dataset file given to encode was parsed as LIBSVM, raw bytes shown.
+    let err = error_of(&["encode", "top.toc", "-o", "again.toc"], dir);
+    assert!(
+        err.contains("top.toc: this is a tocpile dataset file, encoded already"),
+        "{err}"
+    );
+    // A full disk (here a file-size limit) named the temporary file.
+    let rows: String = (0..2000)
+        .map(|i| format!("{} {}:{i}\n", i % 2, 1 + i % 7))
+        .collect();
+    std::fs::write(dir.join("big.libsvm"), rows).unwrap();
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 2 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_tocpile"))
+        .args(["encode", "big.libsvm", "-o", "big.toc"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("tocpile: big.toc: writing its temporary file"),
+        "{err}"
+    );
+}

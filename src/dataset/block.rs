@@ -126,6 +126,7 @@ impl Block {
         }
         if r.remaining() > 0 {
             return Err(Error::TrailingBytes {
+                what: "the block's last page",
                 offset: r.offset(),
                 len: r.remaining(),
             });

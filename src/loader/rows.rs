@@ -273,10 +273,21 @@ impl<S: Source + 'static> RowEpoch<S> {
         // validated with the block.
         crate::limits::check_decode_nnz(nnz, "non-zeros one buffer's pages decode to").map_err(
             |error| {
-                let numbers: Vec<String> = blocks.iter().map(|(b, _)| b.to_string()).collect();
+                // A few block numbers, not a buffer's hundred.
+                let numbers: Vec<String> =
+                    blocks.iter().take(5).map(|(b, _)| b.to_string()).collect();
+                let more = blocks.len().saturating_sub(numbers.len());
+                let section = match more {
+                    0 => format!("the buffer of blocks {}", numbers.join(", ")),
+                    _ => format!(
+                        "the buffer of {} blocks ({}, and {more} more)",
+                        blocks.len(),
+                        numbers.join(", ")
+                    ),
+                };
                 Error::InFile {
                     path: self.path.display().to_string(),
-                    section: format!("the buffer of blocks {}", numbers.join(", ")),
+                    section,
                     offset: 0,
                     error: Box::new(error),
                 }
