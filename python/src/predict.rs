@@ -426,7 +426,7 @@ fn dataset_scores(py: Python<'_>, model: &Model, ds: &PyDataset) -> PyResult<Vec
     model
         .check_schema(ds.info().n_cols, &ds.info().schema)
         .py_err()?;
-    py.detach(|| -> tocpile::Result<Vec<f64>> {
+    crate::detached(py, || -> tocpile::Result<Vec<f64>> {
         let mut out = Vec::new();
         for block in ds.prefetch((0..ds.n_blocks()).collect(), 2)? {
             let p = model.predict(&block?.pages()?)?;
@@ -437,5 +437,4 @@ fn dataset_scores(py: Python<'_>, model: &Model, ds: &PyDataset) -> PyResult<Vec
         }
         Ok(out)
     })
-    .py_err()
 }

@@ -254,7 +254,7 @@ pub(crate) fn train(
     if let Some(m) = init {
         trainer = trainer.warm_start(m);
     }
-    py.detach(|| {
+    crate::limits::guarded(py, || {
         let split = match holdout {
             Some(fraction) => Some(holdout_checked(&dataset, fraction, seed, choice)?),
             None => None,
