@@ -2,6 +2,7 @@
 //! (with the `parquet` feature), or a tocpile dataset file, read chunk by
 //! chunk.
 
+mod blocks;
 #[cfg(feature = "parquet")]
 mod parquet;
 pub mod stream;
@@ -18,6 +19,7 @@ use tocpile::ingest::Chunk;
 use tocpile::SparseBatch;
 
 use crate::Failure;
+use blocks::block_rows;
 
 /// Rows read per chunk.
 pub const CHUNK_ROWS: usize = 65_536;
@@ -352,38 +354,8 @@ impl Input {
                 if *next_block >= dataset.n_blocks() {
                     return Ok(None);
                 }
-                let block = dataset.read_block(*next_block)?;
                 *next_block += 1;
-                let mut batch = SparseBatch::with_cols(dataset.info().n_cols)?;
-                let mut labels = Vec::with_capacity(block.n_rows());
-                let path = dataset.path();
-                let mut block_nnz = 0u64;
-                for p in 0..block.n_pages() {
-                    let page = block.page(p)?;
-                    // The block's rows are held at once: what its pages
-                    // decode to is bounded as the loader bounds a block.
-                    if let Some(toc) = page.batch().as_toc() {
-                        block_nnz = block_nnz.saturating_add(toc.tree().decoded_nnz());
-                        tocpile::limits::check_block_nnz(block_nnz).map_err(|e| {
-                            Failure::about(path, format!("block {}: {e}", block.number()))
-                        })?;
-                    }
-                    let rows = page
-                        .batch()
-                        .try_decode()
-                        .map_err(|e| Failure::about(path, e))?;
-                    for (cols, vals) in rows.rows() {
-                        batch
-                            .push_row(cols, vals)
-                            .map_err(|e| Failure::about(path, e))?;
-                    }
-                    labels.extend_from_slice(page.labels());
-                }
-                Ok(Some(Chunk {
-                    batch,
-                    labels,
-                    first_line: 0,
-                }))
+                block_rows(dataset, *next_block - 1).map(Some)
             }
         }
     }
