@@ -440,6 +440,17 @@ pub enum Error {
         /// stops in, plus the trailer).
         needed: u64,
     },
+    /// A dataset file whose trailer is followed by more bytes: something
+    /// was written after the file (such as text sent to the same
+    /// output).
+    BytesAfterEnd {
+        /// The file.
+        path: String,
+        /// Where the file's trailer ends.
+        end: u64,
+        /// Bytes the file has.
+        len: u64,
+    },
 }
 
 // The messages, one per variant, live in error/display.rs.

@@ -103,6 +103,20 @@ fn item4_an_output_on_standard_output_gets_the_data_alone() {
         assert_eq!(std::fs::read(dir.join(name)).unwrap(), want, "{name}");
         ok(&["inspect", name], &dir);
     }
+    // Such a file followed by text (what `-o /dev/stdout | cat > p.toc`
+    // gave) is said to be that, not "truncated at byte 2026 of at least
+    // 1646".
+    let mut appended = want.clone();
+    appended.extend_from_slice(b"wrote /dev/stdout\nrows 40\n");
+    std::fs::write(dir.join("appended.toc"), &appended).unwrap();
+    runtime_error(
+        &["inspect", "appended.toc"],
+        &dir,
+        &[&format!(
+            "26 bytes follow the file's end at byte {}",
+            want.len()
+        )],
+    );
     // The other outputs: predictions, a model, a chart.
     files(&dir);
     let o = with_stdout(

@@ -280,6 +280,12 @@ impl fmt::Display for Error {
                 "{path}: truncated at byte {len} of at least {needed}: the file ends before its trailer \
                  (a copy or write that did not complete)"
             ),
+            Error::BytesAfterEnd { path, end, len } => write!(
+                f,
+                "{path}: {} bytes follow the file's end at byte {end}: something was written after \
+                 the file (as text sent to the same output); the first {end} bytes may be the file",
+                len.saturating_sub(*end)
+            ),
         }
     }
 }
