@@ -7,19 +7,24 @@
 # page table made by tocpile.encode_table; the tables' sizes
 # (pg_total_relation_size); and the block reader against count(*).
 #
-# The split is ../shared/tools/sorted_split.py: 10% of the rows (seed 42) form the
-# test table, the rest, sorted by label, the training table (loaded with
-# COPY in that order). Strategies are interleaved in each round; round r
-# trains with seed SEED + r - 1 (the block and tuple orders, Shuffle
-# Once's ORDER BY random() through setseed). The script prints every
-# run's figures and the median of the rounds.
+# The split is ../shared/tools/sorted_split.py's (written out below, so
+# that the script runs from a clone alone): 10% of the rows (seed 42)
+# form the test table, the rest, sorted by label, the training table
+# (loaded with COPY in that order). Strategies are interleaved in each
+# round; round r trains with seed SEED + r - 1 (the block and tuple
+# orders, Shuffle Once's ORDER BY random() through setseed). The script
+# prints every run's figures and the median of the rounds.
 #
 # Usage: bash experiments/pg_compare.sh [--dataset census_fertility]
-#   [--epochs 3] [--rounds 3] [--seed 0] [--runas USER]
-# With --runas, a private cluster is made for the run (initdb as USER in
-# a temporary directory, port 5499, removed at exit); otherwise psql's
-# usual PG* variables name a server where the extension is installed
-# (`cargo pgrx install --release` in pg/). Needs python3 and psql.
+#   [--file FILE.libsvm[.gz]] [--epochs 3] [--rounds 3] [--seed 0]
+#   [--runas USER]
+# The data: --file, else ../shared/data/DATASET.libsvm.gz, else
+# data/DATASET.libsvm.gz (census_fertility, mushrooms and coil2000 ship
+# in data/). With --runas, a private cluster is made for the run (initdb
+# as USER in a temporary directory, port 5499, removed at exit);
+# otherwise psql's usual PG* variables name a server where the extension
+# is installed (`cargo pgrx install --release` in pg/). Needs python3
+# and psql.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dataset=census_fertility
@@ -27,9 +32,11 @@ epochs=3
 rounds=3
 seed=0
 runas=
+file=
 while [ $# -gt 0 ]; do
     case $1 in
         --dataset) dataset=$2; shift 2 ;;
+        --file) file=$2; shift 2 ;;
         --epochs) epochs=$2; shift 2 ;;
         --rounds) rounds=$2; shift 2 ;;
         --seed) seed=$2; shift 2 ;;
@@ -37,8 +44,18 @@ while [ $# -gt 0 ]; do
         *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
-data=../shared/data/$dataset.libsvm.gz
-split=../shared/tools/sorted_split.py
+if [ -n "$file" ]; then
+    data=$file
+    dataset=$(basename "$file" | sed 's/\.gz$//; s/\.[^.]*$//')
+elif [ -f "../shared/data/$dataset.libsvm.gz" ]; then
+    data=../shared/data/$dataset.libsvm.gz
+else
+    data=data/$dataset.libsvm.gz
+fi
+if [ ! -f "$data" ]; then
+    echo "no data: $data does not exist (give a LIBSVM file with --file)" >&2
+    exit 2
+fi
 work=$(mktemp -d)
 chmod 755 "$work"
 bin=$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
@@ -63,8 +80,22 @@ if [ -n "$runas" ]; then
 fi
 psql() { command psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 
-# Split and convert: LIBSVM -> CSV of label and dense columns.
-python3 "$split" "$data" "$work" 0.1 42
+# Split (../shared/tools/sorted_split.py's algorithm: the same split for
+# the same file and seed) and convert: LIBSVM -> CSV of label and dense
+# columns.
+python3 - "$data" "$work" 0.1 42 <<'EOF'
+import gzip, random, sys
+src, out, share, seed = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+op = gzip.open if src.endswith(".gz") else open
+with op(src, "rt") as f:
+    lines = f.read().splitlines()
+random.Random(seed).shuffle(lines)
+k = int(len(lines) * share)
+test, train = lines[:k], lines[k:]
+train.sort(key=lambda l: float(l.split(None, 1)[0]))
+open(f"{out}/train.libsvm", "w").write("\n".join(train) + "\n")
+open(f"{out}/test.libsvm", "w").write("\n".join(test) + "\n")
+EOF
 n_cols=$(python3 - "$work" <<'EOF'
 import sys
 work = sys.argv[1]

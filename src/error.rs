@@ -319,6 +319,17 @@ pub enum Error {
         /// The learning rate of that epoch.
         learning_rate: f64,
     },
+    /// A held-out split ([`Holdout`](crate::train::Holdout), a
+    /// [`Trainer`](crate::train::Trainer)'s holdout) left one side
+    /// without rows: the share is too small or too large for the file.
+    EmptySplit {
+        /// The share held out.
+        fraction: f64,
+        /// Rows left to train on.
+        train_rows: u64,
+        /// Rows held out.
+        test_rows: u64,
+    },
     /// A value of a columnar input (Arrow record batches, a Parquet file)
     /// that its column cannot hold: a label or number that is null or not
     /// finite, too many distinct strings.

@@ -97,6 +97,7 @@ pub mod loader;
 pub mod model;
 mod options;
 mod page;
+mod prefetch;
 pub mod rng;
 pub mod scale;
 mod sparse;

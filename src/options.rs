@@ -56,6 +56,7 @@ with_setters!(crate::loader::LoaderOptions {
     with_trace => trace: bool,
     with_format => format: Option<crate::formats::FormatKind>,
     with_scratch_dir => scratch_dir: Option<std::path::PathBuf>,
+    with_rows => rows: crate::loader::RowForm,
 });
 
 impl crate::loader::LoaderOptions {

@@ -69,13 +69,18 @@ impl Rng {
     /// If `n` is 0.
     pub fn below(&mut self, n: u64) -> u64 {
         debug_assert!(n > 0);
-        let threshold = n.wrapping_neg() % n;
-        loop {
-            let m = (self.next_u64() as u128) * (n as u128);
-            if (m as u64) >= threshold {
-                return (m >> 64) as u64;
+        let mut m = (self.next_u64() as u128) * (n as u128);
+        // The threshold (`2^64 mod n`) is below `n`: a draw whose low half
+        // is at least `n` is accepted without the division that computes
+        // it (Lemire's "nearly divisionless" form; the same draws are
+        // accepted as with the threshold always computed).
+        if (m as u64) < n {
+            let threshold = n.wrapping_neg() % n;
+            while (m as u64) < threshold {
+                m = (self.next_u64() as u128) * (n as u128);
             }
         }
+        (m >> 64) as u64
     }
 
     /// A uniform `f64` in `[0, 1)`.
@@ -84,9 +89,41 @@ impl Rng {
     }
 
     /// Shuffles `items` uniformly (Fisher-Yates).
+    ///
+    /// The swaps of a large slice land anywhere in it: each waited for a
+    /// cache miss in turn (a row order of 3M entries, 12 MB, took 8 to 13
+    /// ns an element). The random positions do not depend on the items,
+    /// so they are drawn 16 swaps early
+    /// and prefetched; the draws, hence the permutation, are the same.
     pub fn shuffle<T>(&mut self, items: &mut [T]) {
-        for i in (1..items.len()).rev() {
-            let j = self.below(i as u64 + 1) as usize;
+        const AHEAD: usize = crate::prefetch::AHEAD;
+        let n = items.len();
+        if n < 1 << 16 {
+            for i in (1..n).rev() {
+                let j = self.below(i as u64 + 1) as usize;
+                items.swap(i, j);
+            }
+            return;
+        }
+        // `ring[i % AHEAD]` holds the draw of the swap at `i`, made when
+        // the swap at `i + AHEAD` was.
+        let mut ring = [0usize; AHEAD];
+        let mut drawn = n - 1;
+        while drawn + AHEAD > n - 1 && drawn >= 1 {
+            let j = self.below(drawn as u64 + 1) as usize;
+            crate::prefetch::prefetch(items, j);
+            ring[drawn % AHEAD] = j;
+            drawn -= 1;
+        }
+        for i in (1..n).rev() {
+            let j = ring[i % AHEAD];
+            if drawn >= 1 {
+                // The slot just read is the one of `drawn = i - AHEAD`.
+                let k = self.below(drawn as u64 + 1) as usize;
+                crate::prefetch::prefetch(items, k);
+                ring[drawn % AHEAD] = k;
+                drawn -= 1;
+            }
             items.swap(i, j);
         }
     }
@@ -129,6 +166,23 @@ mod tests {
         assert_ne!(p, (0..1000).collect::<Vec<_>>());
         p.sort_unstable();
         assert_eq!(p, (0..1000).collect::<Vec<_>>());
+    }
+
+    /// The prefetching shuffle of a large slice draws as Fisher-Yates
+    /// does: the same permutation for a seed.
+    #[test]
+    fn a_large_shuffle_is_fisher_yates() {
+        for n in [65_536usize, 65_537, 100_003] {
+            let mut fast: Vec<u32> = (0..n as u32).collect();
+            Rng::new(n as u64).shuffle(&mut fast);
+            let mut plain: Vec<u32> = (0..n as u32).collect();
+            let mut rng = Rng::new(n as u64);
+            for i in (1..n).rev() {
+                let j = rng.below(i as u64 + 1) as usize;
+                plain.swap(i, j);
+            }
+            assert_eq!(fast, plain, "{n} items");
+        }
     }
 
     #[test]

@@ -20,16 +20,20 @@
 #[doc(hidden)]
 pub mod bench;
 pub(crate) mod core;
+mod prepared;
 mod setup;
+mod step;
 mod trainer;
 
 pub use setup::{infer_kind, Holdout, MAX_CLASSES};
 // Not part of the API (hidden): the label sample the front ends warn
 // from; may change in any release.
+pub use prepared::{Prepared, TrainWarning};
 #[doc(hidden)]
 pub use setup::{
     label_sample, label_warning, looks_like_regression, LABEL_SAMPLE_BLOCKS, REGRESSION_SAMPLE,
 };
+pub use step::{EpochScore, LabelSummary, Sgd};
 pub use trainer::{Fitted, Trainer};
 
 use std::sync::Arc;
@@ -243,6 +247,11 @@ pub struct EpochReport {
     /// Threads that computed the gradients: 2 when they were shared with
     /// a helper thread ([`TrainOptions::split_gradient`]), else 1.
     pub gradient_threads: usize,
+    /// Mini-batches the trainer computed on in their TOC form (on a
+    /// decode tree) and as rows ([`EpochStats`](crate::loader::EpochStats)).
+    pub tree_batches: usize,
+    /// See `tree_batches`.
+    pub row_batches: usize,
 }
 
 /// Trains `model` for `options.epochs` epochs over `loader` (after setting
@@ -313,6 +322,8 @@ pub fn train<S: Source + 'static>(
             wait_seconds: stats.wait_seconds,
             steps,
             buffer_peak_bytes: stats.buffer_peak_bytes,
+            tree_batches: stats.tree_batches,
+            row_batches: stats.row_batches,
             gradient_threads: if split
                 && helper.as_ref().is_some_and(GradientHelper::sharing)
                 && model.is_linear()

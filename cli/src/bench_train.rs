@@ -52,7 +52,7 @@ pub struct TrainBenchArgs {
     lr: Option<f64>,
     /// The step rule of every setting (as `tocpile train --optimizer`).
     #[arg(long, value_enum, default_value = "adam")]
-    optimizer: crate::train::prepare::OptimizerArg,
+    optimizer: crate::train::OptimizerArg,
     /// The loader's strategy (as `tocpile train --shuffle`, one only).
     #[arg(long, value_name = "NAME", default_value = "corgipile")]
     shuffle: String,
@@ -75,7 +75,10 @@ pub struct TrainBenchArgs {
 #[derive(Serialize)]
 struct SettingJson {
     name: &'static str,
-    mode: &'static str,
+    /// What the loader's buffer held ("pair codes, whole file", ...).
+    mode: String,
+    /// Share of mini-batches computed on a decode tree.
+    tree_share: f64,
     gradient_threads: usize,
     first_epoch_seconds: f64,
     epoch_seconds: f64,
@@ -145,7 +148,8 @@ fn to_json(bench: &TrainBench, model: &str, options: &TrainBenchOptions) -> Benc
             .iter()
             .map(|s| SettingJson {
                 name: s.name,
-                mode: s.mode,
+                mode: s.mode.clone(),
+                tree_share: s.tree_share,
                 gradient_threads: s.gradient_threads,
                 first_epoch_seconds: s.first_epoch_seconds,
                 epoch_seconds: s.epoch_seconds,
@@ -165,8 +169,8 @@ fn render(bench: &TrainBench, model: &str, options: &TrainBenchOptions) -> Strin
     let mut text = format!(
         "{}: {} rows in {} blocks of {}-row pages; {model}, {} lr {}, {}-row mini-batches, {} {} \
          timed epochs after a first one\n\n\
-         | setting | mode | gradient threads | first epoch s | epoch s | examples/s | speed vs memory-csr | wait share | peak MiB | file MiB |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+         | setting | buffer | on trees | gradient threads | first epoch s | epoch s | examples/s | speed vs memory-csr | wait share | peak MiB | file MiB |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         bench.path.display(),
         bench.rows,
         bench.blocks,
@@ -179,9 +183,10 @@ fn render(bench: &TrainBench, model: &str, options: &TrainBenchOptions) -> Strin
     );
     for s in &bench.settings {
         text.push_str(&format!(
-            "| {} | {} | {} | {:.3} | {:.3} | {:.2}M | {:.2}x | {:.0}% | {:.1} | {:.1} |\n",
+            "| {} | {} | {:.0}% | {} | {:.3} | {:.3} | {:.2}M | {:.2}x | {:.0}% | {:.1} | {:.1} |\n",
             s.name,
             s.mode,
+            100.0 * s.tree_share,
             s.gradient_threads,
             s.first_epoch_seconds,
             s.epoch_seconds,

@@ -11,17 +11,19 @@ use std::time::{Duration, Instant};
 use crate::measure::kernels::{kernel_table, KernelBenchConfig, KernelFormat};
 use crate::measure::ratios::{ratio_table, RatioConfig};
 use clap::Args;
-use tocpile::dataset::{DatasetWriter, WriterOptions};
+use std::sync::Arc;
+
+use tocpile::dataset::{Dataset, DatasetWriter, WriterOptions};
 use tocpile::formats::FormatKind;
 use tocpile::ingest::libsvm::{LibsvmOptions, LibsvmReader};
-use tocpile::loader::{Buffer, Loader, LoaderOptions, Mode, Strategy};
-use tocpile::model::{Model, ModelKind};
-use tocpile::train::{train, TrainOptions};
+use tocpile::loader::{Buffer, LoaderOptions, Mode, Strategy};
+use tocpile::model::ModelKind;
+use tocpile::train::{TrainOptions, Trainer};
 use tocpile::SparseBatch;
 
 use crate::input::shuffled;
 use crate::output::emit;
-use crate::train::{warn, Table};
+use crate::train::{print_warnings, Table};
 use crate::{Failure, Outcome};
 
 /// The built-in dataset, embedded in the binary so that the demo runs from
@@ -196,23 +198,25 @@ fn training_step(demo: &Demo) -> Outcome {
     let mut writer = DatasetWriter::create(&file.0, demo.rows.n_cols(), options)?;
     writer.push(&demo.rows, &demo.labels)?;
     let info = writer.finish()?;
-    let loader = Loader::open(
-        &file.0,
-        LoaderOptions::default()
-            .with_strategy(Strategy::CorgiPile)
-            // The default path `tocpile train` takes on such a file: whole
-            // pages shuffled, the kernels on the file's TOC pages as they
-            // are (exact mode would decode rows and gather CSR batches).
-            .with_mode(Mode::Page)
-            .with_batch_rows(BATCH_ROWS)
-            .with_buffer(Buffer::Fraction(0.1))
-            .with_seed(SEED),
-    )?;
-    warn(&loader);
     let options = TrainOptions::default()
         .with_optimizer(tocpile::model::Optimizer::Sgd)
         .with_epochs(TRAIN_EPOCHS)
         .with_learning_rate(TRAIN_LR);
+    let prepared = Trainer::new(ModelKind::Logistic)
+        .options(options.clone())
+        .loader(
+            LoaderOptions::default()
+                .with_strategy(Strategy::CorgiPile)
+                // Whole pages shuffled, the kernels on the file's TOC
+                // pages as they are (exact mode would decode rows and
+                // gather CSR batches).
+                .with_mode(Mode::Page)
+                .with_batch_rows(BATCH_ROWS)
+                .with_buffer(Buffer::Fraction(0.1)),
+        )
+        .seed(SEED)
+        .prepare(&Arc::new(Dataset::open(&file.0)?))?;
+    print_warnings(&prepared)?;
     let table = Table {
         metric: "accuracy",
         eval: false,
@@ -227,20 +231,19 @@ fn training_step(demo: &Demo) -> Outcome {
          of each epoch;\nwait share = share of the epoch spent waiting for the loader.\n\n{}",
         info.n_pages,
         info.n_blocks,
-        loader.buffer_blocks(),
+        prepared.loaders()[0].buffer_blocks(),
         BATCH_ROWS / TRAIN_PAGE_ROWS,
         options.decay,
         table.header()
     ))?;
-    let mut model = Model::new(ModelKind::Logistic, demo.rows.n_cols(), SEED)?;
     let mut printed = Ok(());
-    let reports = train(&mut model, &loader, &options, None, |report| {
+    let fitted = prepared.fit(|strategy, report| {
         if printed.is_ok() {
-            printed = emit(&table.row(Strategy::CorgiPile, report));
+            printed = emit(&table.row(strategy, report));
         }
     })?;
     printed?;
-    let last = reports.last().expect("at least one epoch");
+    let last = fitted[0].reports.last().expect("at least one epoch");
     emit(&format!(
         "\ntrained in {TRAIN_EPOCHS} epochs: training accuracy {:.2}% (loss {:.4})\n",
         100.0 * last.train.accuracy,

@@ -439,6 +439,10 @@ fn bench_train_reports_every_setting_against_the_in_memory_loop() {
         [
             "toc-stream",
             "toc-resident",
+            "toc-code-rows",
+            "toc-pair-codes",
+            "toc-values",
+            "toc-pages",
             "csr-stream",
             "csr-resident",
             "memory-toc-pages",
@@ -457,7 +461,7 @@ fn bench_train_reports_every_setting_against_the_in_memory_loop() {
         }
         assert!(s["peak_bytes"].as_u64().unwrap() > 0, "{s}");
     }
-    let last = &v["settings"][6];
+    let last = &v["settings"][10];
     assert_eq!(last["speed_vs_memory_csr"], 1.0);
     // The resident setting holds every block: its peak is at least the
     // file's payload. (Streaming's peak is not compared: on a file this

@@ -2,7 +2,8 @@
 //! as `tocpile encode` writes a dataset file: rows in table order cut into
 //! pages of `page_rows` rows, each page encoded (TOC by default), and a
 //! column scaling fitted on the way (max-abs by default, as the library's
-//! writer does) and stored with the metadata in `tocpile.toc_tables`.
+//! writer does) and stored with the metadata in the table's own metadata
+//! row (`page_no = -1`, see [`crate::pages`]).
 //!
 //! The page table is created by the call (it must not exist) and filled
 //! by direct heap inserts, one tuple per page, with each page's memory
@@ -19,7 +20,7 @@ use tocpile_lib::formats::FormatKind;
 use tocpile_lib::scale::{ColumnStats, ScaleKind};
 
 use crate::failure::{Context, Failure, Result};
-use crate::pages::encode_labels;
+use crate::pages::{encode_labels, TocMeta, META_PAGE_NO};
 use crate::rows::RowBuffer;
 use crate::source::{Kind, Table};
 
@@ -111,41 +112,34 @@ pub fn encode_table(
     }
     drop(scan);
     let (pages, stored) = (sink.pages, sink.bytes);
-    drop(sink);
-    drop(target_rel);
     let scaling = match (&stats, options.scale) {
         (Some(s), Some(kind)) => Some(s.scaling(kind)),
         _ => None,
     };
-    let scale_name = scaling.as_ref().map_or("none", |s| s.kind().name());
-    let factors: Option<Vec<f64>> = scaling.as_ref().map(|s| s.factors().to_vec());
-    let meta = |e: pgrx::spi::SpiError| Failure::argument(format!("recording {target}: {e}"));
-    // A stale row of a dropped table whose OID was reused is replaced.
-    Spi::run_with_args(
-        "DELETE FROM tocpile.toc_tables WHERE relid::oid = $1",
-        &[oid.into()],
-    )
-    .map_err(meta)?;
-    Spi::run_with_args(
-        "INSERT INTO tocpile.toc_tables (relid, source, label, features, n_cols, n_rows, \
-         n_pages, page_rows, format, scale, factors, stored_bytes) \
-         VALUES ($1::regclass, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-        &[
-            oid.into(),
-            source.name().into(),
-            columns.label_name().into(),
-            columns.feature_names().into(),
-            (n_cols as i32).into(),
-            (n_rows as i64).into(),
-            (pages as i64).into(),
-            (options.page_rows as i32).into(),
-            options.format.name().into(),
-            scale_name.into(),
-            factors.into(),
-            (stored as i64).into(),
-        ],
-    )
-    .map_err(meta)?;
+    let created = Spi::get_one::<String>("SELECT to_json(now()) #>> '{}'")
+        .map_err(spi)?
+        .unwrap_or_default();
+    let meta = TocMeta {
+        n_cols,
+        n_rows,
+        n_pages: pages,
+        page_rows: options.page_rows as u64,
+        format: options.format,
+        scaling,
+        source: source.name().to_string(),
+        label: columns.label_name().to_string(),
+        features: columns.feature_names(),
+        stored_bytes: stored,
+        created,
+    };
+    let scale_name = meta.scaling.as_ref().map_or("none", |s| s.kind().name());
+    // The metadata row, last: its place does not matter (readers find it
+    // by its page_no and skip it).
+    let json = serde_json::to_vec(&meta.to_json())
+        .map_err(|e| Failure::data(format!("recording {target}: {e}")))?;
+    sink.insert(META_PAGE_NO, &[], &json);
+    drop(sink);
+    drop(target_rel);
     let dense = n_rows as f64 * n_cols as f64 * 8.0;
     Ok(json!({
         "table": quoted, "source": source.name(), "rows": n_rows, "columns": n_cols,
@@ -193,7 +187,13 @@ impl PageSink {
             .write_bytes(&mut page);
         let labels = encode_labels(&rows.labels()[start..end])?;
         self.bytes += (page.len() + labels.len()) as u64;
-        let page_no = self.pages as i64;
+        self.insert(self.pages as i64, &labels, &page);
+        self.pages += 1;
+        Ok(())
+    }
+
+    /// Stores the tuple `(page_no, labels, page)`.
+    fn insert(&mut self, page_no: i64, labels: &[u8], page: &[u8]) {
         let rel = self.rel;
         // SAFETY: the relation is open with RowExclusiveLock; the tuple
         // and its values live in our context, reset after the insert.
@@ -202,8 +202,8 @@ impl PageSink {
             self.memory.switch_to(|_| {
                 let mut values = [
                     page_no.into_datum().expect("an int8"),
-                    labels.as_slice().into_datum().expect("a bytea"),
-                    page.as_slice().into_datum().expect("a bytea"),
+                    labels.into_datum().expect("a bytea"),
+                    page.into_datum().expect("a bytea"),
                 ];
                 let mut nulls = [false; 3];
                 let tuple =
@@ -211,7 +211,5 @@ impl PageSink {
                 pg_sys::simple_heap_insert(rel, tuple);
             });
         }
-        self.pages += 1;
-        Ok(())
     }
 }

@@ -61,9 +61,35 @@ impl Failure {
         }
     }
 
+    /// A cancelled run: the SGD thread stopped because the backend asked
+    /// it to (the backend then raises PostgreSQL's own error, SQLSTATE
+    /// 57014, or goes on as the interrupt says).
+    pub fn cancelled() -> Failure {
+        Failure {
+            code: PgSqlErrorCode::ERRCODE_QUERY_CANCELED,
+            message: "training stopped: the statement was cancelled".into(),
+        }
+    }
+
+    /// A NULL where `function` needs argument `name`.
+    pub fn null_argument(function: &str, name: &str) -> Failure {
+        Failure {
+            code: PgSqlErrorCode::ERRCODE_NULL_VALUE_NOT_ALLOWED,
+            message: format!("{function}: argument {name} must not be NULL"),
+        }
+    }
+
     /// The library's error `error`, prefixed with where it happened.
+    /// A limit of the library's resource policy names the setting that
+    /// raises it here (the library names its command-line option).
     pub fn from_lib(context: &str, error: Error) -> Failure {
-        let code = match &error {
+        // The error itself, under the file or page context it may carry.
+        let mut inner: &Error = &error;
+        while let Some(e) = std::error::Error::source(inner).and_then(|s| s.downcast_ref::<Error>())
+        {
+            inner = e;
+        }
+        let code = match inner {
             Error::BadArgument { .. } => PgSqlErrorCode::ERRCODE_INVALID_PARAMETER_VALUE,
             Error::LimitExceeded { .. } | Error::TooLarge { .. } => {
                 PgSqlErrorCode::ERRCODE_PROGRAM_LIMIT_EXCEEDED
@@ -76,18 +102,15 @@ impl Failure {
             Error::Io { .. } => PgSqlErrorCode::ERRCODE_IO_ERROR,
             _ => PgSqlErrorCode::ERRCODE_DATA_CORRUPTED,
         };
-        // The library names its command-line options; in SQL the limits
-        // are settings.
-        let hint = match &error {
-            Error::LimitExceeded { .. } => {
-                " (raise it with SET tocpile.max_page_nnz or SET tocpile.max_cols)"
-            }
-            _ => "",
-        };
+        let mut text = error.to_string();
+        if let Error::LimitExceeded { raise, .. } = inner {
+            let setting = crate::access::setting_for_limit(raise);
+            text = text.replace(raise, &setting);
+        }
         let message = if context.is_empty() {
-            format!("{error}{hint}")
+            text
         } else {
-            format!("{context}: {error}{hint}")
+            format!("{context}: {text}")
         };
         Failure { code, message }
     }

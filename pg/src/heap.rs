@@ -91,16 +91,24 @@ impl BlockScan {
         }
     }
 
-    /// Makes the blocks runs of `tuples` consecutive visible tuples (in
-    /// TID order; the last may be shorter), found by one pass over the
-    /// table.
-    pub fn by_tuples(mut self, tuples: usize) -> Result<BlockScan> {
+    /// Makes the blocks runs of `tuples` consecutive visible tuples that
+    /// `keep` keeps (in TID order; the last may be shorter; a block may
+    /// hold tuples `keep` skips between its first and last, which its
+    /// reader skips again), found by one pass over the table.
+    pub fn by_tuples(
+        mut self,
+        tuples: usize,
+        mut keep: impl FnMut(*mut pg_sys::TupleTableSlot, Tid) -> Result<bool>,
+    ) -> Result<BlockScan> {
         let tuples = tuples.max(1);
         self.blocks = Blocks::Pages(1);
         let mut ranges: Vec<(Tid, Tid)> = Vec::new();
         let mut run: Option<(Tid, Tid, usize)> = None;
         for page in 0..self.n_blocks() {
-            self.read_block(page, |_, at| {
+            self.read_block(page, |slot, at| {
+                if !keep(slot, at)? {
+                    return Ok(());
+                }
                 run = match run {
                     None => Some((at, at, 1)),
                     Some((first, _, n)) => Some((first, at, n + 1)),

@@ -153,8 +153,9 @@ pub fn evaluate(model: &Model, table: &Table) -> Result<EvaluationReport> {
             .iter()
             .flat_map(|p| p.labels().iter().copied())
             .collect();
+        // A binary model of labels other than 0 and 1 counts in classes.
         evaluation
-            .add(&predictions, &labels)
+            .add(&predictions, &model.class_indices(&labels))
             .context(|| format!("table {}", table.name()))
     };
     for block in 0..scan.n_blocks() {

@@ -1,8 +1,15 @@
 //! TOC page tables: a table whose tuples are the pages of a dataset file
 //! (`page_no bigint, labels bytea, page bytea`), made by
 //! `tocpile.encode_table`, with the file footer's metadata (columns, page
-//! format, the fitted scaling) in the row of `tocpile.toc_tables` that
-//! names it.
+//! format, the fitted scaling) in a row of its own: `page_no = -1`, the
+//! metadata as JSON in `page` ([`TocMeta`]).
+//!
+//! The metadata lives with the pages so that it has their privileges
+//! exactly: whoever may read the page table may read it, whoever may
+//! write the pages may write it, no one else may do either, and it goes
+//! when the table is dropped (and with the table in a dump). A table
+//! shared by every page table (tocpile 0.1.0's `tocpile.toc_tables`)
+//! let any role read and rewrite every page table's scaling.
 //!
 //! `page` is one encoded batch (for TOC, the `TocBatch` blob of
 //! `docs/FORMAT.md`); `labels` is the page's labels as a one-column TOC
@@ -10,7 +17,7 @@
 //! or two a row, as in the file's label section).
 //!
 //! Stored bytes are hostile: anyone who can update the table can write
-//! any bytes in a page or in the metadata. Every page goes through the
+//! any bytes in a page or in its metadata row. Every page goes through the
 //! library's validating decoder ([`FormatKind::load`], which bounds its
 //! memory by the bytes and the resource limits of `tocpile::limits`),
 //! its column count is checked against the metadata's, and the metadata
@@ -19,6 +26,7 @@
 
 use pgrx::pg_sys;
 use pgrx::prelude::*;
+use pgrx::PgRelation;
 use tocpile_lib::formats::FormatKind;
 use tocpile_lib::scale::{ScaleKind, Scaling};
 use tocpile_lib::{Page, SparseBatch};
@@ -98,138 +106,239 @@ pub fn decode_labels(bytes: &[u8], rows: usize) -> Result<Vec<f64>> {
     Ok(labels)
 }
 
-/// What `tocpile.toc_tables` says about a page table.
+/// `page_no` of a page table's metadata row.
+pub const META_PAGE_NO: i64 = -1;
+
+/// The key that marks a metadata row's JSON (its value: the layout's
+/// version).
+const META_KEY: &str = "tocpile_page_table";
+
+/// What a page table's metadata row says: what a dataset file's footer
+/// holds.
 #[derive(Debug, Clone)]
 pub struct TocMeta {
     /// Columns of the rows.
     pub n_cols: usize,
     /// Rows encoded.
-    pub n_rows: i64,
+    pub n_rows: u64,
+    /// Pages stored.
+    pub n_pages: u64,
+    /// Rows per page (the last may hold fewer).
+    pub page_rows: u64,
     /// The pages' format.
     pub format: FormatKind,
     /// The scaling fitted when the table was encoded.
     pub scaling: Option<Scaling>,
+    /// The table encoded.
+    pub source: String,
     /// The source's label column.
     pub label: String,
     /// The source's feature columns.
     pub features: Vec<String>,
+    /// Bytes of the stored pages and labels.
+    pub stored_bytes: u64,
+    /// When it was encoded (ISO 8601).
+    pub created: String,
 }
 
-/// The metadata of the page table `relid`, or `None` if it is not one.
-pub fn lookup(relid: pg_sys::Oid, table: &str) -> Result<Option<TocMeta>> {
-    let row = Spi::connect(|client| {
-        let rows = client.select(
-            "SELECT n_cols, n_rows, format, scale, factors, label, features \
-             FROM tocpile.toc_tables WHERE relid::oid = $1",
-            Some(1),
-            &[relid.into()],
-        )?;
-        if rows.is_empty() {
-            return Ok::<_, pgrx::spi::SpiError>(None);
+impl TocMeta {
+    /// The metadata as the JSON its row stores.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            META_KEY: 1,
+            "source": self.source, "label": self.label, "features": self.features,
+            "n_cols": self.n_cols, "n_rows": self.n_rows, "n_pages": self.n_pages,
+            "page_rows": self.page_rows, "format": self.format.name(),
+            "scale": self.scaling.as_ref().map_or("none", |s| s.kind().name()),
+            "factors": self.scaling.as_ref().map(|s| s.factors()),
+            "stored_bytes": self.stored_bytes, "created": self.created,
+        })
+    }
+
+    /// The metadata in the bytes of a metadata row of `table`,
+    /// validated: stored bytes are hostile, whoever may update the table
+    /// may write any.
+    pub fn from_bytes(bytes: &[u8], table: &str) -> Result<TocMeta> {
+        let bad =
+            |what: String| Failure::corrupt(format!("page table {table}, metadata row: {what}"));
+        let json: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| bad(format!("not JSON ({e})")))?;
+        if json.get(META_KEY).and_then(serde_json::Value::as_u64) != Some(1) {
+            return Err(bad(format!("no \"{META_KEY}\": 1")));
         }
-        let row = rows.first();
-        Ok(Some((
-            row.get::<i32>(1)?,
-            row.get::<i64>(2)?,
-            row.get::<String>(3)?,
-            row.get::<String>(4)?,
-            row.get::<Vec<Option<f64>>>(5)?,
-            row.get::<String>(6)?,
-            row.get::<Vec<Option<String>>>(7)?,
-        )))
-    })
-    .map_err(|e| Failure::corrupt(format!("reading tocpile.toc_tables: {e}")))?;
-    let Some((n_cols, n_rows, format, scale, factors, label, features)) = row else {
+        let text = |key: &str| -> Result<String> {
+            json.get(key)
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| bad(format!("\"{key}\" is not a string")))
+        };
+        let count = |key: &str| -> Result<u64> {
+            json.get(key)
+                .and_then(serde_json::Value::as_u64)
+                .ok_or_else(|| bad(format!("\"{key}\" is not a count")))
+        };
+        let n_cols = count("n_cols")?;
+        if n_cols == 0 {
+            return Err(bad("n_cols 0 (at least 1 expected)".into()));
+        }
+        let n_cols = usize::try_from(n_cols).map_err(|_| bad(format!("n_cols {n_cols}")))?;
+        tocpile_lib::limits::check_cols(n_cols, "columns of a page table")
+            .context(|| format!("page table {table}"))?;
+        let format = text("format")?;
+        let format = FormatKind::from_name(&format)
+            .ok_or_else(|| bad(format!("format \"{format}\" is not a page format")))?;
+        let scale = text("scale")?;
+        let factors = json.get("factors").filter(|f| !f.is_null());
+        let scaling = match (scale.as_str(), factors) {
+            ("none", _) => None,
+            (name, Some(factors)) => {
+                let kind = ScaleKind::from_name(name).ok_or_else(|| {
+                    bad(format!("scale \"{name}\" is not none, maxabs or standard"))
+                })?;
+                let factors = factors
+                    .as_array()
+                    .ok_or_else(|| bad("\"factors\" is not an array".into()))?;
+                if factors.len() != n_cols {
+                    return Err(bad(format!(
+                        "{} scaling factors for {n_cols} columns",
+                        factors.len()
+                    )));
+                }
+                let factors = factors
+                    .iter()
+                    .map(|f| f.as_f64().ok_or_else(|| bad(format!("scaling factor {f}"))))
+                    .collect::<Result<Vec<f64>>>()?;
+                Some(Scaling::new(kind, factors).map_err(|e| bad(e.to_string()))?)
+            }
+            (name, None) => return Err(bad(format!("scale \"{name}\" without factors"))),
+        };
+        let features = json
+            .get("features")
+            .and_then(serde_json::Value::as_array)
+            .ok_or_else(|| bad("\"features\" is not an array".into()))?
+            .iter()
+            .map(|f| {
+                f.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| bad(format!("feature name {f}")))
+            })
+            .collect::<Result<Vec<String>>>()?;
+        Ok(TocMeta {
+            n_cols,
+            n_rows: count("n_rows")?,
+            n_pages: count("n_pages")?,
+            page_rows: count("page_rows")?,
+            format,
+            scaling,
+            source: text("source")?,
+            label: text("label")?,
+            features,
+            stored_bytes: count("stored_bytes")?,
+            created: text("created")?,
+        })
+    }
+}
+
+/// The metadata of `rel` (named `table`) if it is a page table: a table
+/// of the columns `page_no bigint, labels bytea, page bytea` whose row
+/// `page_no = -1` holds the metadata. `None` for a table of other
+/// columns; an error for a page table without (or with two) metadata
+/// rows, or with metadata that is not valid.
+pub fn lookup(rel: &PgRelation, table: &str) -> Result<Option<(TocMeta, PageColumns)>> {
+    // SAFETY: `rel` is open.
+    let Some(columns) = (unsafe { PageColumns::of(rel.as_ptr()) }) else {
         return Ok(None);
     };
-    let bad = |what: String| Failure::corrupt(format!("tocpile.toc_tables, table {table}: {what}"));
-    let n_cols = match n_cols {
-        Some(n) if n >= 1 => n as usize,
-        other => return Err(bad(format!("n_cols {other:?} (at least 1 expected)"))),
-    };
-    tocpile_lib::limits::check_cols(n_cols, "columns of a page table")
-        .context(|| format!("page table {table}"))?;
-    let format = format.unwrap_or_default();
-    let format = FormatKind::from_name(&format)
-        .ok_or_else(|| bad(format!("format \"{format}\" is not a page format")))?;
-    let scale = scale.unwrap_or_default();
-    let scaling = match (scale.as_str(), factors) {
-        ("none", _) => None,
-        (name, Some(factors)) => {
-            let kind = ScaleKind::from_name(name)
-                .ok_or_else(|| bad(format!("scale \"{name}\" is not none, maxabs or standard")))?;
-            if factors.len() != n_cols {
-                return Err(bad(format!(
-                    "{} scaling factors for {n_cols} columns",
-                    factors.len()
-                )));
-            }
-            let factors = factors
-                .into_iter()
-                .map(|f| f.ok_or_else(|| bad("a NULL scaling factor".into())))
-                .collect::<Result<Vec<f64>>>()?;
-            Some(Scaling::new(kind, factors).map_err(|e| bad(e.to_string()))?)
-        }
-        (name, None) => return Err(bad(format!("scale \"{name}\" without factors"))),
-    };
-    Ok(Some(TocMeta {
-        n_cols,
-        n_rows: n_rows.unwrap_or(0),
-        format,
-        scaling,
-        label: label.unwrap_or_default(),
-        features: features
-            .unwrap_or_default()
-            .into_iter()
-            .map(Option::unwrap_or_default)
-            .collect(),
-    }))
+    let rows = Spi::connect(|client| {
+        let rows = client.select(
+            &format!("SELECT page FROM ONLY {table} WHERE page_no = {META_PAGE_NO} LIMIT 2"),
+            None,
+            &[],
+        )?;
+        rows.map(|row| row.get::<Vec<u8>>(1))
+            .collect::<std::result::Result<Vec<_>, _>>()
+    })
+    .map_err(|e| Failure::corrupt(format!("reading the metadata of {table}: {e}")))?;
+    match &rows[..] {
+        [Some(bytes)] => Ok(Some((TocMeta::from_bytes(bytes, table)?, columns))),
+        [None] => Err(Failure::corrupt(format!(
+            "page table {table}: the metadata row (page_no = {META_PAGE_NO}) has a NULL page"
+        ))),
+        [] => Err(Failure::corrupt(format!(
+            "table {table} has the columns of a page table (page_no, labels, page) but no \
+             metadata row (page_no = {META_PAGE_NO}): page tables are made by \
+             tocpile.encode_table (a table made by tocpile 0.1.0 gets its row with ALTER \
+             EXTENSION tocpile UPDATE)"
+        ))),
+        _ => Err(Failure::corrupt(format!(
+            "page table {table} has more than one metadata row (page_no = {META_PAGE_NO})"
+        ))),
+    }
 }
 
-/// Attribute indices of `labels` and `page` in a page table.
+/// Attribute indices of `page_no`, `labels` and `page` in a page table.
 #[derive(Debug, Clone, Copy)]
 pub struct PageColumns {
+    page_no: usize,
     labels: usize,
     page: usize,
     deform: usize,
 }
 
 impl PageColumns {
-    /// Finds the `labels` and `page` bytea columns of `rel`.
+    /// The page columns of `rel`, if it has exactly those three (any
+    /// order).
     ///
     /// # Safety
     /// `rel` is an open relation.
-    pub unsafe fn of(rel: pg_sys::Relation, table: &str) -> Result<PageColumns> {
+    pub unsafe fn of(rel: pg_sys::Relation) -> Option<PageColumns> {
         let desc = (*rel).rd_att;
-        let find = |name: &str| -> Result<usize> {
-            for i in 0..(*desc).natts as usize {
-                let att = &*(*desc).attrs.as_ptr().add(i);
-                if !att.attisdropped && pgrx::name_data_to_str(&att.attname) == name {
-                    if att.atttypid != pg_sys::BYTEAOID {
-                        break;
-                    }
-                    return Ok(i);
-                }
+        let (mut page_no, mut labels, mut page, mut others) = (None, None, None, 0);
+        for i in 0..(*desc).natts as usize {
+            let att = &*(*desc).attrs.as_ptr().add(i);
+            if att.attisdropped {
+                continue;
             }
-            Err(Failure::corrupt(format!(
-                "table {table} is listed in tocpile.toc_tables but has no bytea column \
-                 \"{name}\": not a page table made by tocpile.encode_table"
-            )))
-        };
-        let (labels, page) = (find("labels")?, find("page")?);
-        Ok(PageColumns {
+            match (pgrx::name_data_to_str(&att.attname), att.atttypid) {
+                ("page_no", pg_sys::INT8OID) => page_no = Some(i),
+                ("labels", pg_sys::BYTEAOID) => labels = Some(i),
+                ("page", pg_sys::BYTEAOID) => page = Some(i),
+                _ => others += 1,
+            }
+        }
+        let (page_no, labels, page) = (page_no?, labels?, page?);
+        (others == 0).then(|| PageColumns {
+            page_no,
             labels,
             page,
-            deform: labels.max(page) + 1,
+            deform: page_no.max(labels).max(page) + 1,
         })
     }
 
-    /// Copies the page in `slot` (at `at`) out of its tuple.
+    /// Whether the tuple in `slot` (at `at`) is the metadata row.
     ///
     /// # Safety
     /// `slot` holds a tuple of the table the columns were found in.
-    pub unsafe fn read(&self, slot: *mut pg_sys::TupleTableSlot, at: Tid) -> Result<RawPage> {
+    pub unsafe fn is_meta(&self, slot: *mut pg_sys::TupleTableSlot, at: Tid) -> Result<bool> {
         deform(slot, self.deform);
+        let page_no = attribute(slot, self.page_no)
+            .ok_or_else(|| Failure::corrupt(format!("page at {at}: page_no is NULL")))?;
+        Ok(i64::from_datum(page_no, false) == Some(META_PAGE_NO))
+    }
+
+    /// Copies the page in `slot` (at `at`) out of its tuple; `None` for
+    /// the metadata row.
+    ///
+    /// # Safety
+    /// `slot` holds a tuple of the table the columns were found in.
+    pub unsafe fn read(
+        &self,
+        slot: *mut pg_sys::TupleTableSlot,
+        at: Tid,
+    ) -> Result<Option<RawPage>> {
+        if self.is_meta(slot, at)? {
+            return Ok(None);
+        }
         let bytes = |index: usize, what: &str| -> Result<Vec<u8>> {
             let datum = attribute(slot, index)
                 .ok_or_else(|| Failure::corrupt(format!("page at {at}: {what} is NULL")))?;
@@ -239,11 +348,11 @@ impl PageColumns {
             out.extend_from_slice(data);
             Ok(out)
         };
-        Ok(RawPage {
+        Ok(Some(RawPage {
             tid: at,
             labels: bytes(self.labels, "labels")?,
             page: bytes(self.page, "page")?,
-        })
+        }))
     }
 }
 

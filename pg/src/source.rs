@@ -5,6 +5,7 @@
 use pgrx::pg_sys;
 use pgrx::PgRelation;
 use tocpile_lib::scale::{ColumnStats, ScaleKind, Scaling};
+use tocpile_lib::train::LabelSummary;
 
 use crate::access::{check_readable, sql_name};
 use crate::columns::Columns;
@@ -49,8 +50,8 @@ impl Table {
     ) -> Result<Table> {
         check_readable(&rel)?;
         let name = sql_name(rel.oid())?;
-        let kind = match pages::lookup(rel.oid(), &name)? {
-            Some(meta) => {
+        let kind = match pages::lookup(&rel, &name)? {
+            Some((meta, columns)) => {
                 let same = label.is_none_or(|l| l == meta.label)
                     && features.is_none_or(|f| f == meta.features.as_slice());
                 if !same {
@@ -60,8 +61,6 @@ impl Table {
                         meta.label, meta.features
                     )));
                 }
-                // SAFETY: `rel` is open.
-                let columns = unsafe { PageColumns::of(rel.as_ptr(), &name)? };
                 let format = PageFormat {
                     format: meta.format,
                     n_cols: meta.n_cols,
@@ -88,7 +87,14 @@ impl Table {
         Ok(Table { rel, name, kind })
     }
 
-    /// The table's name as SQL writes it.
+    /// The table under another name in messages (Shuffle Once's copy is
+    /// named after the table it copies, not its temporary name).
+    pub fn shown_as(mut self, name: String) -> Table {
+        self.name = name;
+        self
+    }
+
+    /// The table's name as SQL writes it (or as [`shown_as`](Self::shown_as) set).
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -117,9 +123,12 @@ impl Table {
         // SAFETY: the relation is open for as long as `self`, which the
         // callers keep beyond the scan.
         let scan = unsafe { BlockScan::open(self.rel.as_ptr(), block_pages) };
-        match self.kind {
+        match &self.kind {
             Kind::Rows(_) => Ok(scan),
-            Kind::Pages { .. } => scan.by_tuples(block_pages as usize),
+            Kind::Pages { columns, .. } => scan.by_tuples(block_pages as usize, |slot, at| {
+                // SAFETY: the slots are the scan's, of this relation.
+                unsafe { columns.is_meta(slot, at) }.map(|meta| !meta)
+            }),
         }
     }
 
@@ -159,8 +168,10 @@ impl Table {
         };
         // SAFETY: the slots are the scan's, of this relation.
         scan.read_block(block, |slot, at| unsafe {
-            crate::failure::reserve(out, 1, "the pages of the buffer")?;
-            out.push(columns.read(slot, at).map_err(|e| self.in_table(e))?);
+            if let Some(page) = columns.read(slot, at).map_err(|e| self.in_table(e))? {
+                crate::failure::reserve(out, 1, "the pages of the buffer")?;
+                out.push(page);
+            }
             Ok(())
         })
     }
@@ -169,16 +180,23 @@ impl Table {
         Failure::data(format!("table {}: {}", self.name, e.message()))
     }
 
-    /// One pass over every row: the column statistics (for a scaling of
-    /// `scale`, if any) and the largest label. Page tables read only
-    /// their labels.
-    pub fn statistics(&self, scale: Option<ScaleKind>) -> Result<(Option<Scaling>, f64, u64)> {
+    /// One pass over every row, in table order: the column statistics
+    /// (for a scaling of `scale`, if any) and what the trainer learns
+    /// from the labels. Page tables read only their labels.
+    pub fn statistics(&self, scale: Option<ScaleKind>) -> Result<Statistics> {
         let mut scan = self.scan_in_order();
         let mut stats = match scale {
             Some(_) => Some(ColumnStats::new(self.n_cols())?),
             None => None,
         };
-        let (mut max_label, mut rows) = (f64::NEG_INFINITY, 0u64);
+        let mut labels = LabelSummary::new();
+        let mut max_label = f64::NEG_INFINITY;
+        let mut integers = true;
+        let mut take = |ys: &[f64]| {
+            labels.add(ys);
+            max_label = ys.iter().copied().fold(max_label, f64::max);
+            integers &= ys.iter().all(|y| y.fract() == 0.0);
+        };
         let mut buffer = RowBuffer::new(self.n_cols());
         let mut raw = Vec::new();
         for block in 0..scan.n_blocks() {
@@ -189,26 +207,37 @@ impl Table {
                     if let Some(s) = &mut stats {
                         s.add(&buffer.batch(0, buffer.n_rows())?)?;
                     }
-                    rows += buffer.n_rows() as u64;
-                    max_label = buffer.labels().iter().copied().fold(max_label, f64::max);
+                    take(buffer.labels());
                 }
                 Kind::Pages { format, .. } => {
                     raw.clear();
                     self.read_pages(&mut scan, block, &mut raw)?;
                     for r in &raw {
-                        let page = format.load(r)?;
-                        rows += page.n_rows() as u64;
-                        max_label = page.labels().iter().copied().fold(max_label, f64::max);
+                        take(format.load(r)?.labels());
                     }
                 }
             }
         }
-        Ok((
-            stats.map(|s| s.scaling(scale.expect("stats only with a scale"))),
+        Ok(Statistics {
+            scaling: stats.map(|s| s.scaling(scale.expect("stats only with a scale"))),
+            labels,
             max_label,
-            rows,
-        ))
+            integers,
+        })
     }
+}
+
+/// What [`Table::statistics`] found.
+#[derive(Debug, Clone)]
+pub struct Statistics {
+    /// The scaling fitted, if one was asked for.
+    pub scaling: Option<Scaling>,
+    /// The labels' summary (rows, distinct values, moments).
+    pub labels: LabelSummary,
+    /// The largest label (-inf for no rows).
+    pub max_label: f64,
+    /// Whether every label is an integer.
+    pub integers: bool,
 }
 
 /// Sets the width of `columns`' array columns from the first row where

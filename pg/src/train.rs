@@ -1,8 +1,9 @@
 //! `tocpile.train`: mini-batch SGD inside the database, the CorgiPile
 //! paper's in-database pipeline (sections 6.1 to 6.3): BlockShuffle (block
 //! order, [`crate::order`], over heap pages, [`crate::heap`]),
-//! TupleShuffle (a buffer of blocks, its tuples shuffled) and SGD
-//! ([`crate::sgd`]), with double buffering.
+//! TupleShuffle (a buffer of blocks, its tuples shuffled) and SGD (the
+//! library's trainer, fed by [`crate::feed`]), with double buffering
+//! ([`crate::handoff`]).
 //!
 //! Shuffle Once copies the table with `ORDER BY random()` first (a temp
 //! table, dropped at the end, its time counted), as MADlib and Bismarck
@@ -16,12 +17,14 @@ use pgrx::prelude::*;
 use serde_json::json;
 use tocpile_lib::model::{Model, ModelKind, Optimizer};
 use tocpile_lib::scale::ScaleKind;
+use tocpile_lib::train::{LabelSummary, Scale, TrainOptions};
 
 use crate::failure::{Failure, Result};
+use crate::feed::{Chunk, EpochFigures, Feeder, Interrupts};
+use crate::handoff::{FinishGuard, Handoff, StopGuard};
 use crate::order::{block_order, buffer_blocks, tuple_rng, Shuffle};
 use crate::rows::RowBuffer;
-use crate::sgd::{Chunk, EpochFigures, Settings, Stepper};
-use crate::source::{Kind, Table};
+use crate::source::{Kind, Statistics, Table};
 
 /// `scale =>`: which input scaling the model trains with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,10 +118,7 @@ impl Options {
                 "optimizer \"{optimizer}\" is not one of adam, adagrad, sgd"
             ))
         })?;
-        let learning_rate = lr.unwrap_or(match optimizer {
-            Optimizer::Adam => 0.03,
-            _ => 0.1,
-        });
+        let learning_rate = lr.unwrap_or(optimizer.default_learning_rate());
         if !(learning_rate > 0.0 && learning_rate.is_finite()) {
             return Err(Failure::argument(format!(
                 "lr must be positive and finite ({learning_rate} given)"
@@ -168,15 +168,41 @@ impl Options {
     }
 }
 
-/// Trains on `table` (for Shuffle Once, the shuffled copy the caller
-/// made); returns the model and the run's report, whose `setup_seconds`
-/// run from `setup` (the start of the call, or the end of the copy) to
-/// the first epoch: the pass that fits the scaling, if any.
-pub fn run(table: &Table, options: &Options, setup: Instant) -> Result<(Model, serde_json::Value)> {
+impl Options {
+    /// The library's training options for these (its defaults beside
+    /// them: the last epoch's iterates averaged; the scaling the model's).
+    pub fn train_options(&self) -> TrainOptions {
+        TrainOptions::default()
+            .with_optimizer(self.optimizer)
+            .with_learning_rate(self.learning_rate)
+            .with_epochs(self.epochs)
+            .with_decay(self.decay)
+            .with_l2(self.l2)
+            .with_split_gradient(false)
+            .with_scale(Scale::Model)
+    }
+}
+
+/// A model ready for its first step, and what the pass over the table
+/// found.
+pub struct Prepared {
+    model: Model,
+    labels: LabelSummary,
+    /// The WARNINGs raised (kept in the report).
+    warnings: Vec<String>,
+    /// Seconds of the pass (and the set-up around it).
+    setup_seconds: f64,
+}
+
+/// The set-up before the first epoch, by one pass over `table` in table
+/// order (for Shuffle Once, the table itself, before its copy): the
+/// scaling (a page table's stored one, or one fitted), the labels'
+/// summary (the trainer's binary labels and target standardisation),
+/// softmax's and mlp's classes, the model. A table without rows is an
+/// error; a binary model meeting more than two labels is warned of, as
+/// the command line warns.
+pub fn prepare(table: &Table, options: &Options, start: Instant) -> Result<Prepared> {
     crate::threads::start_pool();
-    // The scaling and, for softmax and mlp, the classes.
-    let needs_classes =
-        matches!(options.model.as_str(), "softmax" | "mlp") && options.classes.is_none();
     let (stored, fit) = match (table.kind(), options.scale) {
         (_, ScaleArg::None) => (None, None),
         (Kind::Pages { meta, .. }, ScaleArg::Auto) => (meta.scaling.clone(), None),
@@ -188,41 +214,90 @@ pub fn run(table: &Table, options: &Options, setup: Instant) -> Result<(Model, s
         (_, ScaleArg::Kind(k)) => (None, Some(k)),
         (Kind::Rows(_), ScaleArg::Auto) => (None, Some(ScaleKind::MaxAbs)),
     };
-    let (scaling, max_label) = if fit.is_some() || needs_classes {
-        let (fitted, max_label, rows) = table.statistics(fit)?;
-        if rows == 0 {
-            return Err(Failure::data(format!(
-                "table {} has no rows to train on",
-                table.name()
-            )));
-        }
-        (fitted.or(stored), max_label)
-    } else {
-        (stored, 1.0)
-    };
+    let stats = table.statistics(fit)?;
+    if stats.labels.rows() == 0 {
+        return Err(Failure::data(format!(
+            "table {} has no rows to train on",
+            table.name()
+        )));
+    }
+    let warnings: Vec<String> = warn_labels(table.name(), &options.model, &stats)
+        .into_iter()
+        .collect();
+    for w in &warnings {
+        warning!("{w}");
+    }
     let classes = options.classes.unwrap_or_else(|| {
-        if options.model == "mlp" && max_label <= 1.0 {
+        if options.model == "mlp" && stats.max_label <= 1.0 {
             2
         } else {
-            (max_label.max(1.0) as usize).saturating_add(1)
+            (stats.max_label.max(1.0) as usize).saturating_add(1)
         }
     });
     let kind = ModelKind::from_name(&options.model, classes)?;
     let mut model = Model::new(kind, table.n_cols(), options.seed)?;
-    model.set_scaling(scaling.clone())?;
-    let setup_seconds = setup.elapsed().as_secs_f64();
-    let settings = Settings {
-        learning_rate: options.learning_rate,
-        decay: options.decay,
-        l2: options.l2,
-        optimizer: options.optimizer,
-        batch_rows: options.batch_rows,
-        pages: match table.kind() {
-            Kind::Pages { format, .. } => Some(format.clone()),
-            Kind::Rows(_) => None,
-        },
+    model.set_scaling(stats.scaling.or(stored))?;
+    Ok(Prepared {
+        model,
+        labels: stats.labels,
+        warnings,
+        setup_seconds: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// The WARNING when a binary model (lr, svm) meets more than two
+/// distinct labels: it takes label > 0 as the positive class (the
+/// command line's warning, in SQL's words).
+fn warn_labels(table: &str, model: &str, stats: &Statistics) -> Option<String> {
+    let seen = stats.labels.distinct();
+    if !matches!(model, "lr" | "svm") || seen.len() < 3 {
+        return None;
+    }
+    let shown: Vec<String> = seen.iter().map(|y| format!("{y}")).collect();
+    let shown = shown.join(", ");
+    Some(if stats.integers {
+        format!(
+            "tocpile.train: table {table} has more than two distinct labels ({shown}, ...): \
+             {model} is a binary model and takes label > 0 as the positive class; for \
+             classes, train with model => 'softmax' or 'mlp'"
+        )
+    } else {
+        format!(
+            "tocpile.train: table {table} has labels ({shown}, ...) that look like a \
+             regression target: for a linear regression, train with model => 'linreg' \
+             ({model} is a classifier and takes label > 0 as the positive class)"
+        )
+    })
+}
+
+/// Trains the prepared model on `table` (for Shuffle Once, the shuffled
+/// copy the caller made); returns the model and the run's report.
+pub fn run(
+    table: &Table,
+    prepared: Prepared,
+    options: &Options,
+) -> Result<(Model, serde_json::Value)> {
+    crate::threads::start_pool();
+    let Prepared {
+        model,
+        labels,
+        warnings,
+        setup_seconds,
+    } = prepared;
+    let scaling = model.scaling().map(|s| s.kind().name());
+    let pages = match table.kind() {
+        Kind::Pages { format, .. } => Some(format.clone()),
+        Kind::Rows(_) => None,
     };
-    let (model, figures, read, layout) = run_epochs(table, model, settings, options)?;
+    let feeder = Feeder::new(
+        model,
+        &options.train_options(),
+        &labels,
+        options.batch_rows,
+        pages,
+        Interrupts::Backend,
+    )?;
+    let (model, figures, read, layout) = run_epochs(table, feeder, options)?;
     let epochs: Vec<serde_json::Value> = figures
         .iter()
         .zip(&read)
@@ -234,12 +309,13 @@ pub fn run(table: &Table, options: &Options, setup: Instant) -> Result<(Model, s
         .collect();
     let report = json!({
         "table": table.name(), "model": model.kind().to_string(), "shuffle": options.shuffle.name(),
-        "columns": table.n_cols(), "scaling": scaling.as_ref().map(|s| s.kind().name()),
+        "columns": table.n_cols(), "scaling": scaling,
         "batch_size": options.batch_rows, "buffer": options.buffer, "seed": options.seed,
         "optimizer": options.optimizer.name(), "double_buffer": options.double_buffer,
         "heap_pages": layout.0, "block_pages": options.block_pages, "blocks": layout.1,
         "buffer_blocks": layout.2, "setup_seconds": setup_seconds,
         "epoch_seconds": figures.iter().map(|f| f.seconds).sum::<f64>(), "epochs": epochs,
+        "warnings": warnings,
     });
     Ok((model, report))
 }
@@ -247,21 +323,21 @@ pub fn run(table: &Table, options: &Options, setup: Instant) -> Result<(Model, s
 /// Heap pages, blocks and blocks per buffer of a run.
 type Layout = (u32, usize, usize);
 
-/// The epochs: the producer (this thread) reads buffers, the stepper
+/// The epochs: the producer (this thread) reads buffers, the feeder
 /// shuffles their tuples and trains on them (on a thread of its own with
-/// double buffering). Returns the model, each epoch's figures and the seconds
-/// this thread spent reading blocks in each.
+/// double buffering, handed each buffer through a [`Handoff`] that this
+/// thread waits on with interrupts checked). Returns the model, each
+/// epoch's figures and the seconds this thread spent reading blocks in
+/// each.
 fn run_epochs(
     table: &Table,
-    model: Model,
-    settings: Settings,
+    feeder: Feeder,
     options: &Options,
 ) -> Result<(Model, Vec<EpochFigures>, Vec<f64>, Layout)> {
     let mut scan = table.scan(options.block_pages)?;
     let n_blocks = scan.n_blocks();
     let per_buffer = buffer_blocks(options.buffer, n_blocks);
     let layout = (scan.n_pages(), n_blocks, per_buffer);
-    let stepper = Stepper::new(model, settings);
     let mut read_seconds = Vec::new();
     let mut produce = |send: &mut dyn FnMut(Chunk) -> Result<bool>| -> Result<()> {
         for epoch in 0..options.epochs {
@@ -283,34 +359,42 @@ fn run_epochs(
         Ok(())
     };
     let mut figures = Vec::new();
-    let stepper = if options.double_buffer {
-        let (chunks, inbox) = mpsc::sync_channel::<Chunk>(0);
+    let feeder = if options.double_buffer {
+        let handoff = Handoff::default();
         let (done, outbox) = mpsc::channel::<EpochFigures>();
         std::thread::scope(|s| {
+            let mut feeder = feeder;
+            feeder.set_interrupts(Interrupts::Flag(handoff.stop_flag()));
+            let handoff = &handoff;
             let worker = crate::threads::with_signals_blocked(|| {
                 std::thread::Builder::new()
                     .name("tocpile sgd".into())
-                    .spawn_scoped(s, move || stepper.run(inbox, done))
+                    .spawn_scoped(s, move || feed_thread(feeder, handoff, done))
             })
             .map_err(|e| Failure::out_of_memory(format!("starting the SGD thread: {e}")))?;
-            let produced = {
-                let mut send = |chunk: Chunk| -> Result<bool> {
-                    let open = chunks.send(chunk).is_ok();
-                    for f in outbox.try_iter() {
-                        notice_epoch(&f);
-                        figures.push(f);
-                    }
-                    Ok(open)
-                };
-                produce(&mut send)
+            // However this thread leaves the scope (an ERROR or a cancel
+            // unwinds it), the SGD thread stops before its next
+            // mini-batch, and the scope joins it.
+            let _stop = StopGuard(handoff);
+            let mut between = || {
+                check_for_interrupts!();
+                for f in outbox.try_iter() {
+                    notice_epoch(&f);
+                    figures.push(f);
+                }
             };
-            drop(chunks);
+            let produced = produce(&mut |chunk| Ok(handoff.send(chunk, &mut between)));
+            if produced.is_err() {
+                // Reading failed: the buffer in training is of no use.
+                handoff.stop();
+            }
+            handoff.close_and_wait(&mut between);
             let stepped = worker.join();
             for f in outbox.try_iter() {
                 notice_epoch(&f);
                 figures.push(f);
             }
-            let stepper = match stepped {
+            let feeder = match stepped {
                 Ok(result) => result?,
                 Err(panic) => {
                     let what = panic
@@ -324,21 +408,44 @@ fn run_epochs(
                 }
             };
             produced?;
-            Ok(stepper)
+            Ok(feeder)
         })?
     } else {
-        let mut stepper = stepper;
+        let mut feeder = feeder;
         produce(&mut |chunk| {
-            if let Some(f) = stepper.feed(chunk)? {
+            if let Some(f) = feeder.feed(chunk)? {
                 notice_epoch(&f);
                 figures.push(f);
             }
             Ok(true)
         })?;
-        stepper
+        feeder
     };
     drop(scan);
-    Ok((stepper.into_model(), figures, read_seconds, layout))
+    Ok((feeder.into_model(), figures, read_seconds, layout))
+}
+
+/// The SGD thread: takes chunks until the backend sends no more (or
+/// tells it to stop), sending each epoch's figures; returns the feeder,
+/// or the first failure (the backend sees the thread end and stops).
+fn feed_thread(
+    mut feeder: Feeder,
+    handoff: &Handoff,
+    figures: mpsc::Sender<EpochFigures>,
+) -> Result<Feeder> {
+    let _finish = FinishGuard(handoff);
+    loop {
+        let (chunk, waited) = handoff.receive();
+        feeder.waited(waited);
+        let Some(chunk) = chunk else {
+            return Ok(feeder);
+        };
+        if let Some(f) = feeder.feed(chunk)? {
+            // The backend may have stopped listening (an error): the
+            // figures are then of no use.
+            let _ = figures.send(f);
+        }
+    }
 }
 
 /// Reads the blocks `group` into one buffer, with the tuple shuffle

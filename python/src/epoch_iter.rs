@@ -109,8 +109,7 @@ impl EpochIter {
 
     /// Batches not yet yielded.
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
-        let rows = self.shared.epoch_rows(py, self.epoch)?;
-        let total = rows.div_ceil(self.shared.batch_size() as u64);
+        let total = self.shared.epoch_batches(py, self.epoch)?;
         let position = self
             .inner
             .lock_py_attached(py)

@@ -73,21 +73,13 @@ impl Shared {
         self.loader.options().batch_rows
     }
 
-    /// Rows an epoch yields: the rows of this rank's blocks, read from the
-    /// footer; for MRS (whose replay batches repeat rows) and for Shuffle
-    /// Once split across ranks (whose blocks are those of a shuffled copy)
-    /// counted by a pass over the epoch's stream (read, not decoded).
+    /// Rows an epoch yields: the rows of this rank's blocks, from the
+    /// footer (the library's `Loader::epoch_rows`); for MRS, whose replay
+    /// batches repeat rows, counted by a pass over the epoch's stream
+    /// (read, not decoded).
     pub(crate) fn epoch_rows(&self, py: Python<'_>, epoch: u64) -> PyResult<u64> {
-        let o = self.loader.options();
-        let ds = self.loader.dataset();
-        let counted =
-            o.strategy == Strategy::Mrs || (o.strategy == Strategy::ShuffleOnce && o.workers > 1);
-        if !counted {
-            if o.workers == 1 {
-                return Ok(ds.info().n_rows);
-            }
-            let order = self.loader.block_order(epoch);
-            return Ok(order.iter().map(|&b| ds.block_rows(b)).sum());
+        if self.loader.options().strategy != Strategy::Mrs {
+            return Ok(self.loader.epoch_rows(epoch));
         }
         if let Some((e, rows)) = self.lock(py).counted {
             if e == epoch {
@@ -106,6 +98,18 @@ impl Shared {
             .py_err()?;
         self.lock(py).counted = Some((epoch, rows));
         Ok(rows)
+    }
+
+    /// Batches of `epoch`: the library's length of the epoch
+    /// (`Loader::epoch_batches`, row mode but MRS), else the epoch's rows
+    /// over `batch_size`, rounded up (batches are cut again to
+    /// `batch_size` rows, [`EpochIter`]): the same count where both exist.
+    pub(crate) fn epoch_batches(&self, py: Python<'_>, epoch: u64) -> PyResult<u64> {
+        if let Some(n) = self.loader.epoch_batches(epoch) {
+            return Ok(n as u64);
+        }
+        let rows = self.epoch_rows(py, epoch)?;
+        Ok(rows.div_ceil(self.batch_size() as u64))
     }
 }
 
@@ -372,11 +376,11 @@ impl PyLoader {
     }
 
     /// Batches of the current epoch: its rows over `batch_size`, rounded
-    /// up (what `tqdm` shows as the total).
+    /// up (what `tqdm` shows as the total); the library's epoch length
+    /// where the strategy fixes it.
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
         let epoch = self.shared.lock(py).epoch;
-        let rows = self.shared.epoch_rows(py, epoch)?;
-        Ok(rows.div_ceil(self.shared.batch_size() as u64) as usize)
+        Ok(self.shared.epoch_batches(py, epoch)? as usize)
     }
 
     /// Where the iteration stands: the epoch, the batches yielded in it,

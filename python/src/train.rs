@@ -2,59 +2,61 @@
 //! pages a loader yields) set up as `tocpile train` sets it up: the step
 //! rule and its default learning rate (`optimizer`, `lr`), the input
 //! scaling applied to the model's parameters (`scale`), and the held-out
-//! split (`holdout`). The same options give the same model file, bit for
-//! bit, as the command line (the tests compare them).
-
-use std::sync::Arc;
+//! split (`holdout`), through `Trainer::prepare` as the command line
+//! does (the same split, start model, loader and warnings). The same
+//! options give the same model file, bit for bit, as the command line
+//! (the tests compare them).
 
 use pyo3::exceptions::{PyUserWarning, PyValueError};
 use pyo3::prelude::*;
-use tocpile::dataset::Dataset;
 use tocpile::loader::{Buffer, LoaderOptions};
 use tocpile::model::Optimizer;
 use tocpile::scale::ScaleKind;
-use tocpile::train::{infer_kind, Holdout, Scale, TrainOptions, Trainer, MAX_CLASSES};
+use tocpile::train::{infer_kind, Scale, TrainOptions, TrainWarning, Trainer, MAX_CLASSES};
 
 use crate::dataset::scale_kind_of;
 use crate::loader::{buffer_of, dataset_of, int_at_least, mode_of, strategy_of, usize_at_least};
 use crate::model::PyModel;
 use crate::IntoPy;
 
-/// A `UserWarning` when a binary model (lr, svm) sees more than two
-/// distinct labels, as the command line warns: it takes label > 0 as the
-/// positive class, which merges class indices 1, 2, ... silently
-/// otherwise. Labels that look like a regression target
-/// ([`tocpile::train::looks_like_regression`]) get the advice to use
-/// linreg instead (softmax and mlp too when they are integers).
-fn warn_multiclass(py: Python<'_>, name: &str, ds: &Arc<Dataset>) -> PyResult<()> {
-    // Distinct labels from a sample of the blocks (as the command line).
-    let sample = tocpile::train::REGRESSION_SAMPLE;
-    let seen = py
-        .detach(|| tocpile::train::label_sample(ds, sample))
-        .py_err()?;
-    let binary = matches!(name, "lr" | "svm");
-    let Some(regression) = tocpile::train::label_warning(&seen, binary) else {
-        return Ok(());
+/// The run's warnings as `UserWarning`s, as the command line prints
+/// them (the library decides them, `Prepared::warnings`): labels a
+/// classifier cannot use as they are (a binary model takes label > 0 as
+/// the positive class; labels that look like a regression target want
+/// linreg), then loader settings likely to shuffle poorly.
+fn warn(py: Python<'_>, warnings: &[TrainWarning]) -> PyResult<()> {
+    let shown = |first: &[f64; 3]| {
+        let shown: Vec<String> = first.iter().map(f64::to_string).collect();
+        shown.join(", ")
     };
-    let shown: Vec<String> = seen[..3].iter().map(|y| y.to_string()).collect();
-    let (path, shown) = (ds.path().display(), shown.join(", "));
-    let text = match regression {
-        true => format!(
-            "{path}: {} distinct labels ({shown}, ...) look like a regression target: for a \
-             linear regression, train with model=\"linreg\" ({name} is a classifier, its accuracy would \
-             mean nothing here)",
-            match seen.len() == sample {
-                true => format!("more than {}", sample - 1),
-                false => seen.len().to_string(),
-            }
-        ),
-        false => format!(
-            "{path}: more than two distinct labels ({shown}, ...): {name} is a binary model and \
-             takes label > 0 as the positive class; for classes use model=\"softmax\" or \"mlp\""
-        ),
-    };
-    let message = std::ffi::CString::new(text).unwrap_or_default();
-    PyErr::warn(py, &py.get_type::<PyUserWarning>(), &message, 1)?;
+    for warning in warnings {
+        let text = match warning {
+            TrainWarning::RegressionLabels {
+                path,
+                model,
+                first,
+                distinct,
+                more,
+            } => format!(
+                "{}: {}{distinct} distinct labels ({}, ...) look like a regression target: for \
+                 a linear regression, train with model=\"linreg\" ({model} is a classifier, its \
+                 accuracy would mean nothing here)",
+                path.display(),
+                if *more { "more than " } else { "" },
+                shown(first)
+            ),
+            TrainWarning::MoreThanTwoLabels { path, model, first } => format!(
+                "{}: more than two distinct labels ({}, ...): {model} is a binary model and \
+                 takes label > 0 as the positive class; for classes use model=\"softmax\" or \
+                 \"mlp\"",
+                path.display(),
+                shown(first)
+            ),
+            other => other.to_string(),
+        };
+        let message = std::ffi::CString::new(text).unwrap_or_default();
+        PyErr::warn(py, &py.get_type::<PyUserWarning>(), &message, 1)?;
+    }
     Ok(())
 }
 
@@ -178,7 +180,7 @@ pub(crate) fn train(
             )));
         }
     }
-    let mut eval = match eval {
+    let eval = match eval {
         Some(e) => Some(dataset_of(py, e)?),
         None => None,
     };
@@ -196,9 +198,6 @@ pub(crate) fn train(
     let (rule, learning_rate) = optimizer_of(optimizer, lr)?;
     let choice = scale_choice_of(scale)?;
     let name = model.to_ascii_lowercase();
-    if matches!(name.as_str(), "lr" | "svm" | "softmax" | "mlp") {
-        warn_multiclass(py, &name, &dataset)?;
-    }
     // Classes from every row, held-out ones included (as the command line).
     let kind = match &init {
         Some(m) => m.kind().clone(),
@@ -231,8 +230,7 @@ pub(crate) fn train(
         .with_buffer(match buffer {
             Some(b) => buffer_of(b)?,
             None => Buffer::Fraction(0.1),
-        })
-        .with_seed(seed);
+        });
     let train_options = TrainOptions::default()
         .with_optimizer(rule)
         .with_epochs(epochs)
@@ -254,46 +252,34 @@ pub(crate) fn train(
     if let Some(m) = init {
         trainer = trainer.warm_start(m);
     }
-    crate::limits::guarded(py, || {
-        let split = match holdout {
-            Some(fraction) => Some(holdout_checked(&dataset, fraction, seed, choice)?),
-            None => None,
-        };
-        let dataset = match &split {
-            Some(s) => {
-                eval = Some(Arc::clone(s.test()));
-                Arc::clone(s.train())
-            }
-            None => dataset,
-        };
-        if let Some(e) = eval {
-            trainer = trainer.eval(e);
-        }
-        let fitted = trainer.fit(&dataset).py_err()?;
-        Ok(PyModel::new(fitted.model, fitted.reports))
-    })
-}
-
-/// [`Holdout::split`], refusing a split that leaves one side without rows (the
-/// command line's message).
-fn holdout_checked(
-    dataset: &Arc<Dataset>,
-    fraction: f64,
-    seed: u64,
-    choice: ScaleChoice,
-) -> PyResult<Holdout> {
-    // The held-out part's scaling: the file's kind under auto.
-    let kind = match choice {
-        ScaleChoice::Auto => dataset.info().scaling.as_ref().map(|s| s.kind()),
-        ScaleChoice::Kind(k) => k,
-    };
-    let split = Holdout::split(dataset, fraction, seed, kind).py_err()?;
-    let (train, test) = (split.train().info().n_rows, split.test().info().n_rows);
-    if train == 0 || test == 0 {
-        return Err(PyValueError::new_err(format!(
-            "{}: holdout={fraction} leaves {train} training and {test} held-out rows: both need rows",
-            dataset.path().display()
-        )));
+    if let Some(e) = eval {
+        trainer = trainer.eval(e);
     }
-    Ok(split)
+    if let Some(fraction) = holdout {
+        trainer = trainer.holdout(fraction);
+    }
+    // Guarded: a panic (a bug) is a catchable error, not
+    // pyo3_runtime.PanicException.
+    let (prepared, warnings) = crate::limits::guarded(py, || {
+        let prepared_and_warnings = trainer.prepare(&dataset).and_then(|prepared| {
+            let warnings = prepared.warnings()?;
+            Ok((prepared, warnings))
+        });
+        prepared_and_warnings.map_err(|e| match e {
+            tocpile::Error::EmptySplit {
+                fraction,
+                train_rows,
+                test_rows,
+            } => PyValueError::new_err(format!(
+                "{}: holdout={fraction} leaves {train_rows} training and {test_rows} held-out \
+                 rows: both need rows",
+                dataset.path().display()
+            )),
+            other => crate::to_py(other),
+        })
+    })?;
+    warn(py, &warnings)?;
+    let fitted = crate::detached(py, || prepared.fit(|_, _| {}))?;
+    let fitted = fitted.into_iter().next().expect("a model per strategy");
+    Ok(PyModel::new(fitted.model, fitted.reports))
 }

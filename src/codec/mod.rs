@@ -14,6 +14,8 @@
 //! `docs/FORMAT.md`.
 
 mod check;
+mod code_batch;
+mod code_rows;
 mod encoder;
 mod gaps;
 mod layout;
@@ -68,6 +70,8 @@ pub use layout::{MAGIC, VERSION};
 // Not part of the API (hidden): the dataset writer's and reader's shared
 // dictionaries (file version 3), used by tests, benches and the fuzz
 // targets; may change in any release.
+pub(crate) use code_batch::{BatchForm, CodeBatch, CodeBatchBuilder, RowsOut};
+pub(crate) use code_rows::RowDict;
 #[doc(hidden)]
 pub use shared::{SegmentModel, SharedDict, MIN_NODE_USES};
 pub use tree::DecodeTree;

@@ -73,6 +73,12 @@ pub struct DecodeTree {
 }
 
 impl DecodeTree {
+    /// Whether the batch is flat: its first layer is its entries in row
+    /// order and the kernels run CSR loops over them (`kernels/form.rs`).
+    pub fn is_flat(&self) -> bool {
+        self.flat
+    }
+
     /// Number of rows of the batch.
     pub fn n_rows(&self) -> usize {
         self.row_starts.len().saturating_sub(1)

@@ -104,6 +104,13 @@ impl PageRows {
         Ok(())
     }
 
+    /// Every row's entries as first-layer ids of the page (before
+    /// [`materialize`](Self::materialize) turns them into columns and
+    /// values), and where each row ends in them.
+    pub(crate) fn ids(&self) -> (&[u32], &[u32]) {
+        (&self.ids, &self.ends)
+    }
+
     /// The pair ids and row ends being decoded.
     pub(super) fn ids_and_ends(&mut self) -> (&mut Vec<u32>, &mut Vec<u32>) {
         (&mut self.ids, &mut self.ends)

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use super::labels::{read_labels, LabelsForm};
 use super::PageContext;
-use crate::codec::{DecodeTree, PageRows, SharedDict};
+use crate::codec::{DecodeTree, PageRows, RowDict, SharedDict};
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
 use crate::page::Page;
@@ -184,6 +184,74 @@ impl PackedBlock {
                 Ok(())
             }
         }
+    }
+
+    /// Appends page `j`'s rows as codes into a dictionary (see
+    /// `codec/code_rows.rs`): their codes to `codes`, each row's end in
+    /// `codes` to `ends` and its label to `labels`, without the checks
+    /// its first validation made; returns the dictionary the codes name.
+    /// A page coded against its segment's dictionary names that one; a
+    /// self-contained TOC page names its own first layer.
+    ///
+    /// # Errors
+    /// As [`decode_page`](Self::decode_page); [`Error::WrongFormat`] for
+    /// a page of another format than TOC.
+    ///
+    /// # Panics
+    /// If `j >= n_pages()`.
+    pub(crate) fn decode_page_codes(
+        &self,
+        j: usize,
+        out: &mut PageDecoder,
+        (codes, ends, labels): (&mut Vec<u32>, &mut Vec<u32>, &mut Vec<f64>),
+    ) -> Result<RowDict> {
+        let page = self.pages[j];
+        let rows = page.rows as usize;
+        let mut r = Reader::new(&self.bytes[page.labels_at as usize..]);
+        read_labels(
+            &mut r,
+            rows,
+            self.labels_form,
+            &mut out.labels,
+            &mut out.ids,
+        )?;
+        crate::limits::try_reserve(labels, rows, "the labels of a buffer")?;
+        labels.extend_from_slice(&out.labels);
+        if self.format.level().is_none() {
+            return Err(Error::WrongFormat {
+                expected: "TOC pages (rows kept as codes)",
+                found: self.format.name(),
+            });
+        }
+        let payload = self.payload(j);
+        let layout = crate::codec::page_layout(payload, rows, self.dict.as_deref())?;
+        if layout.is_shared() {
+            let dict = self
+                .dict
+                .as_ref()
+                .ok_or_else(crate::codec::needs_dictionary)?;
+            out.tree
+                .decode_shared_codes(payload, &layout, dict, codes, ends)?;
+            return Ok(RowDict::Shared(Arc::clone(dict)));
+        }
+        out.tree.decode_trusted(
+            payload,
+            page.nnz as usize,
+            &mut out.rows,
+            (self.dict.as_deref(), rows),
+        )?;
+        let (ids, row_ends) = out.rows.ids();
+        let base = codes.len() as u32;
+        crate::limits::try_reserve(codes, ids.len(), "the code rows of a buffer")?;
+        crate::limits::try_reserve(ends, row_ends.len(), "the code rows of a buffer")?;
+        codes.extend_from_slice(ids);
+        ends.extend(row_ends.iter().map(|&e| e + base));
+        let (cols, vals) = out.tree.pairs();
+        Ok(RowDict::Own(Arc::new(DecodeTree::pairs_only(
+            self.n_cols,
+            cols,
+            vals,
+        ))))
     }
 
     /// Page `j` as a [`Page`] for the kernels (a TOC page with its decode

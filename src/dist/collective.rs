@@ -1,8 +1,10 @@
 //! The collective epoch: the trainer core's step loop
 //! ([`crate::train::core`]) with the ranks' allreduce between the
 //! gradient and the step. [`train_distributed`](super::train_distributed)
-//! runs it on each rank's loader, [`sgd_epoch`](super::sgd_epoch) on the
-//! mini-batches of a coded shuffle's caches.
+//! runs it on each rank's loader,
+//! [`train_on_batches`](super::train_on_batches) and
+//! [`sgd_epoch`](super::sgd_epoch) on the mini-batches of a coded
+//! shuffle's caches.
 
 use std::time::Instant;
 

@@ -91,7 +91,7 @@ pub use comm::Communicator;
 pub use in_process::InProcess;
 #[cfg(feature = "mpi")]
 pub use mpi_comm::Mpi;
-pub use train::{train_distributed, train_lockstep, DistributedReport};
+pub use train::{train_distributed, train_lockstep, train_on_batches, DistributedReport};
 
 // Not part of the API (hidden): the coded shuffle's planner, packets and
 // transport, used by the command line (`tocpile shuffle`), the benches and

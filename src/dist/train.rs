@@ -48,7 +48,7 @@ use crate::loader::Loader;
 use crate::model::{BatchStats, Metrics, Model, Optimizer};
 use crate::page::Page;
 use crate::train::core::{self, Step, Stepper, TailMean, TargetScale};
-use crate::train::{evaluate, Average, EpochReport, Score, TrainOptions};
+use crate::train::{evaluate, Average, EpochReport, Prepared, Score, TrainOptions};
 
 /// Figures of one epoch on every rank, beyond the [`EpochReport`].
 #[derive(Debug, Clone, PartialEq)]
@@ -152,6 +152,8 @@ where
                 steps,
                 buffer_peak_bytes: stats.buffer_peak_bytes,
                 gradient_threads: 1,
+                tree_batches: stats.tree_batches,
+                row_batches: stats.row_batches,
             },
             batches_per_rank,
             communication_seconds: comm_seconds,
@@ -161,6 +163,47 @@ where
         reports.push(report);
     }
     Ok(reports)
+}
+
+impl<S: Source + 'static> Prepared<S> {
+    /// Trains the start model data-parallel with the other ranks of
+    /// `comm` ([`train_distributed`]; every rank calls it with the same
+    /// trainer). The trainer's loader options must make this rank's
+    /// slice: [`LoaderOptions::workers`](crate::loader::LoaderOptions::workers)
+    /// the communicator's size and `worker` its rank (a default memory
+    /// budget is then shared by the ranks, see
+    /// [`Trainer::prepare`](crate::train::Trainer::prepare)). Rank 0
+    /// evaluates after each epoch; every rank returns the final model and
+    /// its reports.
+    ///
+    /// # Errors
+    /// [`Error::BadArgument`] for more than one strategy; as
+    /// [`train_distributed`].
+    pub fn fit_distributed<C: Communicator + ?Sized>(
+        self,
+        comm: &C,
+        sync: Averaging,
+        on_epoch: impl FnMut(&DistributedReport),
+    ) -> Result<(Model, Vec<DistributedReport>)> {
+        // The split's scratch files live until training ends.
+        let (mut model, options, loaders, eval, _holdout) = self.into_parts();
+        let [loader] = &loaders[..] else {
+            return Err(Error::BadArgument {
+                what: "strategies of a distributed run",
+                expected: "one",
+            });
+        };
+        let reports = train_distributed(
+            comm,
+            &mut model,
+            loader,
+            &options,
+            sync,
+            eval.as_ref(),
+            on_epoch,
+        )?;
+        Ok((model, reports))
+    }
 }
 
 fn check<C: Communicator + ?Sized, S: Source + 'static>(
@@ -267,6 +310,164 @@ where
     )?;
     let (score, _) = gather_figures(comm, model, &run.local, run.read)?;
     Ok((score, run.steps))
+}
+
+/// Synchronous data-parallel SGD, epoch after epoch, on mini-batches each
+/// rank makes itself: UberShuffle's setting (section 4), where a coded
+/// shuffle leaves each worker its next blocks before every epoch and the
+/// parameter server holds the file. The trainer core of
+/// [`train_distributed`] with another source of mini-batches:
+/// `epoch_batches(epoch)` gives this rank's (after shuffling, say; a
+/// rank without data gives none and still joins every step), each step
+/// averages the ranks' gradients weighted by their rows, the learning
+/// rate decays and the last epoch's iterates are averaged as
+/// [`TrainOptions`] say, and rank 0 evaluates on `eval` after each epoch
+/// (untimed).
+///
+/// Rank 0 sets the model up as every trainer does, on `dataset` (its
+/// data; other ranks pass `None`): the input scaling
+/// [`TrainOptions::scale`] gives it, a binary model's two label values,
+/// a linear regression's target standardisation; every rank then starts
+/// from rank 0's model (sent whole, scaling and labels included), so no
+/// other rank reads the file. A report's `seconds` run from the call to
+/// `epoch_batches` to the epoch's last step.
+///
+/// # Errors
+/// [`Error::BadArgument`] for options out of range, or no `dataset` on
+/// rank 0; errors of `epoch_batches` and of the model on this rank, and
+/// [`Error::Communication`] on every other rank when one fails;
+/// [`Error::Diverged`]; errors of the communicator.
+pub fn train_on_batches<C, S, I>(
+    comm: &C,
+    model: &mut Model,
+    options: &TrainOptions,
+    dataset: Option<&Arc<Dataset<S>>>,
+    mut epoch_batches: impl FnMut(usize) -> Result<I>,
+    eval: Option<&Arc<Dataset<S>>>,
+    mut on_epoch: impl FnMut(&DistributedReport),
+) -> Result<Vec<DistributedReport>>
+where
+    C: Communicator + ?Sized,
+    S: Source + 'static,
+    I: IntoIterator<Item = Vec<Page>>,
+{
+    core::check_options(options)?;
+    let target = start_from_root(comm, model, options, dataset)?;
+    let mut stepper = Stepper::new(model, options, target)?;
+    let mut exchange = Exchange::new(comm, model)?;
+    let mut reports = Vec::with_capacity(options.epochs);
+    for epoch in 0..options.epochs {
+        let lr = core::learning_rate(options, epoch);
+        let start = Instant::now();
+        let traffic = comm.traffic();
+        // Batches computed on trees and as rows, counted as they pass.
+        let mut forms = [0usize; 2];
+        // A rank whose batches fail says so in the next collective step.
+        let steps: Box<dyn Iterator<Item = Result<Step<Vec<Page>>>>> = match epoch_batches(epoch) {
+            Ok(batches) => Box::new(batches.into_iter().map(|pages| {
+                for page in &pages {
+                    let on_tree = &mut forms[usize::from(!page.batch().on_tree())];
+                    *on_tree += 1;
+                }
+                Ok(Step {
+                    pages,
+                    replay: false,
+                })
+            })),
+            Err(e) => Box::new(std::iter::once(Err(e))),
+        };
+        let tail = TailMean::start(model, options, epoch)?;
+        let run = exchange.epoch(
+            comm,
+            model,
+            &mut stepper,
+            steps,
+            lr,
+            Averaging::Gradients,
+            tail,
+            Some(epoch),
+        )?;
+        let seconds = start.elapsed().as_secs_f64();
+        let (train, batches_per_rank) = gather_figures(comm, model, &run.local, run.read)?;
+        if !train.loss.is_finite() {
+            return Err(Error::Diverged {
+                epoch,
+                learning_rate: lr,
+            });
+        }
+        let eval = match eval {
+            Some(ds) if comm.rank() == 0 => Some(evaluate(model, ds)?),
+            _ => None,
+        };
+        let report = DistributedReport {
+            epoch: EpochReport {
+                epoch,
+                learning_rate: lr,
+                train,
+                eval,
+                seconds,
+                wait_seconds: 0.0,
+                steps: run.steps,
+                buffer_peak_bytes: 0,
+                gradient_threads: 1,
+                tree_batches: forms[0],
+                row_batches: forms[1],
+            },
+            batches_per_rank,
+            communication_seconds: run.comm_seconds,
+            bytes_sent: comm.traffic().since(traffic).bytes_sent,
+        };
+        on_epoch(&report);
+        reports.push(report);
+    }
+    Ok(reports)
+}
+
+/// Rank 0 sets `model` up on its `dataset` (`core::prepare`) and sends it
+/// whole, with the target's scale, to every rank; returns the target's
+/// scale. A failure on rank 0 reaches the others as an empty model.
+fn start_from_root<C, S>(
+    comm: &C,
+    model: &mut Model,
+    options: &TrainOptions,
+    dataset: Option<&Arc<Dataset<S>>>,
+) -> Result<TargetScale>
+where
+    C: Communicator + ?Sized,
+    S: Source + 'static,
+{
+    let mut bytes = Vec::new();
+    let mut prepared = Ok(TargetScale::UNIT);
+    if comm.rank() == 0 {
+        prepared = match dataset {
+            Some(ds) => core::prepare(model, ds, options),
+            None => Err(Error::BadArgument {
+                what: "rank 0 of a run on batches",
+                expected: "the dataset, to set the model up on",
+            }),
+        };
+        if let Ok(target) = &prepared {
+            bytes = target.spread().to_le_bytes().to_vec();
+            bytes.extend(model.to_bytes());
+        }
+    }
+    comm.broadcast(0, &mut bytes)?;
+    let target = prepared?;
+    if comm.rank() == 0 {
+        return Ok(target);
+    }
+    if bytes.len() < 8 {
+        return Err(Error::Communication {
+            rank: comm.rank(),
+            peer: 0,
+            message: "rank 0 could not set the model up".into(),
+        });
+    }
+    let (spread, rest) = bytes.split_at(8);
+    *model = Model::from_bytes(rest)?;
+    Ok(TargetScale::with_spread(f64::from_le_bytes(
+        spread.try_into().expect("8 bytes"),
+    )))
 }
 
 /// The epoch's training figures over every rank (merged in rank order)

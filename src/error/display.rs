@@ -198,6 +198,16 @@ impl fmt::Display for Error {
                  rate {}: lower the learning rate",
                 Number(*learning_rate)
             ),
+            Error::EmptySplit {
+                fraction,
+                train_rows,
+                test_rows,
+            } => write!(
+                f,
+                "held-out share {} leaves {train_rows} training and {test_rows} held-out rows: \
+                 both need rows",
+                Number(*fraction)
+            ),
             Error::BadValue {
                 path,
                 row,

@@ -9,7 +9,7 @@
 
 use ndarray::{ArrayView1, ArrayView2, ArrayViewMut1, ArrayViewMut2};
 
-use super::{Compressed, Csr, Cvi, Den, Dvi, FormatKind, TocPage};
+use super::{CodedRows, Compressed, Csr, Cvi, Den, Dvi, FormatKind, TocPage};
 use crate::kernels::Workspace;
 use crate::sparse::SparseBatch;
 
@@ -65,6 +65,11 @@ pub enum Batch {
     Compressed(Compressed),
     /// TOC at any level, with its decode tree.
     Toc(TocPage),
+    /// Rows as first-layer codes into a pair table shared by many batches
+    /// (the loader's mini-batches whose rows are cheaper than their tree:
+    /// [`CodedRows`]). Reports [`FormatKind::TocFull`], its bytes a
+    /// TOC_FULL batch.
+    Coded(CodedRows),
 }
 
 /// `$body` with `$b` bound to the batch inside whichever variant `$batch`
@@ -78,6 +83,7 @@ macro_rules! dispatch {
             Batch::Dvi($b) => $body,
             Batch::Compressed($b) => $body,
             Batch::Toc($b) => $body,
+            Batch::Coded($b) => $body,
         }
     };
 }
@@ -162,6 +168,13 @@ impl Batch {
         dispatch!(self, b => b.scale(c))
     }
 
+    /// Whether the kernels run on a decode tree (TOC paper section 4): a
+    /// TOC batch that is not flat (`kernels/form.rs`). Other formats,
+    /// coded rows and flat TOC batches run on their rows.
+    pub fn on_tree(&self) -> bool {
+        matches!(self, Batch::Toc(page) if !page.tree().is_flat())
+    }
+
     /// The TOC page, with its decode tree, if this is one.
     pub fn as_toc(&self) -> Option<&TocPage> {
         match self {
@@ -211,6 +224,7 @@ impl Batch {
             Batch::Toc(b) => b.vecmat_add(v, out, ws),
             Batch::Csr(b) => b.vecmat_add(v, out),
             Batch::Cvi(b) => b.vecmat_add(v, out),
+            Batch::Coded(b) => b.vecmat_add(v, out),
             other => {
                 let mut tmp = vec![0.0; out.len()];
                 other.vecmat_into(

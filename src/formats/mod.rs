@@ -27,6 +27,7 @@
 
 mod batch;
 mod bytes;
+mod coded;
 mod dense;
 mod general;
 mod ids;
@@ -35,6 +36,7 @@ mod sparse;
 mod toc;
 
 pub use batch::Batch;
+pub use coded::{CodedRows, Pair, PairTable};
 // Not part of the API (hidden): the dense format's size and the pool of
 // decode trees, used by the command line's measurements and the tests;
 // may change in any release.

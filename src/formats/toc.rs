@@ -26,8 +26,10 @@ thread_local! {
 /// [`Batch::Toc`](super::Batch::Toc).
 #[derive(Debug, Clone)]
 pub struct TocPage {
-    /// The bytes as encoded or loaded.
-    batch: TocBatch,
+    /// The bytes as encoded or loaded; `None` for a batch made from code
+    /// rows against resident dictionaries ([`TocPage::from_tree`]), whose
+    /// bytes are encoded when asked for.
+    batch: Option<TocBatch>,
     tree: DecodeTree,
     /// Options to re-encode with after `scale`.
     options: EncodeOptions,
@@ -57,7 +59,7 @@ impl TocPage {
 
     fn new(batch: TocBatch, tree: DecodeTree, options: EncodeOptions) -> Self {
         TocPage {
-            batch,
+            batch: Some(batch),
             tree,
             options,
             scaled: false,
@@ -114,6 +116,20 @@ impl TocPage {
         Ok(page)
     }
 
+    /// A mini-batch of code rows made into its compact tree by the loader
+    /// (`codec/code_batch.rs`): the kernels run on `tree`; its bytes, if
+    /// ever asked for, are the rows encoded self-contained (the tree's
+    /// nodes belong to the segments' dictionaries, not to a page).
+    pub(crate) fn from_tree(tree: DecodeTree) -> Self {
+        TocPage {
+            batch: None,
+            tree,
+            options: EncodeOptions::default(),
+            scaled: true,
+            rewritten: OnceLock::new(),
+        }
+    }
+
     /// The decode tree the kernels run on (scaled along with the batch).
     pub fn tree(&self) -> &DecodeTree {
         &self.tree
@@ -121,8 +137,8 @@ impl TocPage {
 
     /// The bytes of the batch as it is now.
     fn current(&self) -> &TocBatch {
-        if !self.scaled {
-            return &self.batch;
+        if let (false, Some(batch)) = (self.scaled, &self.batch) {
+            return batch;
         }
         self.rewritten.get_or_init(|| {
             Encoder::new(self.options)
@@ -143,13 +159,15 @@ impl TocPage {
     /// larger: the kernels' structure, unpacked) and, after a scale, the
     /// re-encoded bytes once asked for.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.batch.heap_bytes()
+        self.batch.as_ref().map_or(0, TocBatch::heap_bytes)
             + self.tree.heap_bytes()
             + self.rewritten.get().map_or(0, TocBatch::heap_bytes)
     }
 
     pub(crate) fn kind(&self) -> FormatKind {
-        self.batch.level().into()
+        self.batch
+            .as_ref()
+            .map_or(FormatKind::TocFull, |b| b.level().into())
     }
 
     pub(crate) fn encoded_len(&self) -> usize {
@@ -161,11 +179,11 @@ impl TocPage {
     }
 
     pub(crate) fn n_rows(&self) -> usize {
-        self.batch.n_rows()
+        self.tree.n_rows()
     }
 
     pub(crate) fn n_cols(&self) -> usize {
-        self.batch.n_cols()
+        self.tree.n_cols()
     }
 
     pub(crate) fn decode(&self) -> SparseBatch {

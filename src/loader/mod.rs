@@ -86,21 +86,27 @@
 //! serialised into alternating batches so that runs are reproducible.
 
 mod ahead;
+mod arena;
 mod budget;
 mod epoch;
 mod feed;
+mod huge;
 mod iter;
 mod options;
 mod resident;
 mod rows;
+mod sample;
 mod shuffle;
 mod trace;
 mod units;
+mod values;
 mod working_set;
 
 pub use budget::{MemoryBudget, MemorySource};
-pub use iter::{Epoch, EpochStats};
+pub use iter::{Epoch, EpochStats, ExactEpoch};
 use options::check_options;
+#[doc(hidden)]
+pub use options::RowForm;
 pub use options::{Buffer, LoaderOptions, Mode, Strategy};
 pub use shuffle::shuffle_file;
 use shuffle::shuffle_file_mapped;
@@ -125,7 +131,8 @@ use std::sync::Arc;
 
 use epoch::{EpochState, Produce};
 use resident::Resident;
-use rows::RowEpoch;
+use rows::{RowEpoch, RowsKind, WholeFile};
+use sample::{choose_rows, RowsChoice};
 
 use crate::cleanup::{self, ScratchFile};
 use crate::dataset::{Dataset, Source};
@@ -211,8 +218,16 @@ pub(crate) struct Plan {
     read_ahead: usize,
     trace: bool,
     format: FormatKind,
+    /// The format exact-mode batches were asked in
+    /// ([`LoaderOptions::format`]); `None`: the row pipeline's own.
+    format_asked: Option<FormatKind>,
+    /// What the row pipeline's buffers keep of each row.
+    rows: RowsKind,
+    /// Whether the row pipeline's buffer is the whole file, made once.
+    whole: bool,
     n_cols: usize,
     n_rows: u64,
+    nnz: u64,
     block_first_row: Vec<u64>,
     /// Shuffle Once: the original row number of each row of the copy.
     row_origin: Option<Vec<u64>>,
@@ -229,6 +244,32 @@ pub struct Loader<S: Source + 'static = File> {
     warnings: Vec<String>,
     /// Pages kept across epochs (of the copy, for Shuffle Once).
     resident: Arc<Resident>,
+    /// The whole-file buffer, once the first epoch made it (when the plan
+    /// keeps one).
+    whole: Option<WholeFile>,
+    buffer_choice: BufferChoice,
+    /// The epoch `for batch in &loader` iterates next (`iter.rs`).
+    next_epoch: std::sync::atomic::AtomicU64,
+}
+
+/// Not part of the API (hidden): what a loader's buffer is and why, for
+/// the command line's header; may change in any release.
+#[doc(hidden)]
+#[derive(Debug, Clone, PartialEq)]
+pub struct BufferChoice {
+    /// The buffer is the whole file, decoded once and kept.
+    pub whole_file: bool,
+    /// Blocks a buffer holds (every block of the worker for the whole
+    /// file).
+    pub blocks: usize,
+    /// What each row is kept as: "code rows" (codes into the segments'
+    /// dictionaries, as the pages have them), "pair codes" (written out
+    /// against their dictionaries' first layers) or "decoded values".
+    pub rows: &'static str,
+    /// Estimated heap bytes of the whole file in that form.
+    pub whole_bytes: u64,
+    /// The loader's memory budget.
+    pub memory: usize,
 }
 
 impl Loader {
@@ -281,26 +322,30 @@ impl<S: Source + 'static> Loader<S> {
                 }
                 _ => None,
             };
-        let (plan, warnings, shuffled) = match shuffled {
-            Some((copy, path, origin)) => {
-                let (mut plan, warnings) = make_plan(&copy, &options);
-                plan.row_origin = Some(origin);
-                (plan, warnings, Some((copy, path)))
-            }
-            None => {
-                let (plan, warnings) = make_plan(&dataset, &options);
-                (plan, warnings, None)
-            }
-        };
-        let n_blocks = match &shuffled {
-            Some((copy, _)) => copy.n_blocks(),
-            None => dataset.n_blocks(),
-        };
         // An automatic budget is probed here, not in `LoaderOptions::default`.
         let memory = options
             .memory
             .unwrap_or_else(|| MemoryBudget::detect().bytes);
-        let resident = Arc::new(Resident::new(n_blocks, memory));
+        let (plan, warnings, shuffled) = match shuffled {
+            Some((copy, path, origin)) => {
+                let ((mut plan, choice), warnings) = make_plan(&copy, &options, memory);
+                plan.row_origin = Some(origin);
+                ((plan, choice), warnings, Some((copy, path)))
+            }
+            None => {
+                let (plan, warnings) = make_plan(&dataset, &options, memory);
+                (plan, warnings, None)
+            }
+        };
+        let (plan, buffer_choice) = plan;
+        let n_blocks = match &shuffled {
+            Some((copy, _)) => copy.n_blocks(),
+            None => dataset.n_blocks(),
+        };
+        // The whole-file buffer takes the budget: nothing else stays.
+        let kept = if plan.whole { 0 } else { memory };
+        let resident = Arc::new(Resident::new(n_blocks, kept));
+        let whole = plan.whole.then(WholeFile::default);
         Ok(Loader {
             dataset,
             shuffled,
@@ -308,6 +353,9 @@ impl<S: Source + 'static> Loader<S> {
             plan: Arc::new(plan),
             warnings,
             resident,
+            whole,
+            buffer_choice,
+            next_epoch: Default::default(),
         })
     }
 
@@ -337,10 +385,26 @@ impl<S: Source + 'static> Loader<S> {
         self.plan.buffer_blocks
     }
 
-    /// Heap bytes of the pages kept in memory across epochs (see
-    /// [`LoaderOptions::memory`]).
+    /// Heap bytes of what the loader keeps in memory across epochs (see
+    /// [`LoaderOptions::memory`]): resident blocks, or the whole-file
+    /// buffer once the first epoch made it.
     pub fn resident_bytes(&self) -> usize {
-        self.resident.bytes()
+        self.resident.bytes() + self.whole_bytes()
+    }
+
+    /// Heap bytes of the whole-file buffer, once made.
+    fn whole_bytes(&self) -> usize {
+        let whole = self
+            .whole
+            .as_ref()
+            .and_then(|w| w.buffer.lock().ok()?.clone());
+        whole.map_or(0, |b| b.heap_bytes())
+    }
+
+    /// Not part of the API (hidden): what the buffer is and why.
+    #[doc(hidden)]
+    pub fn buffer_choice(&self) -> &BufferChoice {
+        &self.buffer_choice
     }
 
     /// Blocks whose pages are kept in memory across epochs.
@@ -387,6 +451,7 @@ impl<S: Source + 'static> Loader<S> {
             self.dataset.path(),
             Some(Arc::clone(&self.resident)),
         )
+        .map(|e| e.with_batches(self.epoch_batches(epoch)))
     }
 
     /// The state machine of an epoch over `dataset` (the file, or Shuffle
@@ -401,7 +466,14 @@ impl<S: Source + 'static> Loader<S> {
     ) -> Result<Box<dyn Produce>> {
         let (plan, resident) = (Arc::clone(&self.plan), Arc::clone(&self.resident));
         Ok(if plan.row_pipeline() {
-            Box::new(RowEpoch::start(dataset, plan, epoch, order, resident)?)
+            let whole = self.whole.clone();
+            Box::new(RowEpoch::start(
+                dataset,
+                plan,
+                (epoch, order),
+                resident,
+                whole,
+            )?)
         } else {
             Box::new(EpochState::start(dataset, plan, epoch, order, resident)?)
         })
@@ -416,7 +488,15 @@ const STREAM_BLOCKS: u64 = 1;
 /// memory it adds is a few blocks).
 const MIN_FRACTION_BUFFER_BLOCKS: usize = 4;
 
-fn make_plan<T: Source>(ds: &Dataset<T>, o: &LoaderOptions) -> (Plan, Vec<String>) {
+/// Fraction of the file [`Buffer::Auto`] buffers when the whole file does
+/// not fit the memory budget (the CorgiPile paper's default).
+const AUTO_FRACTION: f64 = 0.1;
+
+fn make_plan<T: Source>(
+    ds: &Dataset<T>,
+    o: &LoaderOptions,
+    memory: usize,
+) -> ((Plan, BufferChoice), Vec<String>) {
     let n_blocks = ds.n_blocks();
     let mut block_first_row = Vec::with_capacity(n_blocks);
     let mut row = 0u64;
@@ -425,25 +505,50 @@ fn make_plan<T: Source>(ds: &Dataset<T>, o: &LoaderOptions) -> (Plan, Vec<String
         row += ds.block_rows(b);
     }
     let worker_blocks = (o.worker + 1) * n_blocks / o.workers - o.worker * n_blocks / o.workers;
+    let fraction = |f: f64| {
+        ((f * n_blocks as f64).ceil() as usize)
+            .max(MIN_FRACTION_BUFFER_BLOCKS.min(worker_blocks))
+            .max(1)
+    };
+    let choice = o.mode.choose(ds.info(), o.batch_rows);
+    let mode = choice.mode;
+    let row_pipeline =
+        mode == Mode::Exact && !matches!(o.strategy, Strategy::SlidingWindow | Strategy::Mrs);
+    let rows: RowsChoice = match row_pipeline {
+        true => choose_rows(ds, (o.batch_rows, o.trace), o.rows),
+        false => RowsChoice {
+            kind: RowsKind::Values,
+            bytes_per_row: 0.0,
+            packed_per_row: 0.0,
+        },
+    };
+    let whole_bytes = (rows.bytes_per_row * row as f64) as u64;
+    let fits = whole_bytes <= memory as u64;
     let buffer_blocks = match (o.strategy, o.buffer) {
         (Strategy::EpochShuffle, _) => worker_blocks.max(1),
+        (_, Buffer::Auto) if row_pipeline && fits => worker_blocks.max(1),
+        (_, Buffer::Auto) => fraction(AUTO_FRACTION),
         (_, Buffer::Blocks(b)) => b,
         // A fraction of the file, but at least MIN_FRACTION_BUFFER_BLOCKS
         // (or every block of the worker): on a small file 10% is one or two
         // blocks, a buffer in which one block's tuples dominate.
-        (_, Buffer::Fraction(f)) => ((f * n_blocks as f64).ceil() as usize)
-            .max(MIN_FRACTION_BUFFER_BLOCKS.min(worker_blocks))
-            .max(1),
+        (_, Buffer::Fraction(f)) => fraction(f),
     };
+    // The row pipeline keeps the whole file when it fits, where that
+    // leaves the order's law as asked: for the strategies whose order
+    // does not depend on the buffer, and for a buffer of every block.
+    let order_kept = !matches!(o.strategy, Strategy::CorgiPile);
+    let whole = row_pipeline
+        && fits
+        && (order_kept || o.buffer == Buffer::Auto || buffer_blocks >= worker_blocks);
     // Sliding-Window and MRS hold a share of the units (rows, or pages).
-    let choice = o.mode.choose(ds.info(), o.batch_rows);
-    let mode = choice.mode;
     let units = |b: usize| match mode {
         Mode::Page => ds.block_pages(b),
         _ => ds.block_rows(b),
     };
     let total_units: u64 = (0..n_blocks).map(units).sum();
     let window_units = match o.buffer {
+        Buffer::Auto => (AUTO_FRACTION * total_units as f64 / o.workers as f64).ceil() as usize,
         Buffer::Fraction(f) => (f * total_units as f64 / o.workers as f64).ceil() as usize,
         Buffer::Blocks(b) => (b as u64 * total_units / n_blocks.max(1) as u64) as usize,
     }
@@ -484,10 +589,25 @@ fn make_plan<T: Source>(ds: &Dataset<T>, o: &LoaderOptions) -> (Plan, Vec<String
         read_ahead: o.read_ahead,
         trace: o.trace,
         format: o.format.unwrap_or(FormatKind::Csr),
+        format_asked: o.format,
+        rows: rows.kind,
+        whole,
         n_cols: ds.info().n_cols,
         n_rows: row,
+        nnz: ds.info().nnz,
         block_first_row,
         row_origin: None,
     };
-    (plan, warnings)
+    let buffer = BufferChoice {
+        whole_file: whole,
+        blocks: if whole { worker_blocks } else { buffer_blocks },
+        rows: match rows.kind {
+            RowsKind::Values => "decoded values",
+            RowsKind::Codes(arena::RowCodes::Nodes) => "code rows",
+            RowsKind::Codes(arena::RowCodes::Pairs) => "pair codes",
+        },
+        whole_bytes,
+        memory,
+    };
+    ((plan, buffer), warnings)
 }

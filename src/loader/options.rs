@@ -152,10 +152,39 @@ impl Mode {
     }
 }
 
+/// Not part of the API (hidden): what the row pipeline's buffers keep of
+/// each row, for the tests and the benchmarks; may change in any release.
+/// `Auto` (the default) is decided from the file (`loader/sample.rs`).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum RowForm {
+    /// Codes where every segment has a dictionary, in the form the
+    /// kernels' rule prefers; values otherwise.
+    #[default]
+    Auto,
+    /// Decoded values.
+    Values,
+    /// The pages' codes (page nodes resolved).
+    Codes,
+    /// Pair codes (rows written out against the first layers).
+    PairCodes,
+}
+
 /// The buffer size of CorgiPile, Sliding-Window and MRS.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub enum Buffer {
+    /// The whole file when the buffer form of every block (code rows,
+    /// or decoded values for files without dictionaries) fits the
+    /// loader's memory budget ([`LoaderOptions::memory`]): every row is
+    /// decoded once, and CorgiPile shuffles all of them every epoch (a
+    /// full shuffle at no extra I/O; what a small label-sorted file
+    /// needs). Otherwise `Fraction(0.1)`, the paper's default. The
+    /// default; [`Loader::buffer_choice`](super::Loader::buffer_choice)
+    /// says which it was.
+    Auto,
     /// A share of the dataset (the paper's default is 0.1). For CorgiPile
     /// it is rounded up to whole blocks, and is at least 4 blocks (or
     /// every block of the worker) so that no block's tuples dominate a
@@ -178,7 +207,8 @@ pub struct LoaderOptions {
     pub mode: Mode,
     /// Rows per mini-batch (default 250).
     pub batch_rows: usize,
-    /// Buffer size (default 10% of the dataset).
+    /// Buffer size (default [`Buffer::Auto`]: the whole file when it
+    /// fits the memory budget, else 10% of it).
     pub buffer: Buffer,
     /// Seed of every permutation.
     pub seed: u64,
@@ -233,6 +263,9 @@ pub struct LoaderOptions {
     /// memory cgroups, at most 1 GiB ([`MemoryBudget::detect`](super::MemoryBudget::detect)).
     /// `LoaderOptions::default()` itself reads nothing of the system.
     pub memory: Option<usize>,
+    /// Not part of the API (hidden): see [`RowForm`].
+    #[doc(hidden)]
+    pub rows: RowForm,
 }
 
 impl Default for LoaderOptions {
@@ -241,7 +274,7 @@ impl Default for LoaderOptions {
             strategy: Strategy::CorgiPile,
             mode: Mode::Auto,
             batch_rows: 250,
-            buffer: Buffer::Fraction(0.1),
+            buffer: Buffer::Auto,
             seed: 0,
             worker: 0,
             workers: 1,
@@ -251,6 +284,7 @@ impl Default for LoaderOptions {
             format: None,
             scratch_dir: None,
             memory: None,
+            rows: RowForm::Auto,
         }
     }
 }

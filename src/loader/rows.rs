@@ -4,210 +4,289 @@
 //! within a buffer (No Shuffle, Shuffle Once, Block-Only) take the same
 //! path without the shuffle.
 //!
-//! A buffer's pages are decoded from their compressed bytes (resident, or
-//! just read and validated) into one set of arrays, the buffer's rows in
-//! page order: sequential writes, the two halves of the buffer's blocks on
-//! two threads. Then a uniform random permutation of the buffer's rows is
-//! drawn, and each mini-batch copies its rows out of the decoded buffer
-//! into the arrays of its CSR page. No per-row allocation, no handle per
-//! row; the decoded buffer's arrays are reused from buffer to buffer.
+//! **What a buffer holds.** A file whose pages are coded against shared
+//! dictionaries keeps each row as its codes into its segment's
+//! dictionary, which stays resident (`arena.rs`): a page is decoded only
+//! as far as its codes, a shuffled mini-batch moves a few 16-bit words a
+//! row, and the trainer gets a TOC batch (a compact tree of the nodes its
+//! codes name, `codec/code_batch.rs`) or, where that tree would cost the
+//! kernels more work than the rows, the rows written out from the codes.
+//! Other files decode their pages to values (`values.rs`).
 //!
-//! The copy reads at random from tens of MiB, more than the cache holds:
-//! it goes in passes whose loads do not depend on each other, so the
-//! processor overlaps the misses ([`RowEpoch::gather`]). Measured on
-//! flights3m with a 10% buffer (2.7M rows, loader alone, each variant
-//! against No Shuffle in the same run): gathering row by row cost 2.2x No
-//! Shuffle's epoch; decoding each row straight into its batch (a thousand
-//! batches written at once) about 2x, also in groups of batches sized for
-//! the cache; batches that read their rows where they lie in the decoded
-//! buffer (no copy) made the trainer's kernels wait on those misses
-//! instead, 2.5x slower; the passes, 1.6x.
+//! **The whole file when it fits.** When the buffer form of every block
+//! fits the loader's memory budget ([`LoaderOptions::memory`](super::LoaderOptions::memory)),
+//! the first epoch decodes the whole file into one buffer that every
+//! later epoch reuses: no block is read, checksummed or decoded again,
+//! and CorgiPile's buffer is the whole file, a full shuffle every epoch
+//! (the tuple shuffle's law, over every row). On small label-sorted
+//! files a buffer of a few blocks holds a few labels; a whole-file buffer
+//! holds them all. Otherwise buffers of `buffer_blocks` blocks are decoded
+//! one after the other from the resident or streamed blocks, the two
+//! halves of a buffer's blocks on two threads.
+//!
+//! Each buffer's order is a uniform random permutation of its rows
+//! (CorgiPile, Epoch Shuffle) or file order, and each mini-batch is the
+//! next `batch_rows` rows of it.
 //!
 //! This runs on the loader's producer thread while the trainer consumes
-//! the batches (double buffering, paper 6.3). The batches are CSR, not
-//! TOC: a mini-batch is used once per epoch, and encoding it costs more
-//! than one kernel pass over it saves (`docs/RESULTS.md`).
+//! the batches (double buffering, paper 6.3).
 //!
 //! Departure from the paper: a buffer's last mini-batch, when not full,
 //! takes the next buffer's first rows (as the paper's implementation
 //! streams tuples); only the epoch's last batch may be short.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use super::arena::{ArenaScratch, BlockSpan, CodeArena, RowCodes};
 use super::epoch::{fused_step, Produce, STREAM_TUPLES};
 use super::feed::Feed;
+use super::huge::reserve_huge;
 use super::resident::{packed_bytes, Packed, Resident};
 use super::units::RowGather;
+use super::values::ValueRows;
 use super::{MiniBatch, Plan, Strategy};
-use crate::codec::PAD;
-use crate::dataset::{Dataset, PageDecoder, Source};
+use crate::codec::{BatchForm, CodeBatch, CodeBatchBuilder, RowsOut};
+use crate::dataset::{Dataset, PackedBlock, PageDecoder, Source};
 use crate::error::{Error, Result};
-use crate::limits::try_reserve;
+use crate::formats::{give_tree, take_tree, Batch, CodedRows, TocPage};
+use crate::page::Page;
 use crate::rng::Rng;
 
-const ROWS_OF_A_BUFFER: &str = "the decoded rows of a buffer";
-const ROWS_OF_A_BATCH: &str = "a mini-batch's rows";
+const ORDER: &str = "the row order of a buffer";
 
-/// Appends `src[s..e]` to `dst` in fixed-size chunks of [`PAD`] entries,
-/// trimming the excess: `src` holds at least `PAD` readable entries past
-/// `e` ([`PageDecoder::cols`]), and `dst` has room for `PAD` more than the
-/// row. A call to `memcpy` per row of a few entries cost more than the
-/// copy; a fixed-size copy is a few moves the compiler emits inline.
-#[inline(always)]
-fn append_padded<T: Copy>(dst: &mut Vec<T>, src: &[T], s: usize, e: usize) {
-    let len = dst.len();
-    let mut k = s;
-    while k < e {
-        let chunk: &[T; PAD] = src[k..k + PAD].try_into().expect("PAD entries");
-        dst.extend_from_slice(chunk);
-        k += PAD;
-    }
-    dst.truncate(len + (e - s));
+/// What a buffer keeps of each row (decided per loader, `make_plan`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RowsKind {
+    /// Decoded values (`values.rs`).
+    Values,
+    /// Codes into resident dictionaries, in the given form (`arena.rs`).
+    Codes(RowCodes),
 }
 
-/// Decoded rows, one after the other: row `r` is
-/// `cols[offsets[r]..offsets[r + 1]]` and the same range of `values`,
-/// followed by [`PAD`] zeros once complete.
+/// A buffer of rows in the loader's form.
+#[derive(Debug)]
+pub(crate) enum Buffer {
+    Values(ValueRows),
+    Codes(CodeArena),
+}
+
+/// A thread's scratch for decoding blocks into a [`Buffer`].
 #[derive(Debug, Default)]
-struct RowArena {
-    offsets: Vec<u32>,
-    cols: Vec<u32>,
-    values: Vec<f64>,
+pub(crate) struct BufferScratch {
+    decoder: PageDecoder,
+    arena: ArenaScratch,
 }
 
-impl RowArena {
-    /// Appends `other`'s rows (without their padding).
-    fn append(&mut self, other: &RowArena) -> Result<()> {
-        let base = self.cols.len() as u32;
-        let nnz = other.cols.len();
-        try_reserve(&mut self.cols, nnz + PAD, ROWS_OF_A_BUFFER)?;
-        try_reserve(&mut self.values, nnz + PAD, ROWS_OF_A_BUFFER)?;
-        try_reserve(&mut self.offsets, other.offsets.len(), ROWS_OF_A_BUFFER)?;
-        self.cols.extend_from_slice(&other.cols);
-        self.values.extend_from_slice(&other.values);
-        self.offsets
-            .extend(other.offsets[1..].iter().map(|&o| o + base));
-        Ok(())
+impl BufferScratch {
+    fn heap_bytes(&self) -> usize {
+        self.decoder.heap_bytes() + self.arena.heap_bytes()
+    }
+}
+
+impl Buffer {
+    /// An empty buffer of `kind`.
+    pub(crate) fn new(kind: RowsKind, trace: bool) -> Buffer {
+        match kind {
+            RowsKind::Values => Buffer::Values(ValueRows::new(trace)),
+            RowsKind::Codes(form) => Buffer::Codes(CodeArena::new(form, trace)),
+        }
     }
 
     fn clear(&mut self) {
-        self.offsets.clear();
-        self.offsets.push(0);
-        self.cols.clear();
-        self.values.clear();
+        match self {
+            Buffer::Values(v) => v.clear(),
+            Buffer::Codes(c) => c.clear(),
+        }
     }
 
-    fn heap_bytes(&self) -> usize {
-        4 * (self.offsets.capacity() + self.cols.capacity()) + 8 * self.values.capacity()
+    /// Rows held.
+    pub(crate) fn n_rows(&self) -> usize {
+        match self {
+            Buffer::Values(v) => v.n_rows(),
+            Buffer::Codes(c) => c.n_rows(),
+        }
     }
 
-    fn n_rows(&self) -> usize {
-        self.offsets.len().saturating_sub(1)
+    fn blocks(&self) -> &[BlockSpan] {
+        match self {
+            Buffer::Values(v) => v.blocks(),
+            Buffer::Codes(c) => c.blocks(),
+        }
     }
-}
 
-/// Where one of the two halves of a buffer is decoded.
-struct Part<'a> {
-    rows: &'a mut RowArena,
-    labels: &'a mut Vec<f64>,
-    trace: &'a mut Vec<u64>,
-    decoder: &'a mut PageDecoder,
-}
+    /// Heap bytes held.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        match self {
+            Buffer::Values(v) => v.heap_bytes(),
+            Buffer::Codes(c) => c.heap_bytes(),
+        }
+    }
 
-impl Part<'_> {
-    /// Decodes `blocks` (in order) into the part's arrays, cleared first.
-    fn decode(self, blocks: &[(usize, Packed)], plan: &Plan) -> Result<()> {
-        let n: usize = blocks.iter().map(|(_, b)| b.n_rows()).sum();
+    /// Room for `blocks`' rows (an estimate for code rows).
+    fn reserve(&mut self, blocks: &[(usize, Packed)]) -> Result<()> {
+        let rows: usize = blocks.iter().map(|(_, b)| b.n_rows()).sum();
         let nnz: u64 = blocks.iter().map(|(_, b)| b.nnz()).sum();
-        self.rows.clear();
-        self.labels.clear();
-        self.trace.clear();
-        try_reserve(&mut self.rows.offsets, n, ROWS_OF_A_BUFFER)?;
-        try_reserve(&mut self.rows.cols, nnz as usize + PAD, ROWS_OF_A_BUFFER)?;
-        try_reserve(&mut self.rows.values, nnz as usize + PAD, ROWS_OF_A_BUFFER)?;
-        try_reserve(self.labels, n, ROWS_OF_A_BUFFER)?;
-        for (b, block) in blocks {
-            let mut row = plan.block_first_row[*b];
-            for j in 0..block.n_pages() {
-                block.decode_page(j, self.decoder)?;
-                push_page(self.rows, self.labels, self.decoder)?;
-                let n = self.decoder.n_rows() as u64;
-                if plan.trace {
-                    self.trace.extend(row..row + n);
-                }
-                row += n;
+        self.reserve_rows(rows, nnz as usize)
+    }
+
+    /// Room for `rows` rows of `nnz` entries in all (an estimate for
+    /// code rows, which grow past it as needed).
+    fn reserve_rows(&mut self, rows: usize, nnz: usize) -> Result<()> {
+        match self {
+            Buffer::Values(v) => v.reserve(rows, nnz),
+            Buffer::Codes(c) => match c.form() {
+                RowCodes::Pairs => c.reserve(rows, nnz),
+                // About a code for every three entries (flights3m 2.0
+                // codes for 6.0 entries, census 1.1 for 6.5).
+                RowCodes::Nodes => c.reserve(rows, nnz / 3),
+            },
+        }
+    }
+
+    fn push_block(
+        &mut self,
+        block: &PackedBlock,
+        first_row: u64,
+        s: &mut BufferScratch,
+    ) -> Result<()> {
+        match self {
+            Buffer::Values(v) => v.push_block(block, first_row, &mut s.decoder),
+            Buffer::Codes(c) => c.push_block(block, first_row, &mut s.arena),
+        }
+    }
+
+    fn append(&mut self, other: &Buffer) -> Result<()> {
+        match (self, other) {
+            (Buffer::Values(a), Buffer::Values(b)) => a.append(b),
+            (Buffer::Codes(a), Buffer::Codes(b)) => a.append(b),
+            _ => unreachable!("the buffers of one loader are of one kind"),
+        }
+    }
+
+    /// Done with pushing: padding for the value gather, the table of pair
+    /// codes for the batches.
+    fn finish(&mut self) -> Result<()> {
+        match self {
+            Buffer::Values(v) => v.finish(),
+            Buffer::Codes(c) => {
+                c.freeze();
+                Ok(())
             }
+        }
+    }
+
+    /// The units (row indices, or record offsets) of the `i`-th block
+    /// held, appended to `out` in file order.
+    fn block_units(&self, i: usize, out: &mut Vec<u32>) {
+        match self {
+            Buffer::Values(v) => v.block_rows(i, out),
+            Buffer::Codes(c) => c.block_records(i, out),
+        }
+    }
+
+    /// Decodes `blocks` (in order) into this buffer, cleared first.
+    fn decode(
+        &mut self,
+        blocks: &[(usize, Packed)],
+        plan: &Plan,
+        s: &mut BufferScratch,
+    ) -> Result<()> {
+        self.clear();
+        self.reserve(blocks)?;
+        for (b, block) in blocks {
+            self.push_block(block, plan.block_first_row[*b], s)?;
         }
         Ok(())
     }
 }
 
-/// The arrays and decoder of the buffer half decoded on another thread.
-#[derive(Default)]
-struct Side {
-    rows: RowArena,
-    labels: Vec<f64>,
+/// The whole-file buffer of a loader, made by its first epoch and kept
+/// for the next (see the module docs), and the last epoch's order array
+/// (its memory reused: a fresh one of tens of MiB cost a page fault a
+/// few KiB every epoch).
+#[derive(Debug, Default)]
+pub(crate) struct Kept {
+    pub(crate) buffer: Mutex<Option<Arc<Buffer>>>,
+    order: Mutex<Vec<u32>>,
+}
+
+/// A loader's [`Kept`], shared with its epochs.
+pub(crate) type WholeFile = Arc<Kept>;
+
+/// Where an epoch's rows come from.
+enum Input<S: Source + 'static> {
+    /// The whole file, decoded once (`None` until the first step makes
+    /// it, reading `feed`).
+    Whole {
+        kept: WholeFile,
+        buffer: Option<Arc<Buffer>>,
+        feed: Option<Feed<S>>,
+    },
+    /// One buffer of blocks after another.
+    Buffers {
+        feed: Feed<S>,
+        buffer: Box<Buffer>,
+        side: Box<Buffer>,
+        scratch: Box<(BufferScratch, BufferScratch)>,
+        input_done: bool,
+    },
+}
+
+/// The mini-batch being gathered (a buffer's last rows wait here for the
+/// next buffer's first).
+/// One of the three is used, by the buffer's form: rows (values, or
+/// pair codes written out for a format asked for), codes (code rows), or
+/// coded rows (pair codes).
+struct Pending {
+    rows: RowGather,
+    codes: CodeBatch,
+    /// The labels of `codes`' rows.
+    code_labels: Vec<f64>,
+    coded: Coded,
     trace: Vec<u64>,
-    decoder: PageDecoder,
 }
 
-impl Side {
+/// A batch of pair codes being gathered: row ends, codes, labels.
+#[derive(Default)]
+struct Coded {
+    ends: Vec<u32>,
+    codes: Vec<u32>,
+    labels: Vec<f64>,
+}
+
+impl Pending {
+    fn n_rows(&self) -> usize {
+        self.rows.n_rows() + self.codes.n_rows() + self.coded.labels.len()
+    }
+
     fn heap_bytes(&self) -> usize {
+        let c = &self.coded;
         self.rows.heap_bytes()
-            + 8 * (self.labels.capacity() + self.trace.capacity())
-            + self.decoder.heap_bytes()
+            + self.codes.heap_bytes()
+            + 8 * (self.code_labels.capacity() + self.trace.capacity() + c.labels.capacity())
+            + 4 * (c.ends.capacity() + c.codes.capacity())
     }
-}
-
-/// Appends every row of the page `decoder` holds to `rows` and its
-/// labels to `labels`.
-fn push_page(rows: &mut RowArena, labels: &mut Vec<f64>, decoder: &PageDecoder) -> Result<()> {
-    let room = decoder.nnz() + PAD;
-    if rows.cols.capacity() - rows.cols.len() < room {
-        try_reserve(&mut rows.cols, room, ROWS_OF_A_BUFFER)?;
-    }
-    if rows.values.capacity() - rows.values.len() < room {
-        try_reserve(&mut rows.values, room, ROWS_OF_A_BUFFER)?;
-    }
-    let n = decoder.n_rows();
-    try_reserve(&mut rows.offsets, n, ROWS_OF_A_BUFFER)?;
-    try_reserve(labels, n, ROWS_OF_A_BUFFER)?;
-    let (cols, vals) = (decoder.cols(), decoder.vals());
-    for i in 0..n {
-        let (s, e) = decoder.row_range(i);
-        append_padded(&mut rows.cols, cols, s, e);
-        append_padded(&mut rows.values, vals, s, e);
-        rows.offsets.push(rows.cols.len() as u32);
-        labels.push(decoder.label(i));
-    }
-    Ok(())
 }
 
 /// One epoch of one worker in row mode (see the module docs).
 pub(crate) struct RowEpoch<S: Source + 'static> {
-    feed: Feed<S>,
+    input: Input<S>,
     plan: Arc<Plan>,
     epoch: u64,
+    /// This worker's block order in the epoch.
+    block_order: Vec<usize>,
     buffers: u64,
     /// The tuple shuffle (CorgiPile, Epoch Shuffle) or file order.
     shuffle: bool,
-    /// The buffer's rows, decoded, with their labels and (when tracing)
-    /// global row numbers; reused from buffer to buffer.
-    rows: RowArena,
-    labels: Vec<f64>,
-    trace: Vec<u64>,
-    /// The order the buffer's rows leave in, and how many have left.
+    /// The order the buffer's units leave in, and how many have left.
     order: Vec<u32>,
     next: usize,
-    /// The batch being gathered (a buffer's last rows wait here for the
-    /// next buffer's first); empty, without arrays, between batches.
-    pending: RowGather,
-    pending_trace: Vec<u64>,
-    /// Where the rows being gathered are (scratch).
+    pending: Pending,
+    /// Scratch of the value gather and of the code gather.
     ranges: Vec<(u32, u32)>,
-    decoder: PageDecoder,
-    side: Side,
-    input_done: bool,
+    slot_map: Vec<u32>,
+    builder: CodeBatchBuilder,
+    rows_out: RowsOut,
     failed: bool,
     peak: usize,
     /// The file, for the errors that concern a buffer (several blocks).
@@ -215,124 +294,125 @@ pub(crate) struct RowEpoch<S: Source + 'static> {
 }
 
 impl<S: Source + 'static> RowEpoch<S> {
-    /// Starts the epoch: `order` is this worker's block order.
+    /// Starts the epoch: `order` is this worker's block order; `whole`
+    /// the loader's whole-file buffer when the plan keeps one.
     pub(crate) fn start(
         dataset: Arc<Dataset<S>>,
         plan: Arc<Plan>,
-        epoch: u64,
-        order: Vec<usize>,
+        (epoch, order): (u64, Vec<usize>),
         resident: Arc<Resident>,
+        whole: Option<WholeFile>,
     ) -> Result<Self> {
         let path = dataset.path().to_path_buf();
-        let feed = Feed::start(dataset, &plan, order, resident)?;
         let shuffle = matches!(plan.strategy, Strategy::CorgiPile | Strategy::EpochShuffle);
+        let input = match whole {
+            Some(kept) => {
+                let buffer = kept.buffer.lock().ok().and_then(|k| k.clone());
+                let feed = match buffer {
+                    Some(_) => None,
+                    // Every block of the file, in file order.
+                    None => {
+                        let all = (0..dataset.n_blocks()).collect();
+                        Some(Feed::start(dataset, &plan, all, resident)?)
+                    }
+                };
+                Input::Whole { kept, buffer, feed }
+            }
+            None => Input::Buffers {
+                feed: Feed::start(dataset, &plan, order.clone(), resident)?,
+                buffer: Box::new(Buffer::new(plan.rows, plan.trace)),
+                side: Box::new(Buffer::new(plan.rows, plan.trace)),
+                scratch: Box::default(),
+                input_done: false,
+            },
+        };
         Ok(RowEpoch {
-            feed,
+            input,
             plan,
             epoch,
+            block_order: order,
             buffers: 0,
             shuffle,
-            rows: RowArena::default(),
-            labels: Vec::new(),
-            trace: Vec::new(),
             order: Vec::new(),
             next: 0,
-            pending: RowGather::default(),
-            pending_trace: Vec::new(),
+            pending: Pending {
+                rows: RowGather::default(),
+                codes: CodeBatch::default(),
+                code_labels: Vec::new(),
+                coded: Coded::default(),
+                trace: Vec::new(),
+            },
             ranges: Vec::new(),
-            decoder: PageDecoder::new(),
-            side: Side::default(),
-            input_done: false,
+            slot_map: Vec::new(),
+            builder: CodeBatchBuilder::default(),
+            rows_out: RowsOut::default(),
             failed: false,
             peak: 0,
             path,
         })
     }
 
-    /// The next buffer's blocks (`buffer_blocks` of them).
-    fn next_blocks(&mut self) -> Result<Vec<(usize, Packed)>> {
-        let mut blocks = Vec::with_capacity(self.plan.buffer_blocks);
-        while blocks.len() < self.plan.buffer_blocks {
-            match self.feed.next().transpose()? {
-                Some((b, block, _)) => blocks.push((b, block)),
-                None => {
-                    self.input_done = true;
-                    break;
-                }
-            }
+    /// Whether every buffer of the epoch has been ordered.
+    fn input_done(&self) -> bool {
+        match &self.input {
+            Input::Whole { buffer, .. } => buffer.is_some() && self.buffers > 0,
+            Input::Buffers { input_done, .. } => *input_done,
         }
-        Ok(blocks)
     }
 
-    /// Decodes the next buffer and draws the order its rows leave in.
-    fn decode_buffer(&mut self) -> Result<()> {
-        let blocks = self.next_blocks()?;
-        let n: usize = blocks.iter().map(|(_, b)| b.n_rows()).sum();
-        let nnz: u64 = blocks.iter().map(|(_, b)| b.nnz()).sum();
-        // Known before anything is decoded: the pages' counts were
-        // validated with the block.
-        crate::limits::check_decode_nnz(nnz, "non-zeros one buffer's pages decode to").map_err(
-            |error| {
-                // A few block numbers, not a buffer's hundred.
-                let numbers: Vec<String> =
-                    blocks.iter().take(5).map(|(b, _)| b.to_string()).collect();
-                let more = blocks.len().saturating_sub(numbers.len());
-                let section = match more {
-                    0 => format!("the buffer of blocks {}", numbers.join(", ")),
-                    _ => format!(
-                        "the buffer of {} blocks ({}, and {more} more)",
-                        blocks.len(),
-                        numbers.join(", ")
-                    ),
-                };
-                Error::InFile {
-                    path: self.path.display().to_string(),
-                    section,
-                    offset: 0,
-                    error: Box::new(error),
+    /// The next buffer: its rows decoded (for the whole file, made once)
+    /// and the order they leave in drawn.
+    fn next_buffer(&mut self) -> Result<()> {
+        let plan = Arc::clone(&self.plan);
+        let mut units = std::mem::take(&mut self.order);
+        units.clear();
+        match &mut self.input {
+            Input::Whole { kept, buffer, feed } => {
+                if buffer.is_none() {
+                    let made = Arc::new(whole_file(feed.as_mut(), &plan, &self.path)?);
+                    if let Ok(mut k) = kept.buffer.lock() {
+                        *k = Some(Arc::clone(&made));
+                    }
+                    *buffer = Some(made);
+                    *feed = None;
                 }
-            },
-        )?;
-        if u32::try_from(n).is_err() || u32::try_from(nnz).is_err() {
-            return Err(Error::TooLarge {
-                what: "rows or non-zeros of one buffer (u32 offsets)",
-                value: (n as u64).max(nnz),
-                max: u32::MAX as u64,
-            });
+                if let Ok(mut spare) = kept.order.lock() {
+                    if spare.capacity() > units.capacity() {
+                        units = std::mem::take(&mut *spare);
+                        units.clear();
+                    }
+                }
+                let b = buffer.as_deref().expect("made above");
+                reserve_huge(&mut units, b.n_rows(), ORDER)?;
+                // The blocks were pushed in file order: block `k` is the
+                // `k`-th held. In the epoch's block order, as a buffer of
+                // every block is: where the buffer covers the file, whether
+                // the budget keeps the whole file or not changes nothing.
+                for &k in &self.block_order {
+                    b.block_units(k, &mut units);
+                }
+            }
+            Input::Buffers {
+                feed,
+                buffer,
+                side,
+                scratch,
+                input_done,
+            } => {
+                let blocks = next_blocks(feed, plan.buffer_blocks, input_done)?;
+                decode_buffer(&blocks, (buffer, side), scratch, &plan, &self.path)?;
+                reserve_huge(&mut units, buffer.n_rows(), ORDER)?;
+                for i in 0..buffer.blocks().len() {
+                    buffer.block_units(i, &mut units);
+                }
+                let streamed: usize = blocks
+                    .iter()
+                    .filter(|(_, b)| Arc::strong_count(b) == 1)
+                    .map(|(_, b)| packed_bytes(b))
+                    .sum();
+                self.peak = self.peak.max(self.held_bytes() + streamed);
+            }
         }
-        // The two halves of the buffer's blocks are decoded at once, the
-        // second on another thread (rayon): when the trainer waits for the
-        // loader, its core is free for that half.
-        let mid = blocks.len() / 2;
-        let (first, second) = blocks.split_at(mid);
-        let plan = &*self.plan;
-        let main = Part {
-            rows: &mut self.rows,
-            labels: &mut self.labels,
-            trace: &mut self.trace,
-            decoder: &mut self.decoder,
-        };
-        let side = &mut self.side;
-        let other = Part {
-            rows: &mut side.rows,
-            labels: &mut side.labels,
-            trace: &mut side.trace,
-            decoder: &mut side.decoder,
-        };
-        let (a, b) = rayon::join(|| main.decode(first, plan), || other.decode(second, plan));
-        a?;
-        b?;
-        let rows = &mut self.rows;
-        rows.append(&self.side.rows)?;
-        try_reserve(&mut self.labels, self.side.labels.len(), ROWS_OF_A_BUFFER)?;
-        self.labels.extend_from_slice(&self.side.labels);
-        self.trace.extend_from_slice(&self.side.trace);
-        // Room for the gather's fixed-size copies past the last row.
-        rows.cols.extend_from_slice(&[0; PAD]);
-        rows.values.extend_from_slice(&[0.0; PAD]);
-        self.order.clear();
-        try_reserve(&mut self.order, n, ROWS_OF_A_BUFFER)?;
-        self.order.extend(0..n as u32);
         if self.shuffle {
             let labels = [
                 STREAM_TUPLES,
@@ -340,73 +420,60 @@ impl<S: Source + 'static> RowEpoch<S> {
                 self.plan.worker as u64,
                 self.buffers,
             ];
-            Rng::stream(self.plan.seed, &labels).shuffle(&mut self.order);
+            Rng::stream(self.plan.seed, &labels).shuffle(&mut units);
         }
+        self.order = units;
         self.buffers += 1;
         self.next = 0;
-        let streamed: usize = blocks
-            .iter()
-            .filter(|(_, b)| Arc::strong_count(b) == 1)
-            .map(|(_, b)| packed_bytes(b))
-            .sum();
-        self.peak = self.peak.max(self.held_bytes() + streamed);
+        self.peak = self.peak.max(self.held_bytes());
         Ok(())
     }
 
-    /// Copies the next `n` rows of the order into the pending batch.
-    ///
-    /// The rows are all over the decoded buffer (tens of MiB, more than
-    /// the cache holds). Each row's copy depends on where its row starts,
-    /// which depends on which row it is: done row by row, every row waited
-    /// for two misses in turn. So the work goes in passes whose loads do
-    /// not depend on each other, which the processor overlaps: where the
-    /// rows are, then a first touch of each row, then the copies.
+    /// Gathers the next `n` units of the order into the pending batch,
+    /// the batch after it prefetched meanwhile.
     fn gather(&mut self, n: usize) -> Result<()> {
         let pick = &self.order[self.next..self.next + n];
-        let src = &self.rows;
-        let dst = &mut self.pending;
-        if dst.offsets.is_empty() {
-            // What the batch can hold: at most the buffer's rows and
-            // their real non-zeros (the average times the batch's rows
-            // asked 572 MiB for a 4-row file of 14 MB: issue 34, item 6).
-            // A batch that spans buffers grows in pass 3.
-            let batch = self.plan.batch_rows.min(src.n_rows());
-            let per_row = src.cols.len() / src.n_rows().max(1) + 1;
-            let entries = per_row.saturating_mul(batch).min(src.cols.len());
-            try_reserve(&mut dst.offsets, batch + 1, ROWS_OF_A_BATCH)?;
-            dst.offsets.push(0);
-            try_reserve(&mut dst.cols, entries + PAD, ROWS_OF_A_BATCH)?;
-            try_reserve(&mut dst.values, entries + PAD, ROWS_OF_A_BATCH)?;
-            try_reserve(&mut dst.labels, batch, ROWS_OF_A_BATCH)?;
+        let after = &self.order[self.next + n..];
+        let after = &after[..after.len().min(self.plan.batch_rows)];
+        let p = &mut self.pending;
+        let buffer = match &self.input {
+            Input::Whole { buffer, .. } => buffer.as_deref().expect("made before the first gather"),
+            Input::Buffers { buffer, .. } => buffer,
+        };
+        match buffer {
+            Buffer::Values(v) => v.prefetch(after),
+            Buffer::Codes(c) => c.prefetch(after),
         }
-        // Pass 1: where each row is, and its label.
-        self.ranges.clear();
-        for &r in pick {
-            let r = r as usize;
-            self.ranges.push((src.offsets[r], src.offsets[r + 1]));
-            dst.labels.push(self.labels[r]);
-        }
-        // Pass 2: a first touch of each row's entries.
-        let mut nnz = 0;
-        let mut touched = 0u64;
-        for &(s, e) in &self.ranges {
-            nnz += (e - s) as usize;
-            touched ^= u64::from(src.cols[s as usize]) ^ src.values[s as usize].to_bits();
-        }
-        std::hint::black_box(touched);
-        // Pass 3: the copies.
-        try_reserve(&mut dst.cols, nnz + PAD, ROWS_OF_A_BATCH)?;
-        try_reserve(&mut dst.values, nnz + PAD, ROWS_OF_A_BATCH)?;
-        for &(s, e) in &self.ranges {
-            let (s, e) = (s as usize, e as usize);
-            append_padded(&mut dst.cols, &src.cols, s, e);
-            append_padded(&mut dst.values, &src.values, s, e);
-            dst.offsets.push(dst.cols.len() as u32);
-        }
-        if self.plan.trace {
-            let trace = &self.trace;
-            self.pending_trace
-                .extend(pick.iter().map(|&r| trace[r as usize]));
+        match buffer {
+            Buffer::Values(v) => v.gather(
+                pick,
+                (&mut p.rows, &mut p.trace),
+                self.plan.batch_rows,
+                &mut self.ranges,
+            )?,
+            Buffer::Codes(c) if c.form() == RowCodes::Pairs && self.plan.format_asked.is_none() => {
+                let coded = &mut p.coded;
+                let out = (&mut coded.ends, &mut coded.codes);
+                c.gather_coded(pick, out, (&mut coded.labels, &mut p.trace))?
+            }
+            Buffer::Codes(c) if c.form() == RowCodes::Pairs => {
+                let rows = &mut p.rows;
+                if rows.offsets.is_empty() {
+                    rows.offsets.push(0);
+                }
+                c.gather_rows(
+                    pick,
+                    (&mut rows.offsets, &mut rows.cols, &mut rows.values),
+                    (&mut rows.labels, &mut p.trace),
+                )?
+            }
+            Buffer::Codes(c) => {
+                if p.codes.starts.is_empty() {
+                    p.codes.clear();
+                }
+                let out = (&mut p.code_labels, &mut p.trace);
+                c.gather_codes(pick, &mut p.codes, &mut self.slot_map, out)?
+            }
         }
         self.next += n;
         Ok(())
@@ -423,21 +490,63 @@ impl<S: Source + 'static> RowEpoch<S> {
                 }
                 continue;
             }
-            if self.input_done {
+            if self.input_done() {
                 return match self.pending.n_rows() {
                     0 => Ok(None),
                     _ => self.finish().map(Some),
                 };
             }
-            self.decode_buffer()?;
+            self.next_buffer()?;
         }
     }
 
-    /// The pending batch, as a mini-batch of one page.
+    /// The pending batch, as a mini-batch of one page: its rows (CSR, or
+    /// the format asked for), or its codes made into a TOC batch or
+    /// written out as rows, as the kernels' form rule finds cheaper.
     fn finish(&mut self) -> Result<MiniBatch> {
-        let rows = std::mem::take(&mut self.pending);
-        let mut trace = std::mem::take(&mut self.pending_trace);
-        let page = rows.finish(self.plan.n_cols, self.plan.format)?;
+        let p = &mut self.pending;
+        let mut trace = std::mem::take(&mut p.trace);
+        let page = if !p.coded.labels.is_empty() {
+            let coded = std::mem::take(&mut p.coded);
+            let table = match &self.input {
+                Input::Whole { buffer, .. } => buffer.as_deref(),
+                Input::Buffers { buffer, .. } => Some(&**buffer),
+            };
+            let Some(Buffer::Codes(arena)) = table else {
+                unreachable!("pair codes come from a buffer of codes");
+            };
+            let table = arena.table().cloned().unwrap_or_else(|| Vec::new().into());
+            let rows =
+                CodedRows::from_valid_parts(self.plan.n_cols, table, coded.ends, coded.codes);
+            Page::new(Batch::Coded(rows), coded.labels)?
+        } else if p.codes.n_rows() > 0 {
+            let force = self.plan.format_asked.map(|_| BatchForm::Rows);
+            let mut tree = take_tree();
+            let labels = std::mem::take(&mut p.code_labels);
+            let form = self.builder.build(
+                &mut p.codes,
+                self.plan.n_cols,
+                force,
+                (&mut tree, &mut self.rows_out),
+            );
+            p.codes.clear();
+            match form? {
+                BatchForm::Tree => Page::new(Batch::Toc(TocPage::from_tree(tree)), labels)?,
+                BatchForm::Rows => {
+                    give_tree(tree);
+                    let o = &mut self.rows_out;
+                    let rows = RowGather {
+                        offsets: std::mem::take(&mut o.offsets),
+                        cols: std::mem::take(&mut o.cols),
+                        values: std::mem::take(&mut o.vals),
+                        labels,
+                    };
+                    rows.finish(self.plan.n_cols, self.plan.format)?
+                }
+            }
+        } else {
+            std::mem::take(&mut p.rows).finish(self.plan.n_cols, self.plan.format)?
+        };
         if let Some(origin) = &self.plan.row_origin {
             trace.iter_mut().for_each(|r| *r = origin[*r as usize]);
         }
@@ -448,6 +557,119 @@ impl<S: Source + 'static> RowEpoch<S> {
             self.plan.trace.then_some(trace),
             bytes,
         ))
+    }
+}
+
+/// The next buffer's blocks (`n` of them, fewer at the end).
+fn next_blocks<S: Source + 'static>(
+    feed: &mut Feed<S>,
+    n: usize,
+    input_done: &mut bool,
+) -> Result<Vec<(usize, Packed)>> {
+    let mut blocks = Vec::with_capacity(n);
+    while blocks.len() < n {
+        match feed.next().transpose()? {
+            Some((b, block, _)) => blocks.push((b, block)),
+            None => {
+                *input_done = true;
+                break;
+            }
+        }
+    }
+    Ok(blocks)
+}
+
+/// Checks what decoding `blocks` at once may take against the decode
+/// budget and the buffer's `u32` offsets, before anything is decoded.
+fn check_buffer(blocks: &[(usize, Packed)], path: &std::path::Path) -> Result<()> {
+    let n: usize = blocks.iter().map(|(_, b)| b.n_rows()).sum();
+    let nnz: u64 = blocks.iter().map(|(_, b)| b.nnz()).sum();
+    // Known before anything is decoded: the pages' counts were validated
+    // with the block.
+    crate::limits::check_decode_nnz(nnz, "non-zeros one buffer's pages decode to").map_err(
+        |error| {
+            let (first, last) = (blocks[0].0, blocks[blocks.len() - 1].0);
+            Error::InFile {
+                path: path.display().to_string(),
+                section: format!("a buffer of {} blocks ({first} to {last})", blocks.len()),
+                offset: 0,
+                error: Box::new(error),
+            }
+        },
+    )?;
+    if u32::try_from(n).is_err() || u32::try_from(nnz).is_err() {
+        return Err(Error::TooLarge {
+            what: "rows or non-zeros of one buffer (u32 offsets)",
+            value: (n as u64).max(nnz),
+            max: u32::MAX as u64,
+        });
+    }
+    Ok(())
+}
+
+/// Decodes a buffer's `blocks`: the two halves at once, the second on
+/// another thread (rayon): when the trainer waits for the loader, its
+/// core is free for that half.
+fn decode_buffer(
+    blocks: &[(usize, Packed)],
+    (buffer, side): (&mut Buffer, &mut Buffer),
+    scratch: &mut (BufferScratch, BufferScratch),
+    plan: &Plan,
+    path: &std::path::Path,
+) -> Result<()> {
+    if blocks.is_empty() {
+        buffer.clear();
+        return Ok(());
+    }
+    check_buffer(blocks, path)?;
+    let (first, second) = blocks.split_at(blocks.len() / 2);
+    let (s0, s1) = (&mut scratch.0, &mut scratch.1);
+    let (a, b) = rayon::join(
+        || buffer.decode(first, plan, s0),
+        || side.decode(second, plan, s1),
+    );
+    a?;
+    b?;
+    buffer.append(side)?;
+    buffer.finish()
+}
+
+/// The whole file decoded into one buffer, its blocks read from `feed`
+/// (every block, in file order).
+fn whole_file<S: Source + 'static>(
+    feed: Option<&mut Feed<S>>,
+    plan: &Plan,
+    path: &std::path::Path,
+) -> Result<Buffer> {
+    let mut buffer = Buffer::new(plan.rows, plan.trace);
+    let Some(feed) = feed else {
+        return Ok(buffer);
+    };
+    let mut scratch = BufferScratch::default();
+    let mut first = true;
+    while let Some(next) = feed.next() {
+        let (b, block, _) = next?;
+        if first {
+            buffer.reserve_rows(plan.n_rows as usize, plan.nnz as usize)?;
+            first = false;
+        }
+        check_buffer(&[(b, Arc::clone(&block))], path)?;
+        buffer.push_block(&block, plan.block_first_row[b], &mut scratch)?;
+    }
+    buffer.finish()?;
+    Ok(buffer)
+}
+
+impl<S: Source + 'static> Drop for RowEpoch<S> {
+    /// Hands the order's memory to the next epoch.
+    fn drop(&mut self) {
+        if let Input::Whole { kept, .. } = &self.input {
+            if let Ok(mut spare) = kept.order.lock() {
+                if self.order.capacity() > spare.capacity() {
+                    *spare = std::mem::take(&mut self.order);
+                }
+            }
+        }
     }
 }
 
@@ -463,17 +685,31 @@ impl<S: Source + 'static> Produce for RowEpoch<S> {
         self.peak
     }
 
-    /// The decoded buffer and its labels, the batch being gathered and
-    /// what the read-ahead holds.
+    /// The buffers being decoded and gathered (not the whole-file buffer,
+    /// which the loader keeps across epochs), the order, the batch being
+    /// gathered and what the read-ahead holds.
     fn held_bytes(&self) -> usize {
-        self.rows.heap_bytes()
-            + 8 * (self.labels.capacity() + self.trace.capacity())
-            + 4 * self.order.capacity()
+        let input = match &self.input {
+            Input::Whole { feed, .. } => feed.as_ref().map_or(0, Feed::ahead_bytes),
+            Input::Buffers {
+                feed,
+                buffer,
+                side,
+                scratch,
+                ..
+            } => {
+                feed.ahead_bytes()
+                    + buffer.heap_bytes()
+                    + side.heap_bytes()
+                    + scratch.0.heap_bytes()
+                    + scratch.1.heap_bytes()
+            }
+        };
+        input
+            + 4 * (self.order.capacity() + self.slot_map.capacity())
             + self.pending.heap_bytes()
-            + 8 * (self.pending_trace.capacity() + self.ranges.capacity())
-            + self.feed.ahead_bytes()
-            + self.decoder.heap_bytes()
-            + self.side.heap_bytes()
+            + 8 * self.ranges.capacity()
+            + self.builder.heap_bytes()
     }
 
     fn next_chunk(&mut self, max: usize) -> Vec<Result<MiniBatch>> {

@@ -90,6 +90,9 @@ fn estimate<S: Source>(dataset: &Dataset<S>, o: &LoaderOptions) -> Estimate {
         (Strategy::NoShuffle | Strategy::ShuffleOnce, _) => 0,
         (Strategy::EpochShuffle, _) => worker_blocks,
         (_, Buffer::Blocks(b)) => b,
+        // The buffer when the whole file does not fit (when it does, the
+        // whole file is what the budget holds).
+        (_, Buffer::Auto) => ((super::AUTO_FRACTION * n_blocks as f64).ceil() as usize).max(1),
         (_, Buffer::Fraction(f)) => ((f * n_blocks as f64).ceil() as usize).max(1),
     }
     .min(worker_blocks);

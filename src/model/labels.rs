@@ -145,17 +145,27 @@ impl Model {
             return Ok(());
         }
         let found = LabelValues::of(dataset)?;
+        self.take_binary_labels(&found.values);
+        Ok(())
+    }
+
+    /// [`fit_binary_labels`](Self::fit_binary_labels) from the distinct
+    /// labels found (in any order; three or more, or one, change
+    /// nothing), however they were gathered.
+    pub(crate) fn take_binary_labels(&mut self, distinct: &[f64]) {
+        if !self.is_binary() || self.binary_labels.is_some() {
+            return;
+        }
         // A label that is not finite is the gradient's to report (with
         // its page and row).
-        if let [a, b] = found.values[..] {
+        if let [a, b] = distinct[..] {
             if !(a.is_finite() && b.is_finite()) {
-                return Ok(());
+                return;
             }
             let pair = if a < b { [a, b] } else { [b, a] };
             if pair != [0.0, 1.0] {
                 self.binary_labels = Some(pair);
             }
         }
-        Ok(())
     }
 }

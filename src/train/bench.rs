@@ -11,7 +11,9 @@
 //! | [`Setting::name`] | what an epoch does |
 //! |---|---|
 //! | `toc-stream` | reads, checksums and validates every block of the file (TOC decode trees built) every epoch: [`LoaderOptions::memory`] 0 |
-//! | `toc-resident` | the same file with the resident cache: pages validated once, kept within the budget |
+//! | `toc-resident` | the same file with the default budget: the loader's default buffer (the whole file when its buffer form fits, each row decoded once; else resident blocks within the budget) |
+//! | `toc-code-rows`, `toc-pair-codes`, `toc-values` | `toc-resident` with the buffer's rows kept as the pages' codes (trees built per batch where they pay), as pair codes, or as decoded values, whatever the file would choose |
+//! | `toc-pages` | `toc-resident` in page mode: the file's pages shuffled whole, their trees built by the loader |
 //! | `csr-stream`, `csr-resident` | the same rows written as CSR pages (same page and block sizes), read the two ways |
 //! | `memory-toc-pages` | no loader: mini-batches of `batch_rows` consecutive rows built before timing, each cut into the file's pages in the file's format, visited in a random order of batches each epoch |
 //! | `memory-csr-pages` | the same with CSR pages: with `memory-toc-pages`, what the page split and the format cost apart from the loader |
@@ -31,7 +33,7 @@ use super::{train, TrainOptions};
 use crate::dataset::{Dataset, DatasetWriter, WriterOptions};
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
-use crate::loader::{default_memory, Loader, LoaderOptions, Mode, Strategy};
+use crate::loader::{default_memory, Loader, LoaderOptions, Mode, RowForm, Strategy};
 use crate::model::{Model, ModelKind, Optimizer};
 use crate::page::Page;
 use crate::rng::Rng;
@@ -109,8 +111,13 @@ pub struct Setting {
     /// Training loss of the last epoch (the settings see the rows in
     /// different orders, so these agree only roughly).
     pub final_loss: f64,
-    /// The mode the loader used ("page" or "exact"; "memory").
-    pub mode: &'static str,
+    /// What the loader did: "page" (page mode), or the buffer's form of
+    /// rows ("pair codes", "code rows", "decoded values") and whether the
+    /// buffer was the whole file; "memory" for the in-memory loops.
+    pub mode: String,
+    /// Share of the later epochs' mini-batches the trainer computed on in
+    /// their TOC form (on a decode tree) rather than as rows.
+    pub tree_share: f64,
     /// Threads that computed the gradients in the later epochs (2 when
     /// the trainer shared them with a helper thread: resident epochs of
     /// a linear model, see [`TrainOptions::split_gradient`]; the
@@ -165,11 +172,33 @@ pub fn bench_train(path: &Path, options: &TrainBenchOptions) -> Result<TrainBenc
         let (rows, labels) = read_all(&dataset)?;
         write_copy(&csr_path, &rows, &labels, &info, FormatKind::Csr)?;
         let csr = Arc::new(Dataset::open(&csr_path)?);
+        let (memory, default) = (options.memory, |o: LoaderOptions| o);
+        let form = |rows: RowForm| move |o: LoaderOptions| o.with_rows(rows);
+        let pages = |o: LoaderOptions| o.with_mode(Mode::Page);
         let mut settings = vec![
-            from_file("toc-stream", &dataset, 0, options)?,
-            from_file("toc-resident", &dataset, options.memory, options)?,
-            from_file("csr-stream", &csr, 0, options)?,
-            from_file("csr-resident", &csr, options.memory, options)?,
+            from_file("toc-stream", &dataset, (0, default), options)?,
+            from_file("toc-resident", &dataset, (memory, default), options)?,
+            from_file(
+                "toc-code-rows",
+                &dataset,
+                (memory, form(RowForm::Codes)),
+                options,
+            )?,
+            from_file(
+                "toc-pair-codes",
+                &dataset,
+                (memory, form(RowForm::PairCodes)),
+                options,
+            )?,
+            from_file(
+                "toc-values",
+                &dataset,
+                (memory, form(RowForm::Values)),
+                options,
+            )?,
+            from_file("toc-pages", &dataset, (memory, pages), options)?,
+            from_file("csr-stream", &csr, (0, default), options)?,
+            from_file("csr-resident", &csr, (memory, default), options)?,
             in_memory("memory-toc-pages", &rows, &labels, pages_of(&info), options)?,
             in_memory(
                 "memory-csr-pages",
@@ -252,23 +281,24 @@ fn train_options(options: &TrainBenchOptions) -> TrainOptions {
     }
 }
 
-/// Training through the loader from `dataset` with a resident budget.
+/// Training through the loader from `dataset` with a resident budget,
+/// the loader's options as `setting` leaves them.
 fn from_file(
     name: &'static str,
     dataset: &Arc<Dataset>,
-    memory: usize,
+    (memory, setting): (usize, impl Fn(LoaderOptions) -> LoaderOptions),
     options: &TrainBenchOptions,
 ) -> Result<Setting> {
     let loader = Loader::new(
         Arc::clone(dataset),
-        LoaderOptions {
+        setting(LoaderOptions {
             strategy: options.strategy,
             mode: options.mode,
             batch_rows: options.batch_rows,
             seed: options.seed,
             memory: Some(memory),
             ..LoaderOptions::default()
-        },
+        }),
     )?;
     let mut model = Model::new(options.model.clone(), dataset.info().n_cols, options.seed)?;
     let reports = train(&mut model, &loader, &train_options(options), None, |_| {})?;
@@ -291,7 +321,23 @@ fn from_file(
         peak_bytes: peak + loader.resident_bytes(),
         file_bytes: dataset.info().file_bytes,
         final_loss: reports.last().map_or(f64::NAN, |r| r.train.loss),
-        mode: loader.mode().name(),
+        mode: match loader.mode() {
+            Mode::Page => "page".to_string(),
+            _ => {
+                let c = loader.buffer_choice();
+                let whole = if c.whole_file {
+                    "whole file"
+                } else {
+                    "buffers"
+                };
+                format!("{}, {whole}", c.rows)
+            }
+        },
+        tree_share: {
+            let tree: usize = later.iter().map(|r| r.tree_batches).sum();
+            let rows: usize = later.iter().map(|r| r.row_batches).sum();
+            tree as f64 / (tree + rows).max(1) as f64
+        },
         gradient_threads: later.iter().map(|r| r.gradient_threads).max().unwrap_or(1),
     })
 }
@@ -392,7 +438,8 @@ fn in_memory(
         peak_bytes: bytes + std::mem::size_of::<Vec<Page>>() * batches.capacity(),
         file_bytes: 0,
         final_loss: loss,
-        mode: "memory",
+        mode: "memory".to_string(),
+        tree_share: 0.0,
         gradient_threads: 1,
     })
 }

@@ -1,8 +1,10 @@
 //! The step and epoch loop every trainer of the crate runs: [`train`]
 //! (one process, a [`Loader`]), the distributed trainer and its lockstep
 //! reference ([`crate::dist`]), the coded-shuffle workers' SGD
-//! ([`crate::dist::sgd_epoch`]) and the training benchmark's in-memory
-//! loops ([`super::bench`]). One place for the options' checks, the
+//! ([`crate::dist::train_on_batches`], [`crate::dist::sgd_epoch`]), the
+//! training benchmark's in-memory loops ([`super::bench`]), and
+//! [`Sgd`](super::Sgd), the public step-by-step form for mini-batches the
+//! caller makes (the PostgreSQL extension's). One place for the options' checks, the
 //! learning rate of an epoch, the model's set-up before the first step
 //! (input scaling, binary labels), the mini-batch step (gradient, L2,
 //! step rule), the tail average ([`Average::LastEpoch`]) and the epoch's
@@ -88,6 +90,20 @@ impl TargetScale {
     /// No standardisation (classifiers, and a target of spread 0).
     pub(crate) const UNIT: TargetScale = TargetScale { spread: 1.0 };
 
+    /// The spread the target is divided by (1 for none).
+    pub(crate) fn spread(self) -> f64 {
+        self.spread
+    }
+
+    /// The standardisation by `spread` (another rank's, sent over);
+    /// [`UNIT`](Self::UNIT) for a spread that is not positive and finite.
+    pub(crate) fn with_spread(spread: f64) -> TargetScale {
+        match spread > 0.0 && spread.is_finite() {
+            true => TargetScale { spread },
+            false => TargetScale::UNIT,
+        }
+    }
+
     /// For a linear regression: the mean and standard deviation of the
     /// labels of at most [`LABEL_SAMPLE_BLOCKS`](super::LABEL_SAMPLE_BLOCKS)
     /// blocks spread over `dataset` (every block of a smaller file), the
@@ -98,15 +114,29 @@ impl TargetScale {
         if !matches!(model.kind(), ModelKind::LinearRegression) {
             return Ok(TargetScale::UNIT);
         }
-        let Some((mean, spread)) = super::setup::label_moments(dataset)? else {
-            return Ok(TargetScale::UNIT);
+        Ok(TargetScale::from_moments(
+            model,
+            super::setup::label_moments(dataset)?,
+        ))
+    }
+
+    /// [`of`](Self::of) from the labels' mean and standard deviation
+    /// (`None`: no rows, or labels that are not all finite), however
+    /// they were gathered ([`LabelSummary`](super::LabelSummary) for
+    /// mini-batches the caller makes).
+    pub(crate) fn from_moments(model: &mut Model, moments: Option<(f64, f64)>) -> TargetScale {
+        if !matches!(model.kind(), ModelKind::LinearRegression) {
+            return TargetScale::UNIT;
+        }
+        let Some((mean, spread)) = moments else {
+            return TargetScale::UNIT;
         };
         if model.params().iter().all(|&p| p == 0.0) {
             model.set_linear_bias(mean);
         }
         match spread > 0.0 && spread.is_finite() {
-            true => Ok(TargetScale { spread }),
-            false => Ok(TargetScale::UNIT),
+            true => TargetScale { spread },
+            false => TargetScale::UNIT,
         }
     }
 }
@@ -203,6 +233,11 @@ impl TailMean {
         if let Some(mean) = self.mean.as_mut() {
             mean.average_towards(model, 1.0 / self.steps as f64);
         }
+    }
+
+    /// Iterates taken so far (the epoch's steps).
+    pub(crate) fn steps(&self) -> usize {
+        self.steps
     }
 
     /// Whether the mean is kept (the last epoch's, averaging on).

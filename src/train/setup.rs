@@ -144,21 +144,12 @@ pub fn label_warning(seen: &[f64], binary: bool) -> Option<bool> {
 pub(crate) fn label_moments<S: Source>(dataset: &Dataset<S>) -> Result<Option<(f64, f64)>> {
     let n = dataset.n_blocks();
     let picks = n.min(LABEL_SAMPLE_BLOCKS);
-    // Welford's update: no cancellation for labels far from 0.
-    let (mut count, mut mean, mut m2) = (0u64, 0.0f64, 0.0f64);
+    let mut summary = super::LabelSummary::new();
     for k in 0..picks {
         let b = if picks == n { k } else { k * n / picks };
-        for &y in dataset.read_block(b)?.labels() {
-            if !y.is_finite() {
-                return Ok(None);
-            }
-            count += 1;
-            let d = y - mean;
-            mean += d / count as f64;
-            m2 += d * (y - mean);
-        }
+        summary.add(dataset.read_block(b)?.labels());
     }
-    Ok((count > 0).then(|| (mean, (m2 / count as f64).sqrt())))
+    Ok(summary.moments())
 }
 
 /// The two parts of a held-out split in scratch files of the temporary

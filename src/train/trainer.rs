@@ -4,19 +4,20 @@
 //! shuffling, the last epoch's iterates averaged) that fits a model on a
 //! dataset file, an open [`Dataset`] or rows in memory, and the model's
 //! predictions on rows in memory ([`Model::predict_rows`]) without labels.
+//! Every front end trains through it: the command line and Python set up
+//! a run with [`Trainer::prepare`] (`prepared.rs`), say what it will do,
+//! then fit it; so does the distributed trainer ([`crate::dist`]).
 
 use std::path::Path;
 use std::sync::Arc;
 
-use std::any::Any;
-
-use super::setup::{infer_kind, Holdout};
-use super::{train, EpochReport, Scale, TrainOptions};
+use super::setup::infer_kind;
+use super::{EpochReport, Scale, TrainOptions};
 use crate::cleanup::ScratchFile;
 use crate::dataset::{Dataset, DatasetWriter, Prefetch, Source, WriterOptions};
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
-use crate::loader::{Loader, LoaderOptions};
+use crate::loader::{LoaderOptions, Strategy};
 use crate::model::{Model, ModelKind, Optimizer, Predictions};
 use crate::page::Page;
 use crate::scale::ScaleKind;
@@ -44,22 +45,27 @@ use crate::sparse::SparseBatch;
 /// ```
 #[derive(Debug, Clone)]
 pub struct Trainer {
-    kind: ModelKind,
-    options: TrainOptions,
-    loader: LoaderOptions,
-    seed: u64,
-    holdout: Option<f64>,
-    eval: Option<Arc<Dataset>>,
-    start: Option<Model>,
+    pub(super) kind: ModelKind,
+    pub(super) options: TrainOptions,
+    pub(super) loader: LoaderOptions,
+    /// Strategies to train a model each with; empty: the loader's.
+    pub(super) strategies: Vec<Strategy>,
+    pub(super) seed: u64,
+    pub(super) holdout: Option<f64>,
+    pub(super) eval: Option<Arc<Dataset>>,
+    pub(super) start: Option<Model>,
 }
 
 /// A trained model and what each epoch did.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct Fitted {
     /// The model.
     pub model: Model,
     /// One report per epoch.
     pub reports: Vec<EpochReport>,
+    /// The shuffling strategy it was trained with.
+    pub strategy: Strategy,
 }
 
 impl Trainer {
@@ -70,6 +76,7 @@ impl Trainer {
             kind,
             options: TrainOptions::default(),
             loader: LoaderOptions::default(),
+            strategies: Vec::new(),
             seed: 0,
             holdout: None,
             eval: None,
@@ -104,9 +111,9 @@ impl Trainer {
 
     /// Holds out a share `fraction` of the rows of a dataset file (a
     /// hash of the row number under the [`seed`](Self::seed) picks them,
-    /// [`Holdout`]), trains on the others and evaluates on those after
-    /// each epoch (each part scaled on its own rows, with the kind the
-    /// file stores, or the one [`scale`](Self::scale) fits).
+    /// [`Holdout`](super::Holdout)), trains on the others and evaluates
+    /// on those after each epoch (each part scaled on its own rows, with
+    /// the kind the file stores, or the one [`scale`](Self::scale) fits).
     pub fn holdout(mut self, fraction: f64) -> Trainer {
         self.holdout = Some(fraction);
         self
@@ -135,9 +142,20 @@ impl Trainer {
     }
 
     /// Every loader option at once (shuffling, batch size, buffer; its
-    /// seed is replaced by [`seed`](Self::seed)'s).
+    /// seed is replaced by [`seed`](Self::seed)'s, its strategy by
+    /// [`strategies`](Self::strategies) when given).
     pub fn loader(mut self, options: LoaderOptions) -> Trainer {
         self.loader = options;
+        self
+    }
+
+    /// Trains one model per strategy, each from the same start model
+    /// (the same parameters, scaling and seed), for comparison
+    /// ([`prepare`](Self::prepare), [`Prepared::fit`](super::Prepared::fit));
+    /// empty: the loader options' strategy alone. [`fit`](Self::fit)
+    /// returns the first strategy's model.
+    pub fn strategies(mut self, strategies: impl IntoIterator<Item = Strategy>) -> Trainer {
+        self.strategies = strategies.into_iter().collect();
         self
     }
 
@@ -183,6 +201,11 @@ impl Trainer {
         &self.options
     }
 
+    /// The loader options as set.
+    pub fn loader_options(&self) -> &LoaderOptions {
+        &self.loader
+    }
+
     /// Fits a model on the dataset file at `path`.
     ///
     /// # Errors
@@ -193,8 +216,9 @@ impl Trainer {
 
     /// Fits a model on every row of `dataset`: a new model of the
     /// trainer's kind over its columns (its schema recorded), or the
-    /// [warm start](Self::warm_start), trained by [`train`] through a
-    /// [`Loader`].
+    /// [warm start](Self::warm_start), trained by [`train`](super::train)
+    /// through a [`Loader`](crate::loader::Loader): [`prepare`](Self::prepare)
+    /// then [`Prepared::fit`](super::Prepared::fit).
     ///
     /// # Errors
     /// As [`fit_with`](Self::fit_with).
@@ -203,87 +227,19 @@ impl Trainer {
     }
 
     /// [`fit`](Self::fit), calling `on_epoch` with each epoch's report as
-    /// it is made (for progress output).
+    /// it is made (for progress output). With several
+    /// [strategies](Self::strategies), the first one's model (each
+    /// strategy's reports are passed on).
     ///
     /// # Errors
-    /// [`Error::BadArgument`] for a dataset without rows, a
-    /// [holdout](Self::holdout) that leaves a part without rows or is
-    /// given with an [eval](Self::eval) dataset, or either on a dataset
-    /// that is not a file; [`Error::LengthMismatch`] for an evaluation
-    /// dataset or a warm start of other columns; as [`Model::new`],
-    /// [`Holdout::split`], [`Loader::new`] and [`train`].
+    /// As [`prepare`](Self::prepare) and [`Prepared::fit`](super::Prepared::fit).
     pub fn fit_with<S: Source + 'static>(
         &self,
         dataset: &Arc<Dataset<S>>,
-        on_epoch: impl FnMut(&EpochReport),
+        mut on_epoch: impl FnMut(&EpochReport),
     ) -> Result<Fitted> {
-        if dataset.info().n_rows == 0 {
-            return Err(Error::BadArgument {
-                what: "training data",
-                expected: "at least one row",
-            });
-        }
-        if self.holdout.is_none() && self.eval.is_none() {
-            return self.train_on(dataset, None, on_epoch);
-        }
-        let bad = |what, expected| Err(Error::BadArgument { what, expected });
-        // Held-out parts and evaluation sets are dataset files.
-        let Some(file) = (dataset as &dyn Any).downcast_ref::<Arc<Dataset>>() else {
-            return bad("holdout or eval", "a dataset file to train on");
-        };
-        let Some(fraction) = self.holdout else {
-            let eval = self.eval.as_ref().expect("an eval dataset");
-            check_columns("evaluation dataset", file, eval)?;
-            return self.train_on(file, Some(eval), on_epoch);
-        };
-        if self.eval.is_some() {
-            return bad(
-                "holdout and eval",
-                "one of them (holdout evaluates on its rows)",
-            );
-        }
-        let kind = match self.options.scale {
-            Scale::None => None,
-            Scale::Fit(kind) => Some(kind),
-            Scale::Auto | Scale::Stored | Scale::Model => {
-                file.info().scaling.as_ref().map(|s| s.kind())
-            }
-        };
-        let split = Holdout::split(file, fraction, self.seed, kind)?;
-        if !split.both_have_rows() {
-            return bad("held-out share", "a share that leaves rows on both sides");
-        }
-        self.train_on(split.train(), Some(split.test()), on_epoch)
-    }
-
-    fn train_on<S: Source + 'static>(
-        &self,
-        dataset: &Arc<Dataset<S>>,
-        eval: Option<&Arc<Dataset<S>>>,
-        on_epoch: impl FnMut(&EpochReport),
-    ) -> Result<Fitted> {
-        let n_cols = dataset.info().n_cols;
-        let mut model = match &self.start {
-            Some(start) if start.n_cols() != n_cols => {
-                return Err(Error::LengthMismatch {
-                    what: "columns of the warm start's model",
-                    expected: n_cols as u64,
-                    found: start.n_cols() as u64,
-                })
-            }
-            Some(start) => start.try_clone()?,
-            None => Model::new(self.kind.clone(), n_cols, self.seed)?,
-        };
-        model.set_schema(&dataset.info().schema);
-        let loader = Loader::new(
-            Arc::clone(dataset),
-            LoaderOptions {
-                seed: self.seed,
-                ..self.loader.clone()
-            },
-        )?;
-        let reports = train(&mut model, &loader, &self.options, eval, on_epoch)?;
-        Ok(Fitted { model, reports })
+        let fitted = self.prepare(dataset)?.fit(|_, report| on_epoch(report))?;
+        Ok(fitted.into_iter().next().expect("a model per strategy"))
     }
 
     /// Fits a model on rows in memory and their labels: the rows are
@@ -349,9 +305,4 @@ impl Model {
         let blocks: Prefetch = dataset.prefetch((0..dataset.n_blocks()).collect(), 2)?;
         Ok(blocks.map(move |block| self.predict(&block?.pages()?)))
     }
-}
-
-/// [`Error::LengthMismatch`] unless `other` has `dataset`'s columns.
-fn check_columns(what: &'static str, dataset: &Dataset, other: &Dataset) -> Result<()> {
-    Error::check_equal(what, dataset.info().n_cols, other.info().n_cols)
 }

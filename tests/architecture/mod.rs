@@ -412,6 +412,6 @@ fn the_checker_sees_imports() {
     };
     assert!(edge("train", "output"));
     assert!(edge("demo", "train"));
-    assert!(edge("train::distributed", "train::prepare"));
+    assert!(edge("train::distributed", "train::checks"));
     assert!(!edge("output", "train"));
 }

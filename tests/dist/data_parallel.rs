@@ -520,3 +520,145 @@ fn every_trainer_returns_the_tail_mean() {
     assert!(reports.last().unwrap().epoch.eval.unwrap().accuracy > 0.95);
     std::fs::remove_file(&path).unwrap();
 }
+
+/// Each rank's mini-batches of every epoch, from its loader's slice, as a
+/// caller of `train_on_batches` makes them.
+fn slice_batches(l: &Loader, epoch: usize) -> tocpile::Result<Vec<Vec<tocpile::Page>>> {
+    l.epoch(epoch as u64)?.map(|b| b.map(|b| b.pages)).collect()
+}
+
+#[test]
+fn train_on_batches_is_train_distributed_on_the_same_batches() {
+    // The same trainer core: given each rank's loader batches, the same
+    // model as train_distributed, bit for bit, with rank 0 alone setting
+    // the model up (other ranks pass no dataset) and scoring it.
+    let path = mushrooms_file();
+    let k = 3;
+    for kind in [ModelKind::Logistic, ModelKind::LinearRegression] {
+        let adam = options(&kind)
+            .with_optimizer(Optimizer::Adam)
+            .with_learning_rate(0.03)
+            .with_average(Average::LastEpoch);
+        for opts in [options(&kind), adam] {
+            let want = distributed_with(&path, &kind, k, Averaging::Gradients, Mode::Exact, &opts);
+            let ranks = InProcess::group_with_timeout(k, Duration::from_secs(60)).unwrap();
+            let got: Vec<RankOutcome> = std::thread::scope(|s| {
+                let handles: Vec<_> = ranks
+                    .into_iter()
+                    .map(|comm| {
+                        let (path, kind, opts) = (&path, &kind, &opts);
+                        s.spawn(move || {
+                            let l = loader(path, comm.rank(), k, Mode::Exact);
+                            let root = (comm.rank() == 0).then(|| Arc::clone(l.dataset()));
+                            let mut model = Model::new(kind.clone(), 98, 99).unwrap();
+                            let reports = tocpile::dist::train_on_batches(
+                                &comm,
+                                &mut model,
+                                opts,
+                                root.as_ref(),
+                                |e| slice_batches(&l, e),
+                                root.as_ref(),
+                                |_| {},
+                            )?;
+                            Ok((model.params(), reports))
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            for (rank, (w, g)) in want.iter().zip(&got).enumerate() {
+                let (w, g) = (w.as_ref().unwrap(), g.as_ref().unwrap());
+                assert_eq!(w.0, g.0, "{kind} rank {rank}: parameters");
+                let figures = |r: &[DistributedReport]| -> Vec<_> {
+                    r.iter()
+                        .map(|r| (r.epoch.train, r.epoch.eval, r.epoch.steps))
+                        .collect()
+                };
+                assert_eq!(figures(&w.1), figures(&g.1), "{kind} rank {rank}: reports");
+            }
+        }
+    }
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn train_on_batches_fails_every_rank_when_one_fails() {
+    let path = mushrooms_file();
+    let k = 3;
+    let ranks = InProcess::group_with_timeout(k, Duration::from_secs(60)).unwrap();
+    let outcomes: Vec<tocpile::Result<_>> = std::thread::scope(|s| {
+        let handles: Vec<_> = ranks
+            .into_iter()
+            .map(|comm| {
+                let path = &path;
+                s.spawn(move || {
+                    let l = loader(path, comm.rank(), k, Mode::Exact);
+                    let root = (comm.rank() == 0).then(|| Arc::clone(l.dataset()));
+                    let mut model = Model::new(ModelKind::Logistic, 98, 0).unwrap();
+                    let rank = comm.rank();
+                    tocpile::dist::train_on_batches(
+                        &comm,
+                        &mut model,
+                        &base_options(),
+                        root.as_ref(),
+                        |e| match (rank, e) {
+                            (2, 1) => Err(Error::BadArgument {
+                                what: "test",
+                                expected: "a failure in epoch 1 on rank 2",
+                            }),
+                            _ => slice_batches(&l, e),
+                        },
+                        None,
+                        |_| {},
+                    )
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(
+        matches!(outcomes[2], Err(Error::BadArgument { .. })),
+        "{:?}",
+        outcomes[2]
+    );
+    for rank in [0, 1] {
+        assert!(
+            matches!(outcomes[rank], Err(Error::Communication { .. })),
+            "{:?}",
+            outcomes[rank]
+        );
+    }
+    // Rank 0 alone holds the data: without it, every rank fails.
+    let ranks = InProcess::group_with_timeout(2, Duration::from_secs(60)).unwrap();
+    let outcomes: Vec<tocpile::Result<_>> = std::thread::scope(|s| {
+        let handles: Vec<_> = ranks
+            .into_iter()
+            .map(|comm| {
+                s.spawn(move || {
+                    let mut model = Model::new(ModelKind::Logistic, 98, 0).unwrap();
+                    tocpile::dist::train_on_batches::<_, std::fs::File, Vec<Vec<tocpile::Page>>>(
+                        &comm,
+                        &mut model,
+                        &base_options(),
+                        None,
+                        |_| Ok(Vec::new()),
+                        None,
+                        |_| {},
+                    )
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(
+        matches!(outcomes[0], Err(Error::BadArgument { .. })),
+        "{:?}",
+        outcomes[0]
+    );
+    assert!(
+        matches!(outcomes[1], Err(Error::Communication { .. })),
+        "{:?}",
+        outcomes[1]
+    );
+    std::fs::remove_file(&path).unwrap();
+}

@@ -33,7 +33,7 @@ fn strided1(a: &Array1<f64>) -> Array2<f64> {
 }
 
 /// Every kernel of `enc` against dense math on `batch`.
-fn check_kernels(
+pub(crate) fn check_kernels(
     kind: FormatKind,
     enc: &Batch,
     batch: &SparseBatch,

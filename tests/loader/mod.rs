@@ -4,7 +4,10 @@
 //! surface as errors, and the shuffle quality of each strategy on
 //! label-sorted data ranks as the CorgiPile paper reports.
 
+mod code_kernels;
+mod codes;
 mod exact;
+mod length;
 mod quality;
 
 use std::path::PathBuf;

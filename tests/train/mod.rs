@@ -9,7 +9,7 @@ use crate::loader::write_file;
 use crate::support::{load, shuffled};
 use tocpile::dataset::{Dataset, DatasetWriter, WriterOptions};
 use tocpile::formats::FormatKind;
-use tocpile::loader::{Loader, LoaderOptions, Mode, Strategy};
+use tocpile::loader::{Buffer, Loader, LoaderOptions, Mode, Strategy};
 use tocpile::model::{Model, ModelKind};
 use tocpile::train::{evaluate, train, TrainOptions};
 use tocpile::Error;
@@ -17,6 +17,7 @@ use tocpile::Error;
 mod defaults;
 mod regression;
 mod setup;
+mod step;
 
 fn mushrooms_file(format: FormatKind, page_rows: usize) -> PathBuf {
     let (rows, labels) = load("mushrooms", usize::MAX);
@@ -178,9 +179,11 @@ fn the_split_gradient_trains_the_one_thread_model() {
 }
 
 /// The same seed and options give the same model bits whether the file's
-/// blocks stay resident or stream every epoch: the memory budget (which
-/// the command line sizes from the memory available) changes where bytes
-/// come from, never the order of the rows or of the sums.
+/// blocks stay resident or stream every epoch: with a buffer size given,
+/// the memory budget (which the command line sizes from the memory
+/// available) changes where bytes come from, never the order of the rows
+/// or of the sums. (The default buffer, `Buffer::Auto`, is the whole file
+/// when it fits the budget: there the budget chooses the buffer.)
 #[test]
 fn the_model_bits_do_not_depend_on_the_memory_budget() {
     let path = mushrooms_file(FormatKind::TocFull, 50);
@@ -192,6 +195,7 @@ fn the_model_bits_do_not_depend_on_the_memory_budget() {
                     &path,
                     LoaderOptions::default()
                         .with_mode(mode)
+                        .with_buffer(Buffer::Fraction(0.1))
                         .with_seed(5)
                         .with_memory(memory),
                 )

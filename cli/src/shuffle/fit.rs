@@ -1,21 +1,25 @@
 //! `tocpile shuffle --train MODEL`: the UberShuffle paper's end-to-end
 //! setting (section 5, Figure 8). The workers train synchronous SGD on the
 //! blocks in their caches, the server (rank 0) summing their gradients
-//! each step (`tocpile::dist::sgd_epoch`); before every epoch after the
-//! first, a shuffle gives each worker its next blocks (scheme `none`: the
-//! workers keep their first blocks). Workers open the file for its footer
-//! only (block sizes, checksums, format): every block they train on came
-//! through the shuffle, checked by `Dataset::block_from_bytes`. Rank 0
-//! times each shuffle and epoch, scores the model on the whole file
-//! (untimed), and reports the time to `--target-loss`.
+//! each step; before every epoch after the first, a shuffle gives each
+//! worker its next blocks (scheme `none`: the workers keep their first
+//! blocks). The library runs the epochs (`tocpile::dist::train_on_batches`,
+//! the trainer core of `train`: the server sets the model up on the file
+//! as `train` does, its stored scaling included, and every rank starts
+//! from it); this command gives it each epoch's mini-batches. Workers
+//! open the file for its footer only (block sizes, checksums, format):
+//! every block they train on came through the shuffle, checked by
+//! `Dataset::block_from_bytes`. Rank 0 times each shuffle and epoch,
+//! scores the model on the whole file (untimed), and reports the time to
+//! `--target-loss`.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use tocpile::dataset::Dataset;
-use tocpile::dist::{sgd_epoch, Communicator, Scheme, ShuffleServer, ShuffleWorker};
-use tocpile::model::{Model, ModelKind};
-use tocpile::train::evaluate;
+use tocpile::dist::{train_on_batches, Communicator, Scheme, ShuffleServer, ShuffleWorker};
+use tocpile::model::{Model, ModelKind, Optimizer};
+use tocpile::train::{Average, TrainOptions};
 use tocpile::Page;
 
 use super::{options, ShuffleArgs};
@@ -23,7 +27,7 @@ use crate::output::emit;
 use crate::{Failure, Outcome};
 
 /// One scheme's end-to-end run on this rank; `scheme` `None` is no
-/// shuffle. Rank 0 returns its rows' text.
+/// shuffle. Rank 0 prints its rows of the table.
 pub fn run<C: Communicator>(
     args: &ShuffleArgs,
     comm: &C,
@@ -41,6 +45,13 @@ pub fn run<C: Communicator>(
         return Err(Failure("--train takes lr, svm or linreg".into()));
     }
     let mut model = Model::new(kind, dataset.info().n_cols, args.seed)?;
+    // The paper's rule: plain SGD at --lr, decaying by 0.95 an epoch, the
+    // last iterate.
+    let train_options = TrainOptions::default()
+        .with_optimizer(Optimizer::Sgd)
+        .with_epochs(usize::try_from(args.epochs).unwrap_or(usize::MAX))
+        .with_learning_rate(args.lr)
+        .with_average(Average::None);
     // The session places the caches; with no shuffle it is never shuffled.
     let session = options(args, scheme.unwrap_or(Scheme::Uncoded));
     let mut server = None;
@@ -50,9 +61,11 @@ pub fn run<C: Communicator>(
         None => worker = Some(ShuffleWorker::join(comm)?),
     }
     let batch_rows = usize::try_from(args.batch_size).unwrap_or(usize::MAX);
-    let mut total = 0.0;
-    let mut reached = None;
-    for epoch in 0..args.epochs {
+    // Each epoch's mini-batches: a shuffle first (after the first epoch),
+    // then the worker's cached blocks, their pages in a new order. The
+    // server has none. The shuffle's time is kept for the table.
+    let shuffle_seconds = std::cell::Cell::new(0.0);
+    let epoch_batches = |epoch: usize| -> tocpile::Result<Vec<Vec<Page>>> {
         let started = Instant::now();
         if epoch > 0 && scheme.is_some() {
             if let Some(s) = server.as_mut() {
@@ -62,35 +75,47 @@ pub fn run<C: Communicator>(
                 w.shuffle()?;
             }
         }
-        let shuffle_seconds = started.elapsed().as_secs_f64();
-        let started = Instant::now();
-        let batches = match &worker {
-            Some(w) => {
-                let mut pages = Vec::new();
-                for &b in w.blocks() {
-                    let bytes = w.block(b).expect("a worker caches its blocks").to_vec();
-                    pages.extend(dataset.block_from_bytes(b, bytes)?.pages()?);
-                }
-                shuffle_pages(&mut pages, args.seed, epoch, w.worker() as u64);
-                batches(pages, batch_rows)
-            }
-            None => Vec::new(),
+        shuffle_seconds.set(started.elapsed().as_secs_f64());
+        let Some(w) = &worker else {
+            return Ok(Vec::new());
         };
-        let lr = args.lr * 0.95f64.powi(epoch as i32);
-        let (score, steps) = sgd_epoch(comm, &mut model, batches, lr, 0.0)?;
-        let train_seconds = started.elapsed().as_secs_f64();
-        total += shuffle_seconds + train_seconds;
-        if comm.rank() == 0 {
-            let eval = evaluate(&model, &dataset)?;
+        let mut pages = Vec::new();
+        for &b in w.blocks() {
+            let bytes = w.block(b).expect("a worker caches its blocks").to_vec();
+            pages.extend(dataset.block_from_bytes(b, bytes)?.pages()?);
+        }
+        shuffle_pages(&mut pages, args.seed, epoch as u64, w.worker() as u64);
+        Ok(batches(pages, batch_rows))
+    };
+    let mut total = 0.0;
+    let mut reached = None;
+    let mut printed = Ok(());
+    // The server holds the file: it sets the model up and scores it.
+    let root = (comm.rank() == 0).then_some(&dataset);
+    train_on_batches(
+        comm,
+        &mut model,
+        &train_options,
+        root,
+        epoch_batches,
+        root,
+        |r| {
+            let (epoch, shuffle_seconds) = (r.epoch.epoch, shuffle_seconds.get());
+            let train_seconds = r.epoch.seconds - shuffle_seconds;
+            total += r.epoch.seconds;
+            let Some(eval) = r.epoch.eval else { return };
             if reached.is_none() && args.target_loss.is_some_and(|t| eval.loss <= t) {
                 reached = Some(total);
             }
-            emit(&format!(
-                "| {name} | {epoch} | {shuffle_seconds:.3} | {train_seconds:.3} | {total:.3} | {steps} | {:.4} | {:.4} | {:.4} |\n",
-                score.loss, eval.loss, eval.accuracy
-            ))?;
-        }
-    }
+            if printed.is_ok() {
+                printed = emit(&format!(
+                "| {name} | {epoch} | {shuffle_seconds:.3} | {train_seconds:.3} | {total:.3} | {} | {:.4} | {:.4} | {:.4} |\n",
+                r.epoch.steps, r.epoch.train.loss, eval.loss, eval.accuracy
+            ));
+            }
+        },
+    )?;
+    printed?;
     if comm.rank() == 0 {
         if let Some(target) = args.target_loss {
             emit(&match reached {

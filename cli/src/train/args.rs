@@ -1,13 +1,18 @@
-//! The arguments of `tocpile train` and their parsers (a bad value is a
-//! usage error naming it).
+//! The arguments of `tocpile train`, their parsers (a bad value is a
+//! usage error naming it), and the one place they become the library's
+//! [`Trainer`] ([`TrainArgs::trainer`]), for a single process and for
+//! each rank alike.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use tocpile::loader::{Mode, Strategy};
-use tocpile::model::ModelKind;
+use tocpile::dataset::{Dataset, Source};
+use tocpile::loader::{Buffer, LoaderOptions, Mode, Strategy};
+use tocpile::model::{ModelKind, Optimizer};
+use tocpile::scale::ScaleKind;
+use tocpile::train::{infer_kind, Scale, TrainOptions, Trainer};
 
-use super::prepare::{OptimizerArg, ScaleArg};
+use crate::Failure;
 
 /// Train a model by mini-batch SGD on a dataset file.
 ///
@@ -80,10 +85,13 @@ pub struct TrainArgs {
     pub l2: f64,
     /// Buffer size as a fraction of the dataset, in (0, 1] (CorgiPile,
     /// block, window, mrs); a CorgiPile or block buffer holds at least
-    /// 4 blocks (or all of them).
-    #[arg(long, value_name = "FRACTION", default_value_t = 0.1, allow_negative_numbers = true,
+    /// 4 blocks (or all of them). Default: the whole file when its rows,
+    /// kept as codes into the file's dictionaries (or decoded, for files
+    /// without), fit the memory budget (--memory): a full shuffle every
+    /// epoch, each row decoded once; else 0.1. The header says which.
+    #[arg(long, value_name = "FRACTION", allow_negative_numbers = true,
           value_parser = parse_fraction)]
-    pub buffer: f64,
+    pub buffer: Option<f64>,
     /// Memory in MiB for loaded pages kept across epochs: pages (with
     /// their decode trees) that fit are validated once and stay resident;
     /// the rest are read from the file every epoch. 0 streams every
@@ -160,32 +168,90 @@ impl TrainArgs {
         self.lr.unwrap_or(self.optimizer.default_lr())
     }
 
-    /// The resident budget in bytes for a loader over `dataset` with
-    /// `options` (--memory, or the default for the memory available) and,
-    /// when the default was lowered below 1 GiB, why.
-    pub fn memory_budget<S: tocpile::dataset::Source>(
-        &self,
-        dataset: &tocpile::dataset::Dataset<S>,
-        options: &tocpile::loader::LoaderOptions,
-    ) -> (usize, Option<String>) {
-        memory_budget(self.memory, dataset, options)
+    /// The loader's buffer: `--buffer`, or the library's default (the
+    /// whole file when it fits).
+    pub fn buffer_option(&self) -> Buffer {
+        match self.buffer {
+            Some(f) => Buffer::Fraction(f),
+            None => Buffer::Auto,
+        }
     }
+
+    /// The library's trainer for these arguments on `dataset`: the model
+    /// kind (classes inferred from every row's labels for softmax and
+    /// mlp unless --classes, [`model_kind`]), the training options, the
+    /// loader's (--mode, --batch-size, --buffer, --scratch-dir, --memory
+    /// if given; the library's default budget otherwise), the seed and
+    /// the strategies (--shuffle). --eval and --holdout are the caller's
+    /// (a rank evaluates on rank 0 only).
+    pub fn trainer(&self, dataset: &Dataset) -> Result<Trainer, Failure> {
+        let kind = model_kind(&self.model, self.classes, dataset, &self.file)?;
+        let options = TrainOptions::default()
+            .with_optimizer(self.optimizer.rule())
+            .with_epochs(usize::try_from(self.epochs).unwrap_or(usize::MAX))
+            .with_learning_rate(self.learning_rate())
+            .with_decay(self.decay)
+            .with_l2(self.l2)
+            .with_split_gradient(self.gradient_threads > 1)
+            .with_scale(self.scale.choice());
+        let mut loader = LoaderOptions::default()
+            .with_mode(self.mode.mode())
+            .with_batch_rows(usize::try_from(self.batch_size).unwrap_or(usize::MAX))
+            .with_buffer(self.buffer_option())
+            .with_scratch_dir(self.scratch_dir.clone());
+        loader.memory = self.memory.map(mib_bytes);
+        Ok(Trainer::new(kind)
+            .options(options)
+            .loader(loader)
+            .seed(self.seed)
+            .strategies(self.shuffle.iter().copied()))
+    }
+}
+
+/// The model kind for `name` on `dataset`, inferring the number of classes
+/// from the labels for softmax and mlp unless `classes` is given (the
+/// library's [`infer_kind`], its error said in the command line's words).
+pub fn model_kind(
+    name: &str,
+    classes: Option<u64>,
+    dataset: &Dataset,
+    path: &Path,
+) -> Result<ModelKind, Failure> {
+    let classes = classes.map(|c| usize::try_from(c).unwrap_or(usize::MAX));
+    match infer_kind(name, classes, dataset) {
+        Err(tocpile::Error::BadValue { row, found, .. }) => {
+            // A label of 1e300 said as such, not as 301 digits.
+            let found = found.parse::<f64>().map_or(found, crate::output::number);
+            Err(Failure::about(
+                path,
+                format!(
+                    "row {row}: label {found} is not a class index (an integer in 0..{}): \
+                 {name} needs labels 0, 1, 2, ...; give --classes N if some classes are absent, \
+                 or --model linreg for a regression target",
+                    tocpile::train::MAX_CLASSES
+                ),
+            ))
+        }
+        other => Ok(other?),
+    }
+}
+
+/// `--memory MIB` in bytes.
+fn mib_bytes(mib: u64) -> usize {
+    usize::try_from(mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX)
 }
 
 /// `--memory MIB` in bytes, or the default budget of a loader over
 /// `dataset` with `options` for the memory available
-/// (`tocpile::loader::memory_budget_for`) with the reason it is below
-/// 1 GiB.
-pub fn memory_budget<S: tocpile::dataset::Source>(
+/// (`tocpile::loader::memory_budget_for`, as the trainer's) with the
+/// reason it is below 1 GiB (`bench train`).
+pub fn memory_budget<S: Source>(
     mib: Option<u64>,
-    dataset: &tocpile::dataset::Dataset<S>,
-    options: &tocpile::loader::LoaderOptions,
+    dataset: &Dataset<S>,
+    options: &LoaderOptions,
 ) -> (usize, Option<String>) {
     match mib {
-        Some(m) => (
-            usize::try_from(m.saturating_mul(1 << 20)).unwrap_or(usize::MAX),
-            None,
-        ),
+        Some(m) => (mib_bytes(m), None),
         None => {
             let budget = tocpile::loader::memory_budget_for(dataset, options);
             (budget.bytes, budget.reason())
@@ -197,6 +263,60 @@ fn parse_holdout(text: &str) -> Result<f64, String> {
     match parse_number(text)? {
         x if x > 0.0 && x < 1.0 => Ok(x),
         _ => Err(format!("{text} is not a fraction in (0, 1)")),
+    }
+}
+
+/// `--scale`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScaleArg {
+    /// The scaling stored in the file (none if it has none).
+    Auto,
+    /// No scaling.
+    None,
+    /// Max-abs scaling (fitted by a pass over the file if it stores
+    /// another or none).
+    Maxabs,
+    /// Standard scaling without centering (likewise).
+    Standard,
+}
+
+impl ScaleArg {
+    /// The library's choice for this argument (a fresh model has no
+    /// scaling of its own, so `auto` is the file's).
+    fn choice(self) -> Scale {
+        match self {
+            ScaleArg::Auto => Scale::Stored,
+            ScaleArg::None => Scale::None,
+            ScaleArg::Maxabs => Scale::Fit(ScaleKind::MaxAbs),
+            ScaleArg::Standard => Scale::Fit(ScaleKind::Standard),
+        }
+    }
+}
+
+/// `--optimizer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OptimizerArg {
+    /// Adam (the default).
+    Adam,
+    /// AdaGrad.
+    Adagrad,
+    /// Plain SGD.
+    Sgd,
+}
+
+impl OptimizerArg {
+    pub fn rule(self) -> Optimizer {
+        match self {
+            OptimizerArg::Adam => Optimizer::Adam,
+            OptimizerArg::Adagrad => Optimizer::AdaGrad,
+            OptimizerArg::Sgd => Optimizer::Sgd,
+        }
+    }
+
+    /// The learning rate when `--lr` is not given (the library's,
+    /// [`Optimizer::default_learning_rate`]).
+    pub fn default_lr(self) -> f64 {
+        self.rule().default_learning_rate()
     }
 }
 

@@ -1,6 +1,6 @@
 //! Checks made before the first epoch, so that a mistake costs no
-//! training time: the outputs written at the end, the --eval file's
-//! columns, and labels a binary model cannot take as they are.
+//! training time (the outputs written at the end, the --eval file's
+//! columns), and the advice after the last (a regression's R^2 below 0).
 
 use std::path::Path;
 
@@ -46,52 +46,6 @@ pub fn eval_columns(
             train_path.display()
         ),
     ))
-}
-
-/// A warning (stderr) when a binary model (lr, svm) sees more than two
-/// distinct labels: it takes label > 0 as the positive class, which turns
-/// class indices 1, 2, ... into one class without a word otherwise. When
-/// the labels look like a regression target (more distinct values than
-/// classes, or values that are not integers:
-/// [`tocpile::train::looks_like_regression`]) the warning suggests
-/// linreg, and says so for softmax and mlp too when the values are
-/// integers (they would train one class per value; they refuse a value
-/// that is not an integer with an error that says so).
-pub fn warn_multiclass(model: &str, dataset: &Dataset, path: &Path) -> Result<(), Failure> {
-    let model = model.to_ascii_lowercase();
-    let binary = matches!(model.as_str(), "lr" | "svm");
-    if !binary && !matches!(model.as_str(), "softmax" | "mlp") {
-        return Ok(());
-    }
-    // Distinct labels from a sample of the blocks, enough to tell classes
-    // from a regression target.
-    let seen = tocpile::train::label_sample(dataset, tocpile::train::REGRESSION_SAMPLE)?;
-    let Some(regression) = tocpile::train::label_warning(&seen, binary) else {
-        return Ok(());
-    };
-    let shown: Vec<String> = seen[..3]
-        .iter()
-        .map(|&y| crate::output::number(y))
-        .collect();
-    let many = match seen.len() == tocpile::train::REGRESSION_SAMPLE {
-        true => format!("more than {} distinct labels", seen.len() - 1),
-        false => format!("{} distinct labels", seen.len()),
-    };
-    let path = path.display();
-    let shown = shown.join(", ");
-    match (binary, regression) {
-        (_, true) => eprintln!(
-            "tocpile: warning: {path}: {many} ({shown}, ...) look like a regression target: \
-             for a linear regression, train with --model linreg ({model} is a classifier, its accuracy \
-             would mean nothing here)"
-        ),
-        _ => eprintln!(
-            "tocpile: warning: {path}: more than two distinct labels ({shown}, ...): {model} is \
-             a binary model and takes label > 0 as the positive class; for classes, train with --model \
-             softmax or mlp"
-        ),
-    }
-    Ok(())
 }
 
 /// A warning (stderr) when a linear regression ends with R^2 below 0 on

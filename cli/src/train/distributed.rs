@@ -2,15 +2,16 @@
 //! or as threads of this process (`--ranks N`, no MPI needed). Each rank
 //! reads its slice of every epoch's block permutation; gradients are
 //! averaged every step (or models every `--average-every K` steps); rank 0
-//! prints the table and writes the model (`tocpile::dist::train_distributed`).
+//! prints the table and writes the model (`Prepared::fit_distributed`).
 
 use std::sync::Arc;
 
 use clap::Args;
-use tocpile::dist::{train_distributed, Averaging, Communicator, DistributedReport, InProcess};
-use tocpile::loader::{Buffer, Loader, LoaderOptions, Mode};
+use tocpile::dist::{Averaging, Communicator, DistributedReport, InProcess};
+use tocpile::loader::Mode;
+use tocpile::train::Prepared;
 
-use super::{model_kind, prepare, warn, Table, TrainArgs};
+use super::{Table, TrainArgs};
 use crate::output::emit;
 use crate::{Failure, Outcome};
 
@@ -125,7 +126,9 @@ fn check_ranks(ranks: usize, blocks: usize, file: &std::path::Path) -> Outcome {
     ))
 }
 
-/// One rank's part of the run.
+/// One rank's part of the run: the single process's steps (`run` in
+/// `train.rs`), on this rank's slice of every epoch's blocks; rank 0
+/// evaluates, prints and writes the model.
 fn on_rank<C: Communicator>(args: &TrainArgs, comm: &C) -> Outcome {
     let (rank, size) = (comm.rank(), comm.size());
     if args.shuffle.len() > 1 || args.json || args.plot.is_some() || args.holdout.is_some() {
@@ -141,32 +144,25 @@ fn on_rank<C: Communicator>(args: &TrainArgs, comm: &C) -> Outcome {
     }
     // Under mpirun too.
     check_ranks(size, dataset.n_blocks(), &args.file)?;
-    let eval = match &args.eval {
-        Some(path) if rank == 0 => Some(Arc::new(crate::input::open_dataset(path)?)),
-        _ => None,
-    };
-    let kind = model_kind(&args.model, args.classes, &dataset, &args.file)?;
-    let n_cols = dataset.info().n_cols;
-    // The same model, scaling and step rule as a single-process run.
-    let (mut model, options, scaling_name) = prepare::start(args, &kind, &dataset)?;
-    let batch_rows = usize::try_from(args.batch_size).unwrap_or(usize::MAX);
-    let mut loader_options = LoaderOptions::default()
-        .with_strategy(args.shuffle[0])
-        .with_mode(args.mode.mode())
-        .with_batch_rows(batch_rows)
-        .with_buffer(Buffer::Fraction(args.buffer))
-        .with_seed(args.seed)
+    // The same model, scaling, step rule and loader as a single process,
+    // the loader reading this rank's slice (and --memory per rank: the
+    // default budget of the memory available is shared by the ranks,
+    // threads of one process or processes that may share a machine).
+    let mut trainer = args.trainer(&dataset)?;
+    let slice = trainer
+        .loader_options()
+        .clone()
         .with_worker(rank)
         .with_workers(size);
-    // --memory per rank; the default budget of the memory available is
-    // shared by the ranks (threads of one process, or processes that may
-    // share a machine).
-    let (memory, _) = args.memory_budget(&dataset, &loader_options);
-    loader_options.memory = Some(match args.memory {
-        Some(_) => memory,
-        None => memory / size.max(1),
-    });
-    let loader = Loader::new(Arc::clone(&dataset), loader_options)?;
+    trainer = trainer.loader(slice);
+    if let (Some(path), 0) = (&args.eval, rank) {
+        let eval = crate::input::open_dataset(path)?;
+        super::checks::eval_columns(&args.file, &dataset, path, &eval)?;
+        trainer = trainer.eval(Arc::new(eval));
+    }
+    let prepared = trainer
+        .prepare(&dataset)
+        .map_err(|e| super::prepare_failure(args, e))?;
     let sync = match args.dist.average_every {
         Some(k) => Averaging::Models {
             every: usize::try_from(k).unwrap_or(usize::MAX),
@@ -174,7 +170,7 @@ fn on_rank<C: Communicator>(args: &TrainArgs, comm: &C) -> Outcome {
         None => Averaging::Gradients,
     };
     let table = Table {
-        metric: if kind.is_regression() {
+        metric: if prepared.model().kind().is_regression() {
             "R^2"
         } else {
             "accuracy"
@@ -183,48 +179,16 @@ fn on_rank<C: Communicator>(args: &TrainArgs, comm: &C) -> Outcome {
         strategy: false,
     };
     if rank == 0 {
-        warn(&loader);
-        let info = dataset.info();
-        let mode = match args.mode.mode() {
-            Mode::Auto => format!("{} (auto)", loader.mode().name()),
-            _ => loader.mode().name().to_string(),
-        };
-        let sync_name = match sync {
-            Averaging::Gradients => "gradients averaged every step".to_string(),
-            Averaging::Models { every } => format!("models averaged every {every} steps"),
-        };
-        emit(&format!(
-            "training {kind} on {}: {} rows x {n_cols} columns in {} blocks, {size} ranks \
-             ({sync_name}); {} mode, {batch_rows}-row mini-batches per rank, buffer {}, \
-             {} lr {} (decay {}), l2 {}, scaling {scaling_name}, seed {}\n\n{}",
-            args.file.display(),
-            info.n_rows,
-            info.n_blocks,
-            mode,
-            args.buffer,
-            options.optimizer.name(),
-            options.learning_rate,
-            args.decay,
-            args.l2,
-            args.seed,
-            table.header(),
-        ))?;
+        super::print_warnings(&prepared)?;
+        emit(&header(args, &prepared, size, sync, &table))?;
     }
     let mut printed = Ok(());
     let strategy = args.shuffle[0];
-    let reports = train_distributed(
-        comm,
-        &mut model,
-        &loader,
-        &options,
-        sync,
-        eval.as_ref(),
-        |r| {
-            if rank == 0 && printed.is_ok() {
-                printed = emit(&table.row(strategy, &r.epoch));
-            }
-        },
-    )?;
+    let (model, reports) = prepared.fit_distributed(comm, sync, |r| {
+        if rank == 0 && printed.is_ok() {
+            printed = emit(&table.row(strategy, &r.epoch));
+        }
+    })?;
     printed?;
     if rank != 0 {
         return Ok(());
@@ -233,6 +197,46 @@ fn on_rank<C: Communicator>(args: &TrainArgs, comm: &C) -> Outcome {
         crate::output::save_model(&model, path)?;
     }
     emit(&summary(&reports, &table, args))
+}
+
+/// What the run will do on `size` ranks, and the table's header.
+fn header(
+    args: &TrainArgs,
+    prepared: &Prepared,
+    size: usize,
+    sync: Averaging,
+    table: &Table,
+) -> String {
+    let info = prepared.dataset().info();
+    let loader = &prepared.loaders()[0];
+    let mode = match args.mode.mode() {
+        Mode::Auto => format!("{} (auto)", loader.mode().name()),
+        _ => loader.mode().name().to_string(),
+    };
+    let sync_name = match sync {
+        Averaging::Gradients => "gradients averaged every step".to_string(),
+        Averaging::Models { every } => format!("models averaged every {every} steps"),
+    };
+    let options = prepared.options();
+    format!(
+        "training {} on {}: {} rows x {} columns in {} blocks, {size} ranks ({sync_name}); \
+         {mode} mode, {}-row mini-batches per rank, buffer {}, {} lr {} (decay {}), l2 {}, \
+         scaling {}, seed {}\n\n{}",
+        prepared.model().kind(),
+        args.file.display(),
+        info.n_rows,
+        info.n_cols,
+        info.n_blocks,
+        loader.options().batch_rows,
+        super::buffer_phrase(args, loader),
+        options.optimizer.name(),
+        options.learning_rate,
+        args.decay,
+        args.l2,
+        super::scaling_name(prepared.model()),
+        args.seed,
+        table.header(),
+    )
 }
 
 fn summary(reports: &[DistributedReport], table: &Table, args: &TrainArgs) -> String {

@@ -43,6 +43,10 @@ struct EpochJson {
     wait_seconds: f64,
     learning_rate: f64,
     steps: usize,
+    /// Mini-batches computed on in their TOC form (a decode tree).
+    tree_batches: usize,
+    /// Mini-batches computed on as rows (CSR, pair codes, flat TOC).
+    row_batches: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     eval: Option<ScoreJson>,
 }
@@ -56,7 +60,10 @@ struct RunJson {
     strategy: &'static str,
     mode: &'static str,
     batch_size: u64,
-    buffer: f64,
+    /// `--buffer`, or "auto" (see `buffer_whole_file`).
+    buffer: serde_json::Value,
+    /// Whether the buffer was the whole file (each row decoded once).
+    buffer_whole_file: bool,
     learning_rate: f64,
     optimizer: &'static str,
     /// "maxabs", "standard" or "none".
@@ -96,7 +103,11 @@ fn run_json(args: &TrainArgs, kind: &ModelKind, run: &Run) -> RunJson {
         strategy: run.strategy.name(),
         mode: run.mode,
         batch_size: args.batch_size,
-        buffer: args.buffer,
+        buffer: match args.buffer {
+            Some(f) => serde_json::json!(f),
+            None => serde_json::json!("auto"),
+        },
+        buffer_whole_file: run.whole_file,
         learning_rate: args.learning_rate(),
         optimizer: args.optimizer.rule().name(),
         scaling: run.scaling,
@@ -115,6 +126,8 @@ fn run_json(args: &TrainArgs, kind: &ModelKind, run: &Run) -> RunJson {
                 wait_seconds: r.wait_seconds,
                 learning_rate: r.learning_rate,
                 steps: r.steps,
+                tree_batches: r.tree_batches,
+                row_batches: r.row_batches,
                 eval: r.eval.map(ScoreJson::from),
             })
             .collect(),

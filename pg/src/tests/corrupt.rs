@@ -141,45 +141,61 @@ mod tests {
     #[pg_test]
     fn corrupt_metadata_is_an_error() {
         page_table();
-        let cases = [
-            ("n_cols = 0", "n_cols"),
-            ("n_cols = 1000000000", "tocpile.max_cols"),
-            ("n_cols = 4", "factors for 4 columns"),
-            ("factors = ARRAY[1, -1, 1]::float8[]", "scaling factor"),
-            ("factors = ARRAY[1, 'NaN', 1]::float8[]", "scaling factor"),
-            (
-                "factors = ARRAY[1, NULL, 1]::float8[]",
-                "NULL scaling factor",
-            ),
-            ("factors = NULL", "without factors"),
-            ("format = 'pdf'", "not a page format"),
-            ("scale = 'log'", "not none, maxabs or standard"),
-            ("format = 'csr'", "page at ("),
-        ];
-        for (change, needle) in cases {
+        let original = column(-1, "page");
+        let set_key = |key: &str, value: &str| {
             Spi::run(&format!(
-                "UPDATE tocpile.toc_tables SET {change} WHERE relid = 'c_toc'::regclass"
+                "UPDATE c_toc SET page = convert_to(jsonb_set(convert_from(page, 'UTF8')::jsonb, \
+                 '{{{key}}}', '{value}')::text, 'UTF8') WHERE page_no = -1"
             ))
             .unwrap();
+        };
+        let cases = [
+            ("n_cols", "0", "n_cols 0"),
+            ("n_cols", "1000000000", "tocpile.max_cols"),
+            ("n_cols", "4", "factors for 4 columns"),
+            ("n_cols", "\"3\"", "\"n_cols\" is not a count"),
+            ("factors", "[1, -1, 1]", "scaling"),
+            ("factors", "[1, \"NaN\", 1]", "scaling factor"),
+            ("factors", "[1, null, 1]", "scaling factor"),
+            ("factors", "null", "without factors"),
+            ("factors", "{}", "not an array"),
+            ("format", "\"pdf\"", "not a page format"),
+            ("scale", "\"log\"", "not none, maxabs or standard"),
+            ("format", "\"csr\"", "page at ("),
+            ("features", "[1]", "feature name"),
+            ("tocpile_page_table", "2", "no \"tocpile_page_table\": 1"),
+        ];
+        for (key, value, needle) in cases {
+            set_key(key, value);
             assert_error(TRAIN, needle);
-            Spi::run(
-                "UPDATE tocpile.toc_tables SET n_cols = 3, factors = ARRAY[1,1,1]::float8[], \
-                 format = 'TOC_FULL', scale = 'maxabs' WHERE relid = 'c_toc'::regclass",
-            )
-            .unwrap();
+            set(-1, "page", &original);
         }
-        // A table listed in the metadata without page columns.
-        Spi::run("CREATE TABLE not_pages (x int)").unwrap();
+        assert_eq!(error_of(TRAIN), None);
+        for bytes in [&b""[..], b"{", b"\xff\xfe", b"[]"] {
+            set(-1, "page", bytes);
+            assert_error(TRAIN, "metadata row");
+        }
+        set(-1, "page", &original);
+        // No metadata row, two of them, a NULL one, a NULL page_no.
+        Spi::run("UPDATE c_toc SET page_no = -2 WHERE page_no = -1").unwrap();
+        assert_error(TRAIN, "no metadata row (page_no = -1)");
+        Spi::run("UPDATE c_toc SET page_no = -1 WHERE page_no = -2").unwrap();
+        Spi::run("INSERT INTO c_toc SELECT * FROM c_toc WHERE page_no = -1").unwrap();
+        assert_error(TRAIN, "more than one metadata row");
+        Spi::run("DELETE FROM c_toc WHERE page_no = -1 AND ctid <> (SELECT min(ctid) FROM c_toc WHERE page_no = -1)").unwrap();
+        assert_eq!(error_of(TRAIN), None);
         Spi::run(
-            "INSERT INTO tocpile.toc_tables (relid, source, label, features, n_cols, n_rows, \
-             n_pages, page_rows, format, scale, stored_bytes) \
-             VALUES ('not_pages', 's', 'l', '{}', 3, 0, 0, 50, 'TOC_FULL', 'none', 0)",
+            "ALTER TABLE c_toc ALTER COLUMN page DROP NOT NULL, ALTER COLUMN page_no DROP NOT NULL",
         )
         .unwrap();
-        assert_error(
-            "SELECT tocpile.train('not_pages')",
-            "no bytea column \"labels\"",
-        );
+        Spi::run("UPDATE c_toc SET page = NULL WHERE page_no = -1").unwrap();
+        assert_error(TRAIN, "has a NULL page");
+        set(-1, "page", &original);
+        Spi::run("UPDATE c_toc SET page_no = NULL WHERE page_no = 4").unwrap();
+        assert_error(TRAIN, "page_no is NULL");
+        // A table of a page table's columns that encode_table did not make.
+        Spi::run("CREATE TABLE not_pages (page_no bigint, labels bytea, page bytea)").unwrap();
+        assert_error("SELECT tocpile.train('not_pages')", "no metadata row");
     }
 
     #[pg_test]

@@ -4,8 +4,12 @@
 //! a subtransaction, as a client would see it), and an independent
 //! reference of the epoch loop.
 
+mod cancel;
+mod cli;
 mod corrupt;
+mod inputs;
 mod reference;
+mod security;
 mod train;
 
 use pgrx::prelude::*;
@@ -15,11 +19,14 @@ use tocpile_lib::rng::Rng;
 /// of the ERROR it raised (caught in a subtransaction, so the test's
 /// transaction goes on). A crashed backend fails the test.
 pub fn error_of(sql: &str) -> Option<String> {
+    // Made once per session (by whichever role runs first: any role may
+    // call it, only its maker could replace it).
     Spi::run(
-        "CREATE OR REPLACE FUNCTION pg_temp.error_of(q text) RETURNS text AS $$ \
+        "DO $$ BEGIN IF to_regprocedure('pg_temp.error_of(text)') IS NULL THEN \
+         CREATE FUNCTION pg_temp.error_of(q text) RETURNS text AS $f$ \
          BEGIN EXECUTE q; RETURN NULL; \
-         EXCEPTION WHEN OTHERS OR query_canceled THEN RETURN SQLSTATE || ': ' || SQLERRM; END $$ \
-         LANGUAGE plpgsql",
+         EXCEPTION WHEN OTHERS OR query_canceled THEN RETURN SQLSTATE || ': ' || SQLERRM; END $f$ \
+         LANGUAGE plpgsql; END IF; END $$",
     )
     .expect("the helper");
     Spi::get_one_with_args::<String>("SELECT pg_temp.error_of($1)", &[sql.into()])

@@ -2,17 +2,18 @@
 //! the rows (or pages) of each heap page fetched by `ctid`, put in
 //! CorgiPile's order by the library's generator under the documented
 //! stream labels, cut into mini-batches and stepped with the library's
-//! model code. The model bytes must be identical: the block reader, the
-//! buffers, the tuple shuffle, the batches across buffers, the decay and
-//! the double buffering change nothing.
+//! trainer. The model bytes must be identical: the block reader, the
+//! buffers, the tuple shuffle, the batches across buffers and the double
+//! buffering change nothing.
 
 #[pgrx::pg_schema]
 mod tests {
     use pgrx::prelude::*;
     use tocpile_lib::formats::FormatKind;
-    use tocpile_lib::model::{Gradient, Model, ModelKind, Optimizer, OptimizerState};
+    use tocpile_lib::model::{Model, ModelKind, Optimizer};
     use tocpile_lib::rng::Rng;
     use tocpile_lib::scale::{ColumnStats, ScaleKind, Scaling};
+    use tocpile_lib::train::{LabelSummary, Scale, Sgd, TrainOptions};
     use tocpile_lib::{Page, SparseBatch};
 
     use crate::tests::{rows, table};
@@ -52,7 +53,8 @@ mod tests {
         Spi::connect(|client| {
             let sql = if pages {
                 format!(
-                    "SELECT (ctid::text::point)[0]::int4, labels, page FROM {name} ORDER BY ctid"
+                    "SELECT (ctid::text::point)[0]::int4, labels, page FROM {name} \
+                     WHERE page_no <> -1 ORDER BY ctid"
                 )
             } else {
                 format!(
@@ -114,14 +116,27 @@ mod tests {
         out
     }
 
-    /// Trains the reference model.
+    /// Trains the reference model: the units in the reference's order,
+    /// cut into mini-batches, stepped by the library's trainer (which the
+    /// library's own tests hold to `tocpile train`'s models), set up from
+    /// the labels in table order.
     fn reference(by_block: &[Vec<Unit>], run: &Run, scaling: Option<Scaling>) -> Model {
         let mut model = Model::new(ModelKind::Logistic, 3, run.seed).unwrap();
         model.set_scaling(scaling).unwrap();
-        let mut grad = Gradient::new(&model);
-        let mut state = OptimizerState::new(run.optimizer);
+        let mut labels = LabelSummary::new();
+        for u in by_block.iter().flatten() {
+            match u {
+                Unit::Row(_, y) => labels.add(&[*y]),
+                Unit::Page(p) => labels.add(p.labels()),
+            }
+        }
+        let options = TrainOptions::default()
+            .with_optimizer(run.optimizer)
+            .with_learning_rate(run.lr)
+            .with_epochs(run.epochs)
+            .with_scale(Scale::Model);
+        let mut sgd = Sgd::new(model, &options, &labels).unwrap();
         for epoch in 0..run.epochs {
-            let lr = run.lr * 0.95f64.powi(epoch as i32);
             let units = epoch_order(by_block, run, epoch as u64);
             let mut batches: Vec<Vec<Page>> = Vec::new();
             let (mut rows_batch, mut labels, mut pages, mut pending) =
@@ -156,11 +171,11 @@ mod tests {
                 batches.push(pages);
             }
             for b in &batches {
-                model.gradient(b, 0.0, &mut grad).unwrap();
-                model.step_with(&grad, lr, &mut state);
+                sgd.step(b).unwrap();
             }
+            sgd.end_epoch().unwrap();
         }
-        model
+        sgd.into_model()
     }
 
     fn sql_model(relation: &str, run: &Run, scale: &str, double_buffer: bool) -> Vec<u8> {
@@ -256,7 +271,7 @@ mod tests {
         )
         .unwrap();
         let factors = Spi::get_one::<Vec<f64>>(
-            "SELECT factors FROM tocpile.toc_tables WHERE relid = 'ref_toc'::regclass",
+            "SELECT array(SELECT jsonb_array_elements(tocpile.page_table_info('ref_toc')->'factors')::float8)",
         )
         .unwrap()
         .unwrap();

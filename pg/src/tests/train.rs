@@ -17,37 +17,45 @@ mod tests {
     }
 
     #[pg_test]
-    fn corgipile_matches_shuffle_once_on_label_sorted_rows_and_no_shuffle_does_not() {
-        // About 36% positives, sorted last: No Shuffle ends on them (small
-        // mini-batches: enough steps among them to drift, as on census).
+    fn corgipile_matches_shuffle_once_on_label_sorted_rows() {
+        // About 36% positives, sorted last.
         table("sorted", &noisy_rows(12_000, 1, true, 2.0, 0.5));
         table("test_rows", &noisy_rows(2_000, 2, false, 2.0, 0.5));
         // Test accuracy and loss, averaged over three seeds. The table has
         // 89 heap pages: a 10% buffer holds 9 blocks, whose label share
-        // varies by about 15 points, and the model, stepping 48 times on
-        // each buffer, follows it: CorgiPile ends a point or two below
-        // Shuffle Once here (on census's 3,762 blocks, within a point: see
-        // docs/RESULTS.md), and No Shuffle 25 points below.
+        // varies by about 15 points: CorgiPile ends within a few points
+        // of Shuffle Once here (on census's 3,762 blocks, within a point:
+        // see docs/RESULTS.md). No Shuffle's last iterates follow the
+        // labels as sorted, but the model is the mean of the last epoch's
+        // iterates (the trainer's default, as on the command line), which
+        // averages most of that drift away: its figures are reported, not
+        // held to a gap (docs/RESULTS.md, section 31).
         let run = |shuffle: &str| {
             let (mut acc, mut loss) = (0.0, 0.0);
             for seed in 1..=3 {
-                let sql = format!(
+                let figures = Spi::get_one::<pgrx::JsonB>(&format!(
                     "SELECT tocpile.evaluate(tocpile.train('sorted', 'label', shuffle => '{shuffle}', \
                      epochs => 3, seed => {seed}, batch_size => 25), 'test_rows', 'label')"
-                );
-                acc += json_f64(&sql, "accuracy") / 3.0;
-                loss += json_f64(&sql, "loss") / 3.0;
+                ))
+                .unwrap()
+                .unwrap()
+                .0;
+                acc += figures["accuracy"].as_f64().unwrap() / 3.0;
+                loss += figures["loss"].as_f64().unwrap() / 3.0;
             }
             (acc, loss)
         };
-        let (corgipile, once, none) = (run("corgipile"), run("once"), run("none"));
-        let all = format!("CorgiPile {corgipile:?}, Shuffle Once {once:?}, No Shuffle {none:?}");
+        let (corgipile, once) = (run("corgipile"), run("once"));
+        let all = format!("CorgiPile {corgipile:?}, Shuffle Once {once:?}");
         assert!(once.0 > 0.64, "{all}");
         assert!(
             corgipile.0 > once.0 - 0.03 && corgipile.1 < once.1 + 0.03,
             "{all}"
         );
-        assert!(none.0 < once.0 - 0.1 && none.1 > once.1 + 0.1, "{all}");
+        Spi::run(
+            "SELECT tocpile.train('sorted', 'label', shuffle => 'none', epochs => 3, batch_size => 25)",
+        )
+        .unwrap();
         // Shuffle Once's copy is gone.
         let copies = Spi::get_one::<i64>(
             "SELECT count(*) FROM pg_class WHERE relname LIKE 'tocpile_once_%'",
@@ -286,9 +294,10 @@ mod tests {
         .0;
         assert_eq!(summary["rows"], 10_000);
         assert_eq!(summary["pages"], 200);
+        // The pages, and the metadata row.
         assert_eq!(
             Spi::get_one::<i64>("SELECT count(*) FROM src_toc").unwrap(),
-            Some(200)
+            Some(201)
         );
         let sizes = Spi::get_two::<i64, i64>(
             "SELECT pg_total_relation_size('src'), pg_total_relation_size('src_toc')",
@@ -297,10 +306,11 @@ mod tests {
         let (plain, toc) = (sizes.0.unwrap(), sizes.1.unwrap());
         assert!(plain > 3 * toc, "plain {plain} bytes, page table {toc}");
         let meta = Spi::get_one::<String>(
-            "SELECT format || ' ' || scale || ' ' || n_cols FROM tocpile.toc_tables WHERE relid = 'src_toc'::regclass",
+            "SELECT concat_ws(' ', i->>'format', i->>'scale', i->>'n_cols', i->>'n_rows') \
+             FROM tocpile.page_table_info('src_toc') i",
         )
         .unwrap();
-        assert_eq!(meta.as_deref(), Some("TOC_FULL maxabs 3"));
+        assert_eq!(meta.as_deref(), Some("TOC_FULL maxabs 3 10000"));
         let on_pages = accuracy("SELECT tocpile.train('src_toc', epochs => 3)", "held_out");
         let on_rows = accuracy(
             "SELECT tocpile.train('src', 'label', epochs => 3)",
@@ -439,7 +449,7 @@ mod tests {
         Spi::run("SET LOCAL tocpile.max_cols = 2").unwrap();
         assert_error(
             "SELECT tocpile.train('limited', 'label')",
-            "SET tocpile.max_cols",
+            "raise the limit with SET tocpile.max_cols = N",
         );
         Spi::run("SET LOCAL tocpile.max_cols = 1000").unwrap();
         assert_eq!(
@@ -456,51 +466,5 @@ mod tests {
             .unwrap();
             assert_eq!(read, counted);
         }
-    }
-
-    #[pg_test]
-    fn a_cancelled_train_stops_cleanly_and_the_session_goes_on() {
-        // Another session (dblink: a statement timeout applies to a
-        // client's statements, not to the statements of a test), training
-        // for ever on a table of its own until its statement times out;
-        // the huge epoch count allocates nothing up front.
-        Spi::run("CREATE EXTENSION IF NOT EXISTS dblink").unwrap();
-        let socket = Spi::get_one::<String>(
-            "SELECT split_part(current_setting('unix_socket_directories'), ',', 1)",
-        )
-        .unwrap()
-        .unwrap();
-        Spi::run(&format!(
-            "SELECT dblink_connect('other', format('host=%s port=%s dbname=%s user=%s', \
-             '{socket}', current_setting('port'), current_database(), current_user))"
-        ))
-        .unwrap();
-        let remote = |sql: &str| {
-            format!(
-                "SELECT dblink_exec('other', {})",
-                pgrx::spi::quote_literal(sql)
-            )
-        };
-        Spi::run(&remote(
-            "CREATE TEMP TABLE r AS SELECT random() AS x, (random() > 0.5)::int AS label \
-             FROM generate_series(1, 20000)",
-        ))
-        .unwrap();
-        Spi::run(&remote("SET statement_timeout = '300ms'")).unwrap();
-        for double_buffer in [true, false] {
-            let train = format!(
-                "SELECT tocpile.train('r', 'label', epochs => 2147483647, double_buffer => {double_buffer})"
-            );
-            assert_error(
-                &remote(&train),
-                "canceling statement due to statement timeout",
-            );
-        }
-        Spi::run(&remote("SET statement_timeout = 0")).unwrap();
-        let alive = Spi::get_one::<i64>(
-            "SELECT n FROM dblink('other', 'SELECT count(*) FROM r') AS t(n int8)",
-        );
-        assert_eq!(alive.unwrap(), Some(20000));
-        Spi::run("SELECT dblink_disconnect('other')").unwrap();
     }
 }

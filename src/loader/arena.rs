@@ -1,0 +1,815 @@
+//! The buffer's rows as codes into resident dictionaries: what the row
+//! pipeline shuffles when the file's pages are TOC (`rows.rs`).
+//!
+//! Each row is one record of 16-bit words, one after the other:
+//!
+//! ```text
+//! record = count slot label [row] codes
+//! count  = n (one word, below 0xFFFF) | 0xFFFF lo hi (n as 32 bits)
+//! slot   = the dictionary's index in the arena
+//! label  = an id into the arena's label values | 4 words, the f64's bits
+//! row    = 4 words, the row's number in the file (only when tracing)
+//! codes  = n words | 2n words (lo, hi) when the arena is wide
+//! ```
+//!
+//! A record is found by the offset of its first word, which is all the
+//! epoch's order holds: a shuffled mini-batch reads each of its rows with
+//! one access where it lies (on flights3m 10 bytes a row, against 72 for
+//! decoded values), and the labels of a classifier (a handful of values)
+//! cost a word. Codes are 16 bits while every dictionary's ids fit, which
+//! on the shared sets they do; the arena widens itself (rewriting what it
+//! holds) when one does not.
+//!
+//! Two forms of codes, chosen per loader by the form rule measured on
+//! sampled mini-batches (`rows.rs`): [`RowCodes::Nodes`] keeps a row's
+//! codes as its page has them (page nodes resolved, `codec/code_rows.rs`),
+//! for batches whose tree saves the kernels work; [`RowCodes::Pairs`]
+//! writes each row out against its dictionary's first layer (one code, a
+//! pair, per entry) once, when the rows are the kernels' cheaper form:
+//! each epoch's batches then expand without walking a tree (on flights3m,
+//! whose batches all go to their rows, 180 ns a row walked against a few
+//! for the pairs).
+
+use hashbrown::HashMap;
+
+use super::huge::reserve_huge;
+use crate::codec::{CodeBatch, DecodeTree, RowDict};
+use crate::dataset::{PackedBlock, PageDecoder};
+use crate::error::{Error, Result};
+use crate::formats::{Pair, PairTable};
+use crate::limits::try_reserve;
+
+const ARENA: &str = "the code rows of a buffer";
+/// The first word of a record whose code count takes two more words.
+const LONG_ROW: u16 = u16::MAX;
+/// A word of padding between records (see [`CodeArena::push_row`]).
+const FILLER: u16 = u16::MAX - 1;
+/// Bytes of a cache line: a record no longer than this never straddles
+/// two.
+const LINE: usize = 64;
+/// Most distinct labels an arena keeps as ids (more: each row's label
+/// inline).
+const MAX_LABELS: usize = u16::MAX as usize;
+
+/// How an arena writes a row's codes (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RowCodes {
+    /// The page's codes, page nodes resolved into the dictionary's.
+    Nodes,
+    /// One first-layer code (a pair) per entry.
+    Pairs,
+}
+
+/// Where a block's rows are in an arena.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BlockSpan {
+    /// The block's number in its file.
+    pub(crate) block: usize,
+    /// The first word of its first record.
+    pub(crate) start: u32,
+    /// Its rows.
+    pub(crate) rows: u32,
+}
+
+/// What a record holds, read back.
+#[derive(Debug, Clone, Copy)]
+struct Head {
+    /// Where its codes start.
+    codes: usize,
+    n: usize,
+    slot: u16,
+    label: f64,
+    row: u64,
+}
+
+/// How records are written: the widths that vary (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Widths {
+    /// Records name their dictionary (codes of [`RowCodes::Nodes`]; pair
+    /// codes are ids into the arena's own table).
+    slots: bool,
+    /// Codes take two words.
+    wide: bool,
+    /// Labels are inline (4 words) rather than ids.
+    inline_labels: bool,
+    /// Records carry their row's number.
+    trace: bool,
+}
+
+impl Widths {
+    /// Words a record of `n` codes takes.
+    fn record_words(self, n: usize) -> usize {
+        let count = if n < FILLER as usize { 1 } else { 3 };
+        let slot = usize::from(self.slots);
+        let label = if self.inline_labels { 4 } else { 1 };
+        let row = if self.trace { 4 } else { 0 };
+        let width = if self.wide { 2 } else { 1 };
+        count + slot + label + row + width * n
+    }
+
+    /// The record at `at` of `words` (labels by id into `labels`) and the
+    /// offset of the next (past any filler).
+    #[inline]
+    fn head(self, words: &[u16], labels: &[f64], at: usize) -> (Head, usize) {
+        let (head, mut next) = self.head_at(words, labels, at);
+        while words.get(next) == Some(&FILLER) {
+            next += 1;
+        }
+        (head, next)
+    }
+
+    /// The record at `at` and the offset of the word after it.
+    #[inline]
+    fn head_at(self, words: &[u16], labels: &[f64], at: usize) -> (Head, usize) {
+        let w = words;
+        let (n, mut at) = match w[at] {
+            LONG_ROW => (w[at + 1] as usize | (w[at + 2] as usize) << 16, at + 3),
+            n => (n as usize, at + 1),
+        };
+        let slot = match self.slots {
+            true => {
+                at += 1;
+                w[at - 1]
+            }
+            false => 0,
+        };
+        let label = if self.inline_labels {
+            let bits = join4(&w[at..at + 4]);
+            at += 4;
+            f64::from_bits(bits)
+        } else {
+            let id = w[at] as usize;
+            at += 1;
+            labels.get(id).copied().unwrap_or(0.0)
+        };
+        let row = if self.trace {
+            let r = join4(&w[at..at + 4]);
+            at += 4;
+            r
+        } else {
+            0
+        };
+        let width = if self.wide { 2 } else { 1 };
+        let head = Head {
+            codes: at,
+            n,
+            slot,
+            label,
+            row,
+        };
+        (head, at + width * n)
+    }
+
+    /// Appends a record's codes to `out`.
+    #[inline]
+    fn codes_into(self, words: &[u16], head: &Head, out: &mut Vec<u32>) {
+        let w = &words[head.codes..];
+        if self.wide {
+            let pairs = w[..2 * head.n].chunks_exact(2);
+            out.extend(pairs.map(|c| c[0] as u32 | (c[1] as u32) << 16));
+        } else {
+            out.extend(w[..head.n].iter().map(|&c| c as u32));
+        }
+    }
+}
+
+/// The widths of the usual records of pair codes.
+const PLAIN_PAIRS: Widths = Widths {
+    slots: false,
+    wide: false,
+    inline_labels: false,
+    trace: false,
+};
+
+/// Rows as code records (see the module docs).
+#[derive(Debug)]
+pub(crate) struct CodeArena {
+    words: Vec<u16>,
+    widths: Widths,
+    dicts: Vec<RowDict>,
+    /// Pair codes: the distinct pairs of every dictionary's first layer,
+    /// once each, and each dictionary's pair ids into it (`global[s][p]`
+    /// for slot `s`'s pair `p`). A shuffled batch's rows name
+    /// dictionaries all over the file; the segments of a file share most
+    /// of their pairs, so one small table serves them all from the cache
+    /// (flights3m: its 46 dictionaries' 72,404 pairs are N distinct), where
+    /// looking entries up in each dictionary's arrays was half of the
+    /// gather. Codes of this form are ids into it. The table outlives
+    /// [`clear`](Self::clear) (a buffer's last rows, waiting for the next
+    /// buffer's first in a mini-batch, keep their ids), and batches share
+    /// it as a snapshot ([`table`](Self::table)).
+    pairs: Vec<Pair>,
+    pair_ids: HashMap<(u32, u64), u32>,
+    snapshot: Option<PairTable>,
+    global: Vec<Vec<u32>>,
+    /// Slot of each dictionary held, by address.
+    slot_of: HashMap<usize, u16>,
+    label_values: Vec<f64>,
+    label_ids: HashMap<u64, u16>,
+    form: RowCodes,
+    rows: usize,
+    /// Codes held (not counting the records' other words).
+    codes: usize,
+    blocks: Vec<BlockSpan>,
+}
+
+/// Scratch of one thread that decodes pages into an arena.
+#[derive(Debug, Default)]
+pub(crate) struct ArenaScratch {
+    decoder: PageDecoder,
+    codes: Vec<u32>,
+    ends: Vec<u32>,
+    labels: Vec<f64>,
+    expanded: Vec<u32>,
+}
+
+impl ArenaScratch {
+    /// Heap bytes held.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.decoder.heap_bytes()
+            + 4 * (self.codes.capacity() + self.ends.capacity() + self.expanded.capacity())
+            + 8 * self.labels.capacity()
+    }
+}
+
+impl CodeArena {
+    /// An empty arena writing rows as `form`, with each row's number in
+    /// the file when `trace`.
+    pub(crate) fn new(form: RowCodes, trace: bool) -> CodeArena {
+        CodeArena {
+            words: Vec::new(),
+            widths: Widths {
+                slots: form == RowCodes::Nodes,
+                wide: false,
+                inline_labels: false,
+                trace,
+            },
+            dicts: Vec::new(),
+            pairs: Vec::new(),
+            pair_ids: HashMap::new(),
+            snapshot: None,
+            global: Vec::new(),
+            slot_of: HashMap::new(),
+            label_values: Vec::new(),
+            label_ids: HashMap::new(),
+            form,
+            rows: 0,
+            codes: 0,
+            blocks: Vec::new(),
+        }
+    }
+
+    /// Empties the arena, keeping its capacity and its settings.
+    pub(crate) fn clear(&mut self) {
+        self.words.clear();
+        self.dicts.clear();
+        self.global.clear();
+        self.slot_of.clear();
+        self.label_values.clear();
+        self.label_ids.clear();
+        self.rows = 0;
+        self.codes = 0;
+        self.blocks.clear();
+    }
+
+    /// Rows held.
+    pub(crate) fn n_rows(&self) -> usize {
+        self.rows
+    }
+
+    /// The table of pair codes as batches share it, taken anew when pairs
+    /// were added since the last call.
+    pub(crate) fn freeze(&mut self) {
+        if self.snapshot.as_ref().map_or(0, |t| t.len()) != self.pairs.len() {
+            self.snapshot = Some(self.pairs.as_slice().into());
+        }
+    }
+
+    /// The table of pair codes as of the last [`freeze`](Self::freeze).
+    pub(crate) fn table(&self) -> Option<&PairTable> {
+        self.snapshot.as_ref()
+    }
+
+    /// Codes held, in all rows.
+    pub(crate) fn code_words(&self) -> usize {
+        self.codes
+    }
+
+    /// The blocks held, in the order they were pushed.
+    pub(crate) fn blocks(&self) -> &[BlockSpan] {
+        &self.blocks
+    }
+
+    /// The form of its codes.
+    pub(crate) fn form(&self) -> RowCodes {
+        self.form
+    }
+
+    /// Heap bytes held: the records, the dictionary list (a page's own
+    /// first layer counted; a segment's dictionary is the dataset's) and
+    /// the tables.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let dicts: usize = self.dicts.iter().map(RowDict::own_bytes).sum();
+        2 * self.words.capacity()
+            + dicts
+            + std::mem::size_of::<RowDict>() * self.dicts.capacity()
+            + std::mem::size_of::<Pair>()
+                * (self.pairs.capacity() + self.snapshot.as_ref().map_or(0, |t| t.len()))
+            + 24 * self.pair_ids.capacity()
+            + 4 * self.global.iter().map(Vec::capacity).sum::<usize>()
+            + 16 * (self.slot_of.capacity() + self.label_ids.capacity())
+            + 8 * self.label_values.capacity()
+            + std::mem::size_of::<BlockSpan>() * self.blocks.capacity()
+    }
+
+    /// Reserves room for about `rows` rows of `codes` codes in all (an
+    /// estimate: the arena grows past it as needed).
+    pub(crate) fn reserve(&mut self, rows: usize, codes: usize) -> Result<()> {
+        let per_row = self.widths.record_words(0);
+        let width = if self.widths.wide { 2 } else { 1 };
+        let words = rows
+            .saturating_mul(per_row)
+            .saturating_add(codes.saturating_mul(width));
+        reserve_huge(&mut self.words, words, ARENA)
+    }
+
+    /// Appends every row of `block` (validated, TOC pages), whose first
+    /// row is row `first_row` of the file.
+    ///
+    /// # Errors
+    /// As [`PackedBlock::decode_page_codes`]; [`Error::TooLarge`] past
+    /// 2^32 words or 2^16 dictionaries; [`Error::OutOfMemory`].
+    pub(crate) fn push_block(
+        &mut self,
+        block: &PackedBlock,
+        first_row: u64,
+        s: &mut ArenaScratch,
+    ) -> Result<()> {
+        self.open_block(block.number())?;
+        let mut row = first_row;
+        for j in 0..block.n_pages() {
+            s.codes.clear();
+            s.ends.clear();
+            s.labels.clear();
+            let out = (&mut s.codes, &mut s.ends, &mut s.labels);
+            let dict = block.decode_page_codes(j, &mut s.decoder, out)?;
+            let slot = self.slot(dict)?;
+            let mut from = 0usize;
+            for (i, &end) in s.ends.iter().enumerate() {
+                let codes = &s.codes[from..end as usize];
+                from = end as usize;
+                let codes = match self.form {
+                    RowCodes::Nodes => codes,
+                    RowCodes::Pairs => {
+                        let t = self.dicts[slot as usize].tree();
+                        expand_pairs(t, codes, &mut s.expanded)?;
+                        let global = &self.global[slot as usize];
+                        for p in s.expanded.iter_mut() {
+                            *p = global.get(*p as usize).copied().unwrap_or(0);
+                        }
+                        &s.expanded[..]
+                    }
+                };
+                self.push_row(slot, s.labels[i], row, codes)?;
+                row += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends `other`'s blocks (its dictionaries and labels merged into
+    /// this arena's).
+    ///
+    /// # Errors
+    /// As [`push_block`](Self::push_block).
+    pub(crate) fn append(&mut self, other: &CodeArena) -> Result<()> {
+        let mut slots: Vec<u16> = Vec::with_capacity(other.dicts.len());
+        for d in &other.dicts {
+            slots.push(self.slot(d.clone())?);
+        }
+        // Pair codes are ids into the arena's own table.
+        let mut pair_ids: Vec<u32> = Vec::new();
+        for &pair in &other.pairs {
+            pair_ids.push(self.pair_id(pair)?);
+        }
+        let mut codes = Vec::new();
+        for b in &other.blocks {
+            self.open_block(b.block)?;
+            let mut at = past_fillers(&other.words, b.start as usize);
+            for _ in 0..b.rows {
+                let (head, next) = other.widths.head(&other.words, &other.label_values, at);
+                codes.clear();
+                other.widths.codes_into(&other.words, &head, &mut codes);
+                if self.form == RowCodes::Pairs {
+                    codes
+                        .iter_mut()
+                        .for_each(|p| *p = pair_ids.get(*p as usize).copied().unwrap_or(0));
+                }
+                self.push_row(slots[head.slot as usize], head.label, head.row, &codes)?;
+                at = next;
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts block `block`'s span at the next record.
+    fn open_block(&mut self, block: usize) -> Result<()> {
+        let start = u32::try_from(self.words.len()).map_err(|_| Error::TooLarge {
+            what: "words of a buffer's code rows (u32 offsets)",
+            value: self.words.len() as u64,
+            max: u32::MAX as u64,
+        })?;
+        try_reserve(&mut self.blocks, 1, ARENA)?;
+        self.blocks.push(BlockSpan {
+            block,
+            start,
+            rows: 0,
+        });
+        Ok(())
+    }
+
+    /// The id of `pair` in the table of pair codes, added if new.
+    fn pair_id(&mut self, pair: Pair) -> Result<u32> {
+        let next = self.pairs.len() as u32;
+        let id = *self
+            .pair_ids
+            .entry((pair.col, pair.val.to_bits()))
+            .or_insert(next);
+        if id == next {
+            try_reserve(&mut self.pairs, 1, ARENA)?;
+            self.pairs.push(pair);
+        }
+        Ok(id)
+    }
+
+    /// The slot of `dict`, registering it if new.
+    fn slot(&mut self, dict: RowDict) -> Result<u16> {
+        let key = dict.key();
+        if let Some(&slot) = self.slot_of.get(&key) {
+            return Ok(slot);
+        }
+        let slot = u16::try_from(self.dicts.len()).map_err(|_| Error::TooLarge {
+            what: "dictionaries in one buffer of code rows",
+            value: self.dicts.len() as u64 + 1,
+            max: u16::MAX as u64 + 1,
+        })?;
+        if self.form == RowCodes::Pairs {
+            let (cols, vals) = dict.tree().pairs();
+            let mut ids = Vec::new();
+            try_reserve(&mut ids, cols.len(), ARENA)?;
+            for (&col, &val) in cols.iter().zip(vals) {
+                ids.push(self.pair_id(Pair { val, col })?);
+            }
+            try_reserve(&mut self.global, 1, ARENA)?;
+            self.global.push(ids);
+        }
+        try_reserve(&mut self.dicts, 1, ARENA)?;
+        self.dicts.push(dict);
+        self.slot_of.insert(key, slot);
+        Ok(slot)
+    }
+
+    /// Appends one record to the last block opened.
+    fn push_row(&mut self, slot: u16, label: f64, row: u64, codes: &[u32]) -> Result<()> {
+        if !self.widths.wide && codes.iter().any(|&c| c > u16::MAX as u32) {
+            self.rewrite(Widths {
+                wide: true,
+                ..self.widths
+            })?;
+        }
+        let mut id = None;
+        if !self.widths.inline_labels {
+            id = self.label_id(label);
+            if id.is_none() {
+                self.rewrite(Widths {
+                    inline_labels: true,
+                    ..self.widths
+                })?;
+            }
+        }
+        let n = codes.len();
+        let words = self.widths.record_words(n);
+        if self.words.capacity() - self.words.len() < words + LINE / 2 {
+            let grow = (words + LINE / 2).max(self.words.len() / 2);
+            reserve_huge(&mut self.words, grow, ARENA)?;
+        }
+        // A record that would straddle two cache lines starts on the next
+        // line (it fits one): a shuffled batch then reads each row with
+        // one miss, not two for a quarter of them (flights3m's 16-byte
+        // records: 41 against 15 ns a row to read them, in the cache's
+        // order of magnitude of the padding, 1.5 bytes a row on average).
+        let at = self.words.as_ptr() as usize + 2 * self.words.len();
+        if 2 * words <= LINE && at % LINE + 2 * words > LINE {
+            let pad = (LINE - at % LINE) / 2;
+            self.words.resize(self.words.len() + pad, FILLER);
+        }
+        let w = &mut self.words;
+        if n < FILLER as usize {
+            w.push(n as u16);
+        } else {
+            w.extend_from_slice(&[LONG_ROW, n as u16, (n >> 16) as u16]);
+        }
+        if self.widths.slots {
+            w.push(slot);
+        }
+        match id {
+            Some(id) => w.push(id),
+            None => w.extend_from_slice(&split4(label.to_bits())),
+        }
+        if self.widths.trace {
+            w.extend_from_slice(&split4(row));
+        }
+        if self.widths.wide {
+            for &c in codes {
+                w.extend_from_slice(&[c as u16, (c >> 16) as u16]);
+            }
+        } else {
+            w.extend(codes.iter().map(|&c| c as u16));
+        }
+        self.rows += 1;
+        self.codes += n;
+        if let Some(b) = self.blocks.last_mut() {
+            b.rows += 1;
+        }
+        Ok(())
+    }
+
+    /// The id of `label` in the table, added if new; `None` when the
+    /// table is full.
+    fn label_id(&mut self, label: f64) -> Option<u16> {
+        let bits = label.to_bits();
+        if let Some(&id) = self.label_ids.get(&bits) {
+            return Some(id);
+        }
+        if self.label_values.len() >= MAX_LABELS {
+            return None;
+        }
+        let id = self.label_values.len() as u16;
+        self.label_values.push(label);
+        self.label_ids.insert(bits, id);
+        Some(id)
+    }
+
+    /// Writes every record again with the widths `to` (codes of two
+    /// words, or labels inline: the rare arena whose codes or labels
+    /// outgrow a word), the blocks' spans moved with their records.
+    fn rewrite(&mut self, to: Widths) -> Result<()> {
+        let (old, from) = (std::mem::take(&mut self.words), self.widths);
+        let labels = match to.inline_labels {
+            true => {
+                self.label_ids.clear();
+                std::mem::take(&mut self.label_values)
+            }
+            false => self.label_values.clone(),
+        };
+        self.widths = to;
+        reserve_huge(&mut self.words, 2 * old.len(), ARENA)?;
+        let blocks = std::mem::take(&mut self.blocks);
+        let mut codes = Vec::new();
+        self.rows = 0;
+        self.codes = 0;
+        for b in &blocks {
+            self.open_block(b.block)?;
+            let mut at = past_fillers(&old, b.start as usize);
+            for _ in 0..b.rows {
+                let (head, next) = from.head(&old, &labels, at);
+                codes.clear();
+                from.codes_into(&old, &head, &mut codes);
+                self.push_row(head.slot, head.label, head.row, &codes)?;
+                at = next;
+            }
+        }
+        Ok(())
+    }
+
+    /// The offsets of the records of the `i`-th block pushed, appended to
+    /// `out` in file order.
+    pub(crate) fn block_records(&self, i: usize, out: &mut Vec<u32>) {
+        let b = self.blocks[i];
+        let mut at = past_fillers(&self.words, b.start as usize);
+        for _ in 0..b.rows {
+            out.push(at as u32);
+            at = self.widths.head(&self.words, &self.label_values, at).1;
+        }
+    }
+
+    /// Appends the rows at `offsets` (records of this arena) to `batch`
+    /// with their labels (and, when tracing, their numbers in the file).
+    /// `map` is scratch: for each of this arena's slots, the batch's slot
+    /// plus one of its dictionary (all zero between calls).
+    pub(crate) fn gather_codes(
+        &self,
+        offsets: &[u32],
+        batch: &mut CodeBatch,
+        map: &mut Vec<u32>,
+        (labels, trace): (&mut Vec<f64>, &mut Vec<u64>),
+    ) -> Result<()> {
+        if map.len() < self.dicts.len() {
+            map.resize(self.dicts.len(), 0);
+        }
+        self.touch(offsets);
+        try_reserve(labels, offsets.len(), ARENA)?;
+        try_reserve(&mut batch.slots, offsets.len(), ARENA)?;
+        try_reserve(&mut batch.starts, offsets.len(), ARENA)?;
+        let mut used: Vec<u16> = Vec::new();
+        for &o in offsets {
+            let (head, _) = self
+                .widths
+                .head_at(&self.words, &self.label_values, o as usize);
+            labels.push(head.label);
+            if self.widths.trace {
+                trace.push(head.row);
+            }
+            let m = &mut map[head.slot as usize];
+            if *m == 0 {
+                batch.dicts.push(self.dicts[head.slot as usize].clone());
+                *m = batch.dicts.len() as u32;
+                used.push(head.slot);
+            }
+            batch.slots.push(*m - 1);
+            try_reserve(&mut batch.codes, head.n, ARENA)?;
+            self.widths.codes_into(&self.words, &head, &mut batch.codes);
+            batch.starts.push(batch.codes.len() as u32);
+        }
+        for slot in used {
+            map[slot as usize] = 0;
+        }
+        Ok(())
+    }
+
+    /// Appends the rows at `offsets` (records of an arena of
+    /// [`RowCodes::Pairs`]) to CSR arrays, with their labels (and, when
+    /// tracing, their numbers in the file).
+    pub(crate) fn gather_rows(
+        &self,
+        offsets: &[u32],
+        (row_ends, cols, vals): (&mut Vec<u32>, &mut Vec<u32>, &mut Vec<f64>),
+        (labels, trace): (&mut Vec<f64>, &mut Vec<u64>),
+    ) -> Result<()> {
+        self.touch(offsets);
+        try_reserve(labels, offsets.len(), ARENA)?;
+        try_reserve(row_ends, offsets.len(), ARENA)?;
+        let pairs = &self.pairs[..];
+        let pair = |p: usize| pairs.get(p).copied().unwrap_or_default();
+        if self.widths == PLAIN_PAIRS {
+            return self.gather_plain_rows(offsets, (row_ends, cols, vals), labels);
+        }
+        for &o in offsets {
+            let (head, _) = self
+                .widths
+                .head_at(&self.words, &self.label_values, o as usize);
+            labels.push(head.label);
+            if self.widths.trace {
+                trace.push(head.row);
+            }
+            let w = &self.words[head.codes..];
+            try_reserve(cols, head.n, ARENA)?;
+            try_reserve(vals, head.n, ARENA)?;
+            if self.widths.wide {
+                let ids = || {
+                    w[..2 * head.n]
+                        .chunks_exact(2)
+                        .map(|c| c[0] as usize | (c[1] as usize) << 16)
+                };
+                cols.extend(ids().map(|p| pair(p).col));
+                vals.extend(ids().map(|p| pair(p).val));
+            } else {
+                let ids = &w[..head.n];
+                cols.extend(ids.iter().map(|&p| pair(p as usize).col));
+                vals.extend(ids.iter().map(|&p| pair(p as usize).val));
+            }
+            row_ends.push(cols.len() as u32);
+        }
+        Ok(())
+    }
+
+    /// Appends the rows at `offsets` (records of an arena of
+    /// [`RowCodes::Pairs`]) to a batch of coded rows: their codes into
+    /// the arena's table of pairs to `codes`, each row's end to `ends`,
+    /// their labels (and, when tracing, their numbers in the file).
+    pub(crate) fn gather_coded(
+        &self,
+        offsets: &[u32],
+        (ends, codes): (&mut Vec<u32>, &mut Vec<u32>),
+        (labels, trace): (&mut Vec<f64>, &mut Vec<u64>),
+    ) -> Result<()> {
+        self.touch(offsets);
+        try_reserve(labels, offsets.len(), ARENA)?;
+        try_reserve(ends, offsets.len(), ARENA)?;
+        // Room for rows of the arena's average length (grown past it as
+        // needed).
+        let average = self.codes.div_ceil(self.rows.max(1));
+        try_reserve(codes, offsets.len().saturating_mul(average + 1), ARENA)?;
+        let w = &self.words[..];
+        for &o in offsets {
+            let (head, _) = self.widths.head_at(w, &self.label_values, o as usize);
+            labels.push(head.label);
+            if self.widths.trace {
+                trace.push(head.row);
+            }
+            self.widths.codes_into(w, &head, codes);
+            ends.push(codes.len() as u32);
+        }
+        Ok(())
+    }
+
+    /// [`gather_rows`](Self::gather_rows) for the usual records of pair
+    /// codes (one-word codes and counts, label ids, no row numbers): the
+    /// shuffled gather is most of the loader's work on files whose
+    /// batches go to their rows, so the parse is as short as the record.
+    fn gather_plain_rows(
+        &self,
+        offsets: &[u32],
+        (row_ends, cols, vals): (&mut Vec<u32>, &mut Vec<u32>, &mut Vec<f64>),
+        labels: &mut Vec<f64>,
+    ) -> Result<()> {
+        let (w, pairs) = (&self.words[..], &self.pairs[..]);
+        let mut total = 0usize;
+        for &o in offsets {
+            let o = o as usize;
+            let n = w[o];
+            total += if n < FILLER {
+                n as usize
+            } else {
+                w[o + 1] as usize | (w[o + 2] as usize) << 16
+            };
+        }
+        try_reserve(cols, total, ARENA)?;
+        try_reserve(vals, total, ARENA)?;
+        for &o in offsets {
+            let (head, _) = self.widths.head_at(w, &self.label_values, o as usize);
+            labels.push(head.label);
+            let ids = &w[head.codes..head.codes + head.n];
+            for &p in ids {
+                let pair = pairs.get(p as usize).copied().unwrap_or_default();
+                cols.push(pair.col);
+                vals.push(pair.val);
+            }
+            row_ends.push(cols.len() as u32);
+        }
+        Ok(())
+    }
+
+    /// Touches the first word of each record at `offsets`. A shuffled
+    /// batch's records lie anywhere in the arena: loads that depend on
+    /// nothing but the offsets let the processor have many misses in
+    /// flight at once, where reading each record in turn waited for each
+    /// (the records are then read from the cache). Where the epoch
+    /// prefetched them ([`prefetch`](Self::prefetch)) they are there
+    /// already.
+    fn touch(&self, offsets: &[u32]) {
+        let mut touched = 0u16;
+        for &o in offsets {
+            touched ^= self.words.get(o as usize).copied().unwrap_or(0);
+        }
+        std::hint::black_box(touched);
+    }
+
+    /// Prefetches the records at `offsets`: the epoch's next batch, while
+    /// this one is gathered and expanded, so that the two overlap.
+    pub(crate) fn prefetch(&self, offsets: &[u32]) {
+        for &o in offsets {
+            crate::prefetch::prefetch(&self.words, o as usize);
+        }
+    }
+}
+
+/// A row's codes written out as first-layer codes (its pairs, in order).
+fn expand_pairs(t: &DecodeTree, codes: &[u32], out: &mut Vec<u32>) -> Result<()> {
+    out.clear();
+    for &c in codes {
+        let start = out.len();
+        let d = t.depth_of(c);
+        try_reserve(out, d, ARENA)?;
+        out.resize(start + d, 0);
+        let mut node = c;
+        for slot in out[start..].iter_mut().rev() {
+            let (key, parent) = t.key_and_parent(node);
+            *slot = key;
+            node = parent;
+        }
+    }
+    Ok(())
+}
+
+/// The first offset from `at` that is not filler: where a block's first
+/// record starts.
+fn past_fillers(words: &[u16], mut at: usize) -> usize {
+    while words.get(at) == Some(&FILLER) {
+        at += 1;
+    }
+    at
+}
+
+fn split4(v: u64) -> [u16; 4] {
+    [
+        v as u16,
+        (v >> 16) as u16,
+        (v >> 32) as u16,
+        (v >> 48) as u16,
+    ]
+}
+
+fn join4(w: &[u16]) -> u64 {
+    w[0] as u64 | (w[1] as u64) << 16 | (w[2] as u64) << 32 | (w[3] as u64) << 48
+}
