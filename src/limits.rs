@@ -259,6 +259,29 @@ pub fn check_block_nnz(nnz: u64) -> Result<()> {
     )
 }
 
+/// How a user raises the limit on what one mini-batch's rows decode to.
+const RAISE_BATCH_NNZ: &str =
+    "--max-decode-nnz N, or a smaller --batch-size (library: tocpile::limits::set_limits)";
+
+/// Checks the non-zeros `nnz` that one mini-batch's rows decode to when
+/// they are written out from codes (a buffer of code rows holds a row as
+/// a few codes, however many entries they name: a dictionary bomb's rows
+/// are one code each) against [`Limits::max_decode_nnz`].
+///
+/// # Errors
+/// [`Error::LimitExceeded`] above the ceiling.
+///
+/// Not part of the API (hidden): may change in any release.
+#[doc(hidden)]
+pub fn check_batch_nnz(nnz: u64) -> Result<()> {
+    check_limit(
+        "non-zeros one mini-batch's rows decode to",
+        nnz,
+        MAX_DECODE_NNZ.load(Ordering::Relaxed),
+        RAISE_BATCH_NNZ,
+    )
+}
+
 fn check_limit(what: &'static str, value: u64, max: u64, raise: &'static str) -> Result<()> {
     if value > max {
         return Err(Error::LimitExceeded {

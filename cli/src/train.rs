@@ -334,6 +334,14 @@ pub(crate) fn buffer_phrase<S: tocpile::dataset::Source>(
             c.memory >> 20
         ),
         (false, Some(f)) => format!("{f} ({} blocks as {})", c.blocks, c.rows),
+        // Within the memory budget, the decoded rows are past the decode
+        // budget's (the library buffers a fraction then).
+        (false, None) if c.whole_bytes <= c.memory as u64 => format!(
+            "0.1 ({} blocks as {}; the whole file's non-zeros exceed --max-decode-nnz {})",
+            c.blocks,
+            c.rows,
+            tocpile::limits::limits().max_decode_nnz
+        ),
         (false, None) => format!(
             "0.1 ({} blocks as {}; the whole file's {} exceed the {} MiB budget)",
             c.blocks,

@@ -119,6 +119,57 @@ fn item2_the_decode_limit_holds_on_every_path() {
     }
 }
 
+/// Item 2 on the loader's whole-file buffer (the default where the file
+/// fits the memory budget): decoded rows held at once stay within
+/// `--max-decode-nnz` as a buffer of blocks does. The whole file was
+/// decoded whatever the limit, each block checked alone: `--buffer 1`
+/// past the limit exited 0.
+#[test]
+fn item2_the_whole_file_buffer_holds_the_decode_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    // 60 rows of 100 entries whose values rarely repeat (no shared
+    // dictionary pays: decoded values), 3 rows (300 entries) a block.
+    let mut s = 12345u64;
+    let text: String = (0..60)
+        .map(|i| {
+            let row: String = (1..=100)
+                .map(|j| {
+                    s = s
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    format!(" {j}:{}.{:03}", 1 + (s >> 40) % 9, (s >> 20) % 1000)
+                })
+                .collect();
+            format!("{}{row}\n", i % 2)
+        })
+        .collect();
+    std::fs::write(dir.join("w.libsvm"), text).unwrap();
+    let encode = [
+        "encode",
+        "w.libsvm",
+        "-o",
+        "w.toc",
+        "--page-rows",
+        "1",
+        "--block-bytes",
+        "512",
+    ];
+    ok(&encode, dir);
+    let limit = ["--epochs", "1", "--max-decode-nnz", "1500"];
+    let whole = [&["train", "w.toc", "--buffer", "1"][..], &limit].concat();
+    fails_under_limit(&whole, dir, &["w.toc", "6000, above the limit of 1500"]);
+    // The default buffer is then a fraction (4 blocks, 1,200 entries),
+    // and the header says why.
+    let o = tocpile(&[&["train", "w.toc"][..], &limit].concat(), dir);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("the whole file's non-zeros exceed --max-decode-nnz 1500"),
+        "{out}"
+    );
+}
+
 /// Item 6: a genuine 4-row file of 300,000 non-zeros a row (14 MB
 /// decoded) trains under 1 GB: the mini-batch's reserve is what the
 /// buffer's rows hold, not the average row times the batch's 250 rows
@@ -133,6 +184,18 @@ fn item6_the_mini_batch_reserve_is_what_the_batch_can_hold() {
     ok(&["encode", "wide.libsvm", "-o", "wide.toc"], dir);
     let (code, err) = under_limit(&["train", "wide.toc", "--epochs", "1"], dir);
     assert_eq!(code, Some(0), "{err}");
+}
+
+/// How many block numbers the parenthesis after "blocks (" lists.
+fn block_numbers_listed(err: &str) -> usize {
+    let Some((_, after)) = err.split_once("blocks (") else {
+        return 0;
+    };
+    let inside = after.split(')').next().unwrap_or_default();
+    inside
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|w| !w.is_empty())
+        .count()
 }
 
 /// The last line of stderr of a run expected to fail with exit code 1.
@@ -264,6 +327,29 @@ fn item9_messages_say_what_was_wrong() {
             "--mode",
             "exact",
             "--buffer",
+            "0.9",
+            "--max-decode-nnz",
+            "10",
+        ],
+        dir,
+    );
+    // The first and last of them (a buffer of the whole file is its
+    // mini-batches' to check, `item2_the_whole_file_buffer_...`).
+    let listed = block_numbers_listed(&err);
+    assert!(
+        err.contains("a buffer of 36 blocks (") && listed <= 2,
+        "{err}"
+    );
+    // Item 2 again: the whole file as code rows decodes a mini-batch at
+    // a time, each within the limit (the whole file's buffer checked
+    // each block alone, and the batch of 40 rows not at all: exit 0).
+    let err = error_of(
+        &[
+            "train",
+            "many.toc",
+            "--mode",
+            "exact",
+            "--buffer",
             "1",
             "--max-decode-nnz",
             "10",
@@ -271,7 +357,7 @@ fn item9_messages_say_what_was_wrong() {
         dir,
     );
     assert!(
-        err.contains("the buffer of 40 blocks (") && err.contains("and 35 more)"),
+        err.contains("many.toc") && err.contains("non-zeros one mini-batch's rows decode to"),
         "{err}"
     );
     // An unterminated quote was reported on line 4 of a 3-line file.

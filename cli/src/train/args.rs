@@ -87,8 +87,9 @@ pub struct TrainArgs {
     /// block, window, mrs); a CorgiPile or block buffer holds at least
     /// 4 blocks (or all of them). Default: the whole file when its rows,
     /// kept as codes into the file's dictionaries (or decoded, for files
-    /// without), fit the memory budget (--memory): a full shuffle every
-    /// epoch, each row decoded once; else 0.1. The header says which.
+    /// without, then within --max-decode-nnz), fit the memory budget
+    /// (--memory): a full shuffle every epoch, each row decoded once;
+    /// else 0.1. The header says which.
     #[arg(long, value_name = "FRACTION", allow_negative_numbers = true,
           value_parser = parse_fraction)]
     pub buffer: Option<f64>,
