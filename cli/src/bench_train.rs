@@ -15,18 +15,22 @@ use crate::{Failure, Outcome};
 
 /// Time training from a dataset file against the in-memory limit.
 ///
-/// Trains the same model on FILE.toc in seven settings, each for --epochs
-/// timed epochs after a first one: streaming the file every epoch
-/// (toc-stream), with validated pages kept in memory (toc-resident), the
-/// same rows as CSR pages read both ways (csr-stream, csr-resident; a
-/// temporary copy beside the file), and SGD loops with no loader over
-/// mini-batches built in memory beforehand: cut into the file's pages in
-/// its format (memory-toc-pages) or as CSR (memory-csr-pages), and one
-/// CSR page per mini-batch (memory-csr, the practical limit). Reports
-/// each setting's median epoch, examples/s, its speed as a ratio to
-/// memory-csr (above 1 is faster), the share of the epoch spent waiting
-/// for the loader and the most heap bytes the data took. Wall-clock
-/// times: run on a quiet machine.
+/// Trains the same model on FILE.toc in eleven settings, each for
+/// --epochs timed epochs after a first one: streaming the file every
+/// epoch (toc-stream), with the loader's default buffer (toc-resident:
+/// the whole file when it fits), the same with the buffer's rows kept as
+/// code rows, pair codes or decoded values (toc-code-rows,
+/// toc-pair-codes, toc-values) or whole pages shuffled (toc-pages, the
+/// retired page mode), the same rows as CSR pages read both ways
+/// (csr-stream, csr-resident; a temporary copy beside the file), and SGD
+/// loops with no loader over mini-batches built in memory beforehand:
+/// cut into the file's pages in its format (memory-toc-pages) or as CSR
+/// (memory-csr-pages), and one CSR page per mini-batch (memory-csr, the
+/// practical limit). Reports each setting's buffer, the share of
+/// mini-batches computed on their TOC trees, median epoch, examples/s,
+/// its speed as a ratio to memory-csr (above 1 is faster), the share of
+/// the epoch spent waiting for the loader and the most heap bytes the
+/// data took. Wall-clock times: run on a quiet machine.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
     tocpile bench train train.toc\n  \

@@ -14,22 +14,43 @@
 //! | `Mrs` | multiplexed reservoir sampling (paper 3.4): tuples dropped by reservoir sampling stream to SGD, and after each such mini-batch one mini-batch loops over the reservoir (marked [`MiniBatch::replay`]) |
 //!
 //! **Units.** TOC assumes batches encoded once; CorgiPile reshuffles tuples
-//! every epoch. [`Mode::Exact`] shuffles rows as the paper does: each
-//! buffer's pages are decoded from their compressed bytes into one set of
-//! arrays, a permutation of its rows is drawn, and each mini-batch copies
-//! its rows into one CSR page ([`LoaderOptions::format`] asks for another
-//! format), with no allocation or handle per row (`rows.rs`).
-//! [`Mode::Page`] shuffles whole encoded pages and makes a mini-batch of
+//! every epoch. [`Mode::Exact`] (the default, through [`Mode::Auto`])
+//! shuffles rows as the paper does (Algorithm 1, the same law and, for a
+//! seed, the same order as before rows were kept as codes): each
+//! buffer's pages are decoded from their compressed bytes, a permutation
+//! of its rows is drawn, and each mini-batch gathers its rows. Pages
+//! coded against their segments' shared dictionaries are decoded only as
+//! far as their codes (`codec/code_rows.rs`): a buffer keeps each row as
+//! its codes into the resident dictionaries, or written out as pair
+//! codes (indices into one table of the file's distinct column-value
+//! pairs), a fraction of the decoded values; files without dictionaries
+//! keep decoded values. The form is chosen from a sample of the file
+//! (`sample.rs`). A mini-batch of code rows becomes a TOC batch on the
+//! compact tree of the codes it uses (the TOC paper's section 4 kernels,
+//! work bounded by the batch: `codec/code_batch.rs`) where that tree
+//! costs less work than the rows, else rows; pair codes become
+//! [`Batch::Coded`](crate::formats::Batch::Coded) rows against the shared
+//! table; values become one CSR page ([`LoaderOptions::format`] asks for
+//! another format). No allocation or handle per row (`rows.rs`,
+//! `arena.rs`, `values.rs`).
+//!
+//! **The whole file.** With [`Buffer::Auto`] (the default), when the
+//! buffer form of every block fits the memory budget the buffer is the
+//! whole file, made by the first epoch and kept: a full shuffle every
+//! epoch at no I/O after the first, each row decoded once (this departs
+//! from CorgiPile's fixed buffer share, where the paper's share exists to
+//! bound memory; the order is the paper's with a buffer of 1.0).
+//! Otherwise a tenth of the file (at least 4 blocks).
+//!
+//! [`Mode::Page`] (retired from the command line's help; kept for
+//! comparisons) shuffles whole encoded pages and makes a mini-batch of
 //! the next pages holding `batch_rows` rows, with no re-encoding; it is as
 //! good as shuffling rows only when a page's rows are already as mixed as
-//! random ones, and the file's `page_rows` must be a fraction of the batch
-//! (say 50 for 250-row batches) or batches cannot mix blocks
-//! ([`Loader::warnings`]). The default, [`Mode::Auto`], decides from the
-//! label mix the writer measured ([`Mode::choose`]).
+//! random ones, and slower than exact mode on every file measured.
 //!
-//! **Memory.** What stays in memory across epochs is each block's bytes as
-//! in the file, checked once,
-//! not decode trees (5 to 27 times larger): see
+//! **Memory.** What stays in memory across epochs is the whole-file
+//! buffer when it fits, else each block's bytes as in the file, checked
+//! once, not decode trees (5 to 27 times larger): see
 //! [`LoaderOptions::memory`].
 //!
 //! **Engineering.** With double buffering (the default, paper 6.3) a

@@ -257,7 +257,10 @@ pub struct LoaderOptions {
     /// the file (checked once per process) plus a page index of 24 bytes a
     /// page; the rest are read from the file every epoch. `Some(0)` streams
     /// every block every epoch. Rows are decoded from the resident bytes
-    /// every epoch; what stays is compressed.
+    /// every epoch; what stays is compressed. With [`Buffer::Auto`] the
+    /// budget also decides the buffer: the whole file, kept across epochs
+    /// in its buffer form (code rows, pair codes or values) instead of
+    /// resident blocks, when that form's estimated bytes fit it.
     ///
     /// `None` (the default) is automatic: when the loader opens, half the
     /// memory available to the process, from `/proc/meminfo` and its

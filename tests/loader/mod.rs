@@ -7,6 +7,7 @@
 mod code_kernels;
 mod codes;
 mod exact;
+mod golden_order;
 mod length;
 mod quality;
 

@@ -1,0 +1,225 @@
+//! The shuffle's order for a given seed is pinned: the rows of two epochs
+//! of every strategy on a fixed file, as the loader before code-row
+//! buffers produced them (the figures below were printed by that build,
+//! commit d40ae61's parent, and by this one: the same). Keeping rows as
+//! codes or pair codes, or the whole file as the buffer, changes where
+//! rows are kept, never which row comes next; the whole-file buffer is
+//! CorgiPile with a buffer of 1.0, whose order is Epoch Shuffle's.
+
+use std::sync::Arc;
+
+use tocpile::dataset::{Dataset, DatasetWriter, WriterOptions};
+use tocpile::loader::{Buffer, Loader, LoaderOptions, Mode, RowForm, Strategy};
+use tocpile::SparseBatch;
+
+use crate::support::temp_path;
+
+/// 3,000 rows of three entries from a few patterns, 25-row pages in
+/// 22 blocks.
+fn file() -> Arc<Dataset> {
+    let mut batch = SparseBatch::with_cols(20).unwrap();
+    let mut labels = Vec::new();
+    for i in 0..3000 {
+        let a = (i % 7) as u32;
+        let b = 7 + (i * 13 % 11) as u32;
+        batch
+            .push_row(&[a, b, 19], &[1.0, 1.0, (i % 17) as f64 + 0.5])
+            .unwrap();
+        labels.push((i * 3 % 2) as f64);
+    }
+    let path = temp_path("golden-order");
+    let options = WriterOptions::default()
+        .with_page_rows(25)
+        .with_block_bytes(300);
+    let mut w = DatasetWriter::create(&path, 20, options).unwrap();
+    w.push(&batch, &labels).unwrap();
+    w.finish().unwrap();
+    let ds = Dataset::open(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    Arc::new(ds)
+}
+
+/// The first 12 rows of an epoch and an FNV-1a hash of all of them.
+fn epoch_rows(loader: &Loader, epoch: u64) -> (Vec<u64>, u64) {
+    let mut rows = Vec::new();
+    for b in loader.epoch(epoch).unwrap() {
+        rows.extend(b.unwrap().rows.unwrap());
+    }
+    let hash = rows.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &r| {
+        (h ^ r).wrapping_mul(0x0100_0000_01b3)
+    });
+    rows.truncate(12);
+    (rows, hash)
+}
+
+type Golden = (Strategy, Buffer, [([u64; 12], u64); 2]);
+
+const GOLDEN: [Golden; 7] = [
+    (
+        Strategy::CorgiPile,
+        Buffer::Fraction(0.1),
+        [
+            (
+                [
+                    1922, 2948, 1395, 1437, 2849, 359, 1434, 355, 1834, 1831, 448, 373,
+                ],
+                0x5a43_c9e6_ec9f_d0f3,
+            ),
+            (
+                [
+                    1423, 1061, 1497, 1399, 1429, 1068, 1049, 1362, 2572, 1006, 1471, 1485,
+                ],
+                0xea4d_eeb9_fcbf_929f,
+            ),
+        ],
+    ),
+    (
+        Strategy::CorgiPile,
+        Buffer::Fraction(1.0),
+        [
+            (
+                [
+                    2205, 252, 1558, 984, 2255, 2326, 2154, 1040, 1268, 51, 2467, 1842,
+                ],
+                0x8209_8cb0_7daf_df5d,
+            ),
+            (
+                [
+                    2451, 2810, 1369, 1567, 65, 1390, 48, 1360, 968, 2331, 2560, 2188,
+                ],
+                0x66fd_631b_f7bd_9653,
+            ),
+        ],
+    ),
+    (
+        Strategy::BlockOnly,
+        Buffer::Fraction(0.1),
+        [
+            (
+                [
+                    1800, 1801, 1802, 1803, 1804, 1805, 1806, 1807, 1808, 1809, 1810, 1811,
+                ],
+                0x55e4_0a27_4157_776f,
+            ),
+            (
+                [
+                    1350, 1351, 1352, 1353, 1354, 1355, 1356, 1357, 1358, 1359, 1360, 1361,
+                ],
+                0xc49e_3c7b_8646_e3e9,
+            ),
+        ],
+    ),
+    (
+        Strategy::EpochShuffle,
+        Buffer::Fraction(0.1),
+        [
+            (
+                [
+                    2205, 252, 1558, 984, 2255, 2326, 2154, 1040, 1268, 51, 2467, 1842,
+                ],
+                0x8209_8cb0_7daf_df5d,
+            ),
+            (
+                [
+                    2451, 2810, 1369, 1567, 65, 1390, 48, 1360, 968, 2331, 2560, 2188,
+                ],
+                0x66fd_631b_f7bd_9653,
+            ),
+        ],
+    ),
+    (
+        Strategy::ShuffleOnce,
+        Buffer::Fraction(0.1),
+        [
+            (
+                [
+                    419, 1408, 1545, 2462, 1829, 1544, 1045, 2741, 1387, 1258, 2386, 611,
+                ],
+                0x03a8_6b24_14ec_d5ed,
+            ),
+            (
+                [
+                    419, 1408, 1545, 2462, 1829, 1544, 1045, 2741, 1387, 1258, 2386, 611,
+                ],
+                0x03a8_6b24_14ec_d5ed,
+            ),
+        ],
+    ),
+    (
+        Strategy::SlidingWindow,
+        Buffer::Fraction(0.1),
+        [
+            (
+                [223, 206, 129, 131, 17, 172, 64, 277, 127, 215, 278, 42],
+                0xd2e9_e29c_c825_b3b5,
+            ),
+            (
+                [116, 215, 270, 58, 195, 247, 100, 179, 93, 104, 200, 278],
+                0xafaf_3edd_355e_9f51,
+            ),
+        ],
+    ),
+    (
+        Strategy::Mrs,
+        Buffer::Fraction(0.1),
+        [
+            (
+                [223, 208, 131, 133, 17, 175, 65, 285, 130, 222, 289, 44],
+                0x8670_e37b_30fb_abc8,
+            ),
+            (
+                [117, 216, 273, 58, 198, 252, 103, 183, 96, 107, 207, 290],
+                0x9119_8936_778f_ec0e,
+            ),
+        ],
+    ),
+];
+
+fn options(strategy: Strategy, buffer: Buffer) -> LoaderOptions {
+    LoaderOptions::default()
+        .with_strategy(strategy)
+        .with_buffer(buffer)
+        .with_mode(Mode::Exact)
+        .with_batch_rows(50)
+        .with_seed(42)
+        .with_memory(1 << 30)
+        .with_scratch_dir(Some(std::env::temp_dir()))
+        .with_trace(true)
+}
+
+#[test]
+fn the_shuffle_order_for_a_seed_is_pinned_in_every_row_form() {
+    let ds = file();
+    assert_eq!(ds.n_blocks(), 22);
+    for (strategy, buffer, want) in GOLDEN {
+        for form in [
+            RowForm::Auto,
+            RowForm::Values,
+            RowForm::Codes,
+            RowForm::PairCodes,
+        ] {
+            let loader = Loader::new(Arc::clone(&ds), options(strategy, buffer).with_rows(form));
+            let loader = loader.unwrap();
+            for (epoch, (rows, hash)) in want.iter().enumerate() {
+                let got = epoch_rows(&loader, epoch as u64);
+                assert_eq!(
+                    got,
+                    (rows.to_vec(), *hash),
+                    "{strategy} {buffer:?} {form:?} {epoch}"
+                );
+            }
+        }
+    }
+}
+
+/// The default buffer on a file that fits the budget is the whole file:
+/// CorgiPile's order with a buffer of 1.0.
+#[test]
+fn the_whole_file_default_shuffles_as_a_buffer_of_one() {
+    let ds = file();
+    let loader = Loader::new(Arc::clone(&ds), options(Strategy::CorgiPile, Buffer::Auto)).unwrap();
+    assert!(loader.buffer_choice().whole_file);
+    for (epoch, (rows, hash)) in GOLDEN[1].2.iter().enumerate() {
+        assert_eq!(epoch_rows(&loader, epoch as u64), (rows.to_vec(), *hash));
+    }
+}
