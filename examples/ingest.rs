@@ -47,9 +47,7 @@ fn main() -> tocpile::Result<()> {
         .first()
         .filter(|a| !a.starts_with("--"))
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/flights3m.libsvm.gz")
-        });
+        .unwrap_or_else(|| tocpile_bench_data::shared_data_dir().join("flights3m.libsvm.gz"));
     let is_flights = input.to_string_lossy().contains("flights3m");
     let n_cols: Option<usize> = args
         .has("--cols")

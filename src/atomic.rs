@@ -220,6 +220,15 @@ fn create_temp(target: &Path) -> Result<(PathBuf, File)> {
     }
 }
 
+/// The error for a failed write, flush or fsync of the temporary file
+/// `tmp` of `target`: named after the target (a disk-full error naming
+/// only `.NAME.tmp-PID-N` told the user nothing about their file),
+/// saying which temporary file it was.
+fn temp_error(tmp: &Path, target: &Path, doing: &str, e: std::io::Error) -> Error {
+    let message = format!("{doing} its temporary file {}: {e}", tmp.display());
+    Error::io_context(target, e, message)
+}
+
 /// The error for a temporary file that could not be renamed over
 /// `target`: named after the target, saying which temporary file it was
 /// (a `NotFound` here is about the temporary file, not the target).
@@ -279,11 +288,13 @@ impl AtomicFile {
     ///
     /// # Errors
     /// [`Error::Interrupted`] after [`cleanup::interrupt`]; [`Error::Io`]
-    /// naming the temporary file (or the stream).
+    /// naming the target (and, in its message, the temporary file).
     pub(crate) fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
         cleanup::check()?;
         match self.sink.as_mut().expect("open until commit") {
-            Sink::Temp { tmp, file, .. } => file.write_all(bytes).map_err(|e| Error::io(&*tmp, e)),
+            Sink::Temp { tmp, file, target } => file
+                .write_all(bytes)
+                .map_err(|e| temp_error(tmp, target, "writing", e)),
             Sink::Stream { file } => file.write_all(bytes).map_err(|e| Error::io(&self.path, e)),
         }
     }
@@ -293,9 +304,9 @@ impl AtomicFile {
     /// directory be opened). A stream is flushed.
     ///
     /// # Errors
-    /// [`Error::Io`] naming the temporary file (flush, fsync) or the
-    /// target (rename); the temporary file is removed and the target left
-    /// as it was.
+    /// [`Error::Io`] naming the target (flush, fsync: the temporary file
+    /// in its message; rename); the temporary file is removed and the
+    /// target left as it was.
     pub(crate) fn commit(mut self) -> Result<()> {
         let (target, tmp, file) = match self.sink.take().expect("open until commit") {
             Sink::Stream { mut file } => return file.flush().map_err(|e| Error::io(&self.path, e)),
@@ -303,9 +314,10 @@ impl AtomicFile {
         };
         let published = file
             .into_inner()
-            .map_err(|e| Error::io(&tmp, e.into_error()))
+            .map_err(|e| temp_error(&tmp, &target, "writing", e.into_error()))
             .and_then(|file| {
-                file.sync_all().map_err(|e| Error::io(&tmp, e))?;
+                file.sync_all()
+                    .map_err(|e| temp_error(&tmp, &target, "saving (fsync)", e))?;
                 #[cfg(test)]
                 tests::before_rename(&tmp);
                 // Renamed while still open, so still locked: closed before,

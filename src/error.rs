@@ -42,13 +42,16 @@ pub enum Error {
     /// The bytes are a page of another format than the one they are loaded
     /// as (another page magic, or a TOC batch of another level).
     WrongFormat {
-        /// The format asked for (its name, e.g. `"CSR"`).
+        /// The format asked for: its name (`"CSR"`), or a description
+        /// with its article (`"a compact page or ..."`).
         expected: &'static str,
-        /// The format the bytes hold.
+        /// The format the bytes hold, likewise.
         found: &'static str,
     },
     /// The format version is not one this build can read.
     UnsupportedVersion {
+        /// Whose version (`"dataset file format"`).
+        what: &'static str,
         /// Version byte found.
         found: u8,
         /// Highest version this build reads.
@@ -126,6 +129,8 @@ pub enum Error {
     },
     /// Bytes remain after the last section.
     TrailingBytes {
+        /// What they follow (`"the footer's last section"`).
+        what: &'static str,
         /// Byte offset where the unexpected bytes start.
         offset: usize,
         /// How many bytes remain.
@@ -445,6 +450,17 @@ pub enum Error {
         /// Bytes it must have at least (the end of the section the data
         /// stops in, plus the trailer).
         needed: u64,
+    },
+    /// A dataset file whose trailer is followed by more bytes: something
+    /// was written after the file (such as text sent to the same
+    /// output).
+    BytesAfterEnd {
+        /// The file.
+        path: String,
+        /// Where the file's trailer ends.
+        end: u64,
+        /// Bytes the file has.
+        len: u64,
     },
 }
 

@@ -237,6 +237,51 @@ pub fn check_decode_nnz(nnz: u64, what: &'static str) -> Result<()> {
     )
 }
 
+/// How a user raises the limit on what one block's pages decode to (a
+/// smaller buffer does not make a block smaller).
+const RAISE_BLOCK_NNZ: &str = "--max-decode-nnz N (library: tocpile::limits::set_limits)";
+
+/// Checks the non-zeros `nnz` that pages of one block held at once
+/// decode to (its decoded rows, or its pages' decode trees, which have
+/// at most a node per non-zero) against [`Limits::max_decode_nnz`].
+///
+/// # Errors
+/// [`Error::LimitExceeded`] above the ceiling.
+///
+/// Not part of the API (hidden): may change in any release.
+#[doc(hidden)]
+pub fn check_block_nnz(nnz: u64) -> Result<()> {
+    check_limit(
+        "non-zeros one block's pages decode to",
+        nnz,
+        MAX_DECODE_NNZ.load(Ordering::Relaxed),
+        RAISE_BLOCK_NNZ,
+    )
+}
+
+/// How a user raises the limit on what one mini-batch's rows decode to.
+const RAISE_BATCH_NNZ: &str =
+    "--max-decode-nnz N, or a smaller --batch-size (library: tocpile::limits::set_limits)";
+
+/// Checks the non-zeros `nnz` that one mini-batch's rows decode to when
+/// they are written out from codes (a buffer of code rows holds a row as
+/// a few codes, however many entries they name: a dictionary bomb's rows
+/// are one code each) against [`Limits::max_decode_nnz`].
+///
+/// # Errors
+/// [`Error::LimitExceeded`] above the ceiling.
+///
+/// Not part of the API (hidden): may change in any release.
+#[doc(hidden)]
+pub fn check_batch_nnz(nnz: u64) -> Result<()> {
+    check_limit(
+        "non-zeros one mini-batch's rows decode to",
+        nnz,
+        MAX_DECODE_NNZ.load(Ordering::Relaxed),
+        RAISE_BATCH_NNZ,
+    )
+}
+
 fn check_limit(what: &'static str, value: u64, max: u64, raise: &'static str) -> Result<()> {
     if value > max {
         return Err(Error::LimitExceeded {
@@ -273,7 +318,12 @@ pub fn try_filled<T: Clone>(len: usize, value: T, what: &'static str) -> Result<
 ///
 /// # Errors
 /// [`Error::OutOfMemory`].
+#[inline]
 pub(crate) fn try_reserve<T>(v: &mut Vec<T>, additional: usize, what: &'static str) -> Result<()> {
+    // The common case (room already) inline, as `Vec::reserve`'s is.
+    if v.capacity() - v.len() >= additional {
+        return Ok(());
+    }
     v.try_reserve(additional).map_err(|_| Error::OutOfMemory {
         what,
         bytes: (v.len().saturating_add(additional) as u64)

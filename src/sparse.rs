@@ -14,6 +14,7 @@
 use ndarray::{Array2, ArrayView2};
 
 use crate::error::{Error, Result};
+use crate::limits::try_reserve;
 
 /// Largest column count supported: every `u32` is a valid column id.
 pub const MAX_COLS: usize = 1 << 32;
@@ -87,8 +88,9 @@ impl SparseBatch {
     /// # Errors
     /// [`Error::LengthMismatch`] if the slices differ in length,
     /// [`Error::ColumnOutOfRange`] or [`Error::ColumnsNotAscending`] for a bad
-    /// column, [`Error::InvalidNumber`] for a value that is not finite. On
-    /// error the batch is unchanged.
+    /// column, [`Error::InvalidNumber`] for a value that is not finite,
+    /// [`Error::OutOfMemory`] if the system refuses the memory. On error
+    /// the batch is unchanged.
     pub fn push_row(&mut self, cols: &[u32], values: &[f64]) -> Result<()> {
         if cols.len() != values.len() {
             return Err(Error::LengthMismatch {
@@ -100,6 +102,15 @@ impl SparseBatch {
         let row = self.n_rows();
         check_row(row, cols, self.n_cols)?;
         check_finite(row, cols.iter().map(|&c| u64::from(c)), values)?;
+        // Rows come from decoders and readers of any size: a refused
+        // allocation is an error, not an abort.
+        try_reserve(
+            &mut self.cols,
+            cols.len(),
+            "the rows of a batch (column ids)",
+        )?;
+        try_reserve(&mut self.values, cols.len(), "the rows of a batch (values)")?;
+        try_reserve(&mut self.offsets, 1, "the rows of a batch (row offsets)")?;
         for (&c, &v) in cols.iter().zip(values) {
             if !is_zero(v) {
                 self.cols.push(c);

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde::Serialize;
+use tocpile::cleanup::ScratchFile;
 use tocpile::dataset::{Dataset, DatasetInfo, DatasetWriter, WriterOptions};
 use tocpile::formats::FormatKind;
 use tocpile::scale::ScaleKind;
@@ -58,7 +59,8 @@ pub struct EncodeArgs {
     /// The input: LIBSVM or CSV text (plain or gzip), or Parquet; `-` for
     /// standard input.
     pub input: PathBuf,
-    /// The dataset file to write.
+    /// The dataset file to write; `-` for standard output (built whole,
+    /// then copied; the summary then goes to standard error).
     #[arg(short, long, value_name = "FILE.toc")]
     pub output: PathBuf,
     #[command(flatten)]
@@ -251,9 +253,13 @@ impl InfoJson {
 }
 
 pub fn run_encode(args: &EncodeArgs) -> Outcome {
-    crate::misuse::output_is_not_input(&args.input, &args.output)?;
+    let inputs: Vec<&Path> = std::iter::once(args.input.as_path())
+        .chain(args.input_args.schema.as_deref())
+        .collect();
+    crate::output::check(&inputs, &[("-o", &args.output)])?;
+    let to_stdout = crate::output::is_stdout(&args.output);
     let mut input_args = args.input_args.clone();
-    if input_args.scratch_dir.is_none() {
+    if input_args.scratch_dir.is_none() && !to_stdout {
         // A stream's copy goes beside the output, which has room for data.
         input_args.scratch_dir = Some(match args.output.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -268,14 +274,38 @@ pub fn run_encode(args: &EncodeArgs) -> Outcome {
         .with_schema(input.schema_text())
         .with_segment_rows(usize::try_from(args.segment_rows).unwrap_or(usize::MAX));
     let what = format!("encoding {}", args.input.display());
-    let info = write_dataset(&mut input, &args.output, options, args.scale, &what)?;
+    let info = if to_stdout {
+        // Built whole, then copied: a pipe cannot be renamed into, and a
+        // file streamed as it is written would be cut short by an error.
+        let dir = crate::output::staging_dir(input_args.scratch_dir.as_deref());
+        let pid = std::process::id();
+        tocpile::cleanup::remove_stale(&dir, ".tocpile-stdout-");
+        let staged = ScratchFile::claim(&dir, |n| format!(".tocpile-stdout-{pid}-{n}.toc"))
+            .map_err(|e| {
+                Failure(format!(
+                    "-o {}: building the file in {} before it goes to standard output (give \
+                     --scratch-dir DIR to build it elsewhere): {e}",
+                    args.output.display(),
+                    dir.display()
+                ))
+            })?;
+        let info = write_dataset(&mut input, staged.path(), options, args.scale, &what)?;
+        crate::output::copy_to_stdout(staged.path())?;
+        info
+    } else {
+        write_dataset(&mut input, &args.output, options, args.scale, &what)?
+    };
     let unseen = input.unseen_levels();
     if args.json {
         let mut json = InfoJson::new(&args.output, &info);
         json.unseen_levels = unseen;
         return emit_json(&json);
     }
-    let mut text = format!("wrote {}\n{}\n", args.output.display(), info.summary());
+    let written = match to_stdout {
+        true => format!("{} (standard output)", args.output.display()),
+        false => args.output.display().to_string(),
+    };
+    let mut text = format!("wrote {written}\n{}\n", info.summary());
     if let Some(unseen) = unseen.filter(|&n| n > 0) {
         text.push_str(&format!(
             "{unseen} categorical values were not levels of the schema (encoded as all zeros)\n"

@@ -2,6 +2,7 @@
 //! (with the `parquet` feature), or a tocpile dataset file, read chunk by
 //! chunk.
 
+mod blocks;
 #[cfg(feature = "parquet")]
 mod parquet;
 pub mod stream;
@@ -18,6 +19,7 @@ use tocpile::ingest::Chunk;
 use tocpile::SparseBatch;
 
 use crate::Failure;
+use blocks::block_rows;
 
 /// Rows read per chunk.
 pub const CHUNK_ROWS: usize = 65_536;
@@ -100,6 +102,12 @@ pub enum Input {
         next_block: usize,
     },
 }
+
+/// Why a dataset file is no input of `encode` (which read it as LIBSVM
+/// and printed its raw bytes).
+const ENCODED_ALREADY: &str = "this is a tocpile dataset file, encoded already: encode reads \
+     LIBSVM, CSV or Parquet (`tocpile inspect` describes a dataset file; train, evaluate, \
+     predict and ratio read it as it is)";
 
 /// Whether `path` starts with `magic`.
 fn starts_with(path: &Path, magic: [u8; 4]) -> bool {
@@ -196,7 +204,10 @@ impl Input {
         if !path.exists() {
             return Err(Failure::about(path, "no such file"));
         }
-        if datasets && args.input_format.is_none() && is_dataset(path) {
+        if args.input_format.is_none() && is_dataset(path) {
+            if !datasets {
+                return Err(Failure::about(path, ENCODED_ALREADY));
+            }
             return Ok(Input::Dataset {
                 dataset: Box::new(Dataset::open(path)?),
                 next_block: 0,
@@ -222,6 +233,9 @@ impl Input {
     fn open_stream(path: &Path, args: &InputArgs, datasets: bool) -> Result<Input, Failure> {
         let stream = stream::Stream::open(path)?;
         let head = stream.head();
+        if !datasets && args.input_format.is_none() && head.starts_with(&FILE_MAGIC) {
+            return Err(Failure(format!("{}: {ENCODED_ALREADY}", stream.name)));
+        }
         let dataset = datasets && args.input_format.is_none() && head.starts_with(&FILE_MAGIC);
         let format = match args.input_format {
             Some(format) => format,
@@ -340,22 +354,8 @@ impl Input {
                 if *next_block >= dataset.n_blocks() {
                     return Ok(None);
                 }
-                let block = dataset.read_block(*next_block)?;
                 *next_block += 1;
-                let mut batch = SparseBatch::with_cols(dataset.info().n_cols)?;
-                let mut labels = Vec::with_capacity(block.n_rows());
-                for p in 0..block.n_pages() {
-                    let page = block.page(p)?;
-                    for (cols, vals) in page.batch().try_decode()?.rows() {
-                        batch.push_row(cols, vals)?;
-                    }
-                    labels.extend_from_slice(page.labels());
-                }
-                Ok(Some(Chunk {
-                    batch,
-                    labels,
-                    first_line: 0,
-                }))
+                block_rows(dataset, *next_block - 1).map(Some)
             }
         }
     }
@@ -391,6 +391,7 @@ pub fn load_rows(
     max_rows: usize,
 ) -> Result<(SparseBatch, Vec<f64>), Failure> {
     let mut input = Input::open(path, args, true)?;
+    let decoded = matches!(input, Input::Dataset { .. });
     let mut all = SparseBatch::with_cols(input.n_cols())?;
     let mut labels = Vec::new();
     let bar = progress(&format!("reading {}", path.display()));
@@ -400,8 +401,16 @@ pub fn load_rows(
             break;
         };
         let keep = chunk.batch.n_rows().min(max_rows - all.n_rows());
+        if decoded {
+            // Every row read is held at once: a dataset file's rows are
+            // decoded, and bounded as a CorgiPile buffer's are.
+            let nnz = (all.nnz() + chunk.batch.offsets()[keep]) as u64;
+            tocpile::limits::check_decode_nnz(nnz, "non-zeros of the rows read into memory")
+                .map_err(|e| Failure::about(path, e))?;
+        }
         for (cols, vals) in chunk.batch.rows().take(keep) {
-            all.push_row(cols, vals)?;
+            all.push_row(cols, vals)
+                .map_err(|e| Failure::about(path, e))?;
         }
         labels.extend_from_slice(&chunk.labels[..keep]);
         bar.set_position(all.n_rows() as u64);

@@ -13,7 +13,6 @@ mod encode;
 mod evaluate;
 mod input;
 mod measure;
-mod misuse;
 #[cfg(feature = "mpi")]
 mod mpi;
 mod output;
@@ -48,6 +47,19 @@ impl Failure {
             Failure(message)
         } else {
             Failure(format!("{name}: {message}"))
+        }
+    }
+}
+
+impl Failure {
+    /// A library error of a run reading `path`: one that names no file
+    /// (memory refused, a limit on what is held at once) is about it.
+    pub fn of_run(path: &std::path::Path, error: tocpile::Error) -> Self {
+        match error {
+            tocpile::Error::OutOfMemory { .. } | tocpile::Error::LimitExceeded { .. } => {
+                Failure::about(path, error)
+            }
+            other => other.into(),
         }
     }
 }
@@ -106,6 +118,10 @@ struct Cli {
     /// while training).
     #[arg(long, global = true, value_name = "N")]
     max_params: Option<u64>,
+    /// Replace an output file that is read-only (without --force such a
+    /// file is refused: an atomic rename would ignore its mode).
+    #[arg(long, global = true)]
+    force: bool,
 }
 
 /// The commands. A new one is a variant here, its arguments struct, and
@@ -163,6 +179,7 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(1);
     }
+    output::set_force(cli.force);
     let defaults = tocpile::limits::limits();
     tocpile::limits::set_limits(tocpile::limits::Limits {
         max_page_nnz: cli.max_page_nnz.unwrap_or(defaults.max_page_nnz),

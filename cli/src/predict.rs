@@ -81,10 +81,10 @@ fn lines(p: &Predictions, first: u64, args: &PredictArgs, labelled: bool, out: &
 }
 
 pub fn run(args: &PredictArgs) -> Outcome {
-    // Written at the end: checked first.
-    if let Some(path) = &args.output {
-        tocpile::atomic::check_writable(path)?;
-    }
+    // Written at the end: checked first (crate::output's rule).
+    let outputs: Vec<(&str, &std::path::Path)> =
+        args.output.iter().map(|p| ("-o", p.as_path())).collect();
+    crate::output::check(&[&args.model, &args.file], &outputs)?;
     let model = Model::load(&args.model)?;
     let dataset = Arc::new(crate::input::open_dataset(&args.file)?);
     let context = |e: tocpile::Error| {
@@ -105,7 +105,7 @@ pub fn run(args: &PredictArgs) -> Outcome {
         }
     }
     match &args.output {
-        Some(path) => Ok(tocpile::atomic::write(path, &out)?),
+        Some(path) => Ok(crate::output::write_file(path, &out)?),
         None => emit(&String::from_utf8(out).expect("UTF-8")),
     }
 }

@@ -99,9 +99,10 @@ pub struct DatasetRatios {
 
 pub fn run(args: &RatioArgs) -> Outcome {
     // Written after every measurement: checked first.
-    if let Some(svg) = &args.plot {
-        tocpile::atomic::check_writable(svg)?;
-    }
+    let inputs: Vec<&std::path::Path> = args.inputs.iter().map(PathBuf::as_path).collect();
+    let outputs: Vec<(&str, &std::path::Path)> =
+        args.plot.iter().map(|p| ("--plot", p.as_path())).collect();
+    crate::output::check(&inputs, &outputs)?;
     // A 4-row file with column 6,000,000 has 192 MB dense batches, which
     // the compressed formats hold about four times over: bounded by what
     // the process may allocate, they are skipped rather than aborting it.

@@ -46,7 +46,7 @@ pub struct Run {
 }
 
 pub fn run(args: &TrainArgs) -> Outcome {
-    checks::outputs(args.save.as_deref(), args.plot.as_deref())?;
+    checks::outputs(args)?;
     if let Some(outcome) = distributed::train(args) {
         return outcome;
     }
@@ -98,7 +98,7 @@ pub fn run(args: &TrainArgs) -> Outcome {
     let held_out = prepared.holdout().is_some();
     let fitted = fit(args, prepared, &table)?;
     if let (Some(path), Some(first)) = (&args.save, fitted.first()) {
-        first.model.save(path)?;
+        crate::output::save_model(&first.model, path)?;
     }
     let runs: Vec<Run> = fitted
         .into_iter()
@@ -267,7 +267,7 @@ fn fit(args: &TrainArgs, prepared: Prepared, table: &Table) -> Result<Vec<Fitted
         bar.set_message(format!("{strategy}: epoch {epoch} of {epochs}"));
     });
     bar.finish_and_clear();
-    let fitted = fitted?;
+    let fitted = fitted.map_err(|e| Failure::of_run(&args.file, e))?;
     printed?;
     Ok(fitted)
 }
@@ -334,6 +334,14 @@ pub(crate) fn buffer_phrase<S: tocpile::dataset::Source>(
             c.memory >> 20
         ),
         (false, Some(f)) => format!("{f} ({} blocks as {})", c.blocks, c.rows),
+        // Within the memory budget, the decoded rows are past the decode
+        // budget's (the library buffers a fraction then).
+        (false, None) if c.whole_bytes <= c.memory as u64 => format!(
+            "0.1 ({} blocks as {}; the whole file's non-zeros exceed --max-decode-nnz {})",
+            c.blocks,
+            c.rows,
+            tocpile::limits::limits().max_decode_nnz
+        ),
         (false, None) => format!(
             "0.1 ({} blocks as {}; the whole file's {} exceed the {} MiB budget)",
             c.blocks,

@@ -20,11 +20,12 @@ use tocpile::ingest::arrow::arrow_array::{
 };
 use tocpile::SparseBatch;
 
-/// `../shared/data/NAME.*` beside the checkout (mushrooms: the copy in
-/// `data/` if shared is missing).
+/// `NAME.*` in the shared data directory (`../shared/data` beside the
+/// checkout: `tocpile_bench_data::shared_data_dir`; mushrooms: the copy
+/// in `data/` if shared is missing).
 fn shared(name: &str, ext: &str) -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let path = root.join("../shared/data").join(format!("{name}.{ext}"));
+    let path = tocpile_bench_data::shared_data_dir().join(format!("{name}.{ext}"));
     if path.exists() {
         return path;
     }

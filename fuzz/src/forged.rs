@@ -8,10 +8,13 @@
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use tocpile::dataset::Dataset;
 use tocpile::limits::{set_limits, Limits};
-use tocpile::{EncodeOptions, Encoder};
+use tocpile::{EncodeOptions, Encoder, SparseBatch};
 
-use crate::forge::{bomb_batch, dataset_versioned, float_labels, int_labels, Claims};
-use crate::{arbitrary_batch, arbitrary_options};
+use crate::forge::{
+    bomb_batch, dataset_versioned, float_labels, int_labels, shared_section, with_footer_sections,
+    Claims,
+};
+use crate::{arbitrary_batch, arbitrary_options, mutate};
 
 /// Limits low enough that any allocation the policy misses stands out
 /// under libFuzzer's `-malloc_limit_mb` (a page may decode to 4M
@@ -201,4 +204,107 @@ pub fn read_everything(file: Vec<u8>) -> Option<Dataset<Vec<u8>>> {
         let _ = e.to_string();
     }
     Some(ds)
+}
+
+/// A version-4 file generated from arbitrary rows as the writer lays it
+/// out (one segment whose dictionary the pages are coded against, as
+/// compact pages, in blocks), then mutated as a whole: the dictionary's
+/// bytes and every page's bytes and row count, the lengths and every
+/// checksum recomputed (by the forge) so that the mutations reach the
+/// decoders rather than a checksum. Returns the file and, when nothing
+/// was mutated, the rows it must decode to.
+pub fn arbitrary_v4_file(u: &mut Unstructured<'_>) -> Result<(Vec<u8>, Option<SparseBatch>)> {
+    let generated = arbitrary_batch(u, 64, 32)?;
+    let rows = generated.batch;
+    let mut encoder = Encoder::new(EncodeOptions::default());
+    let Ok(Some(model)) = encoder.learn_segment_in(&rows, true) else {
+        return Err(libfuzzer_sys::arbitrary::Error::IncorrectFormat);
+    };
+    let page_rows = u.int_in_range(1usize..=16)?;
+    let mut dict = model.dict().as_bytes().to_vec();
+    let mut pages = Vec::new();
+    for start in (0..rows.n_rows()).step_by(page_rows) {
+        let batch = rows.slice_rows(start..(start + page_rows).min(rows.n_rows()));
+        let Ok(page) = encoder.encode_shared(&batch, &model) else {
+            return Err(libfuzzer_sys::arbitrary::Error::IncorrectFormat);
+        };
+        pages.push((batch.n_rows() as u64, page.into_bytes()));
+    }
+    // What to mutate: the dictionary, pages, row counts (bits 0 to 2).
+    let what = u.int_in_range(0u8..=7)?;
+    let mut mutated = false;
+    if what & 1 != 0 {
+        mutate(&mut dict, u)?;
+        mutated = true;
+    }
+    if what & 2 != 0 && !pages.is_empty() {
+        let k = u.choose_index(pages.len())?;
+        mutate(&mut pages[k].1, u)?;
+        mutated = true;
+    }
+    if what & 4 != 0 && !pages.is_empty() {
+        let k = u.choose_index(pages.len())?;
+        pages[k].0 = u.int_in_range(0u64..=64)?;
+        mutated = true;
+    }
+    let labelled: Vec<(u64, Vec<u8>, Vec<u8>)> = pages
+        .into_iter()
+        .map(|(n, payload)| {
+            // Two classes where the page has two rows (a dictionary holds
+            // at most one value a row).
+            let values: &[i64] = if n >= 2 { &[0, 1] } else { &[0] };
+            let ids: Vec<u64> = (0..n).map(|i| i % values.len() as u64).collect();
+            (n, int_labels(values, &ids), payload)
+        })
+        .collect();
+    let claims = Claims {
+        n_cols: rows.n_cols() as u64,
+        n_rows: labelled.iter().map(|p| p.0).sum(),
+        nnz: rows.nnz() as u64,
+    };
+    let per_block = u.int_in_range(1usize..=4)?;
+    let n_blocks = labelled.len().div_ceil(per_block) as u64;
+    let file = dataset_versioned(9, 4, &labelled, per_block, claims);
+    let file = with_footer_sections(&file, &shared_section(&[(n_blocks, dict)]));
+    Ok((file, (!mutated).then_some(rows)))
+}
+
+/// Every path that reads a whole file's pages, on `file` (a dataset in
+/// memory): [`read_everything`] (each page decoded in full, `verify`),
+/// then each block's pages held at once (`Block::pages`, decode trees),
+/// packed as the loader keeps them and decoded again from the packed
+/// bytes. Errors are expected, a panic is a bug. Returns every row
+/// decoded from the packed blocks, if every block packed.
+pub fn read_packed(file: Vec<u8>) -> Option<SparseBatch> {
+    let ds = read_everything(file)?;
+    let mut all = SparseBatch::with_cols(ds.info().n_cols).ok()?;
+    let mut complete = true;
+    let mut decoder = tocpile::dataset::PageDecoder::new();
+    for b in 0..ds.n_blocks() {
+        let Ok(block) = ds.read_block(b) else {
+            complete = false;
+            continue;
+        };
+        if let Ok(pages) = block.pages() {
+            for page in &pages {
+                let _ = page.batch().try_decode();
+            }
+        }
+        let Ok(packed) = block.pack() else {
+            complete = false;
+            continue;
+        };
+        for j in 0..packed.n_pages() {
+            if packed.decode_page(j, &mut decoder).is_err() {
+                complete = false;
+                continue;
+            }
+            for i in 0..decoder.n_rows() {
+                let (s, e) = decoder.row_range(i);
+                let pushed = all.push_row(&decoder.cols()[s..e], &decoder.vals()[s..e]);
+                assert!(pushed.is_ok(), "a validated page decodes to valid rows");
+            }
+        }
+    }
+    complete.then_some(all)
 }

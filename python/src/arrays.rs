@@ -313,6 +313,11 @@ impl CsrParts {
         self.indptr.len() - 1
     }
 
+    /// Entries held.
+    pub(crate) fn nnz(&self) -> usize {
+        self.data.len()
+    }
+
     /// Removes the first `k` rows (all when there are fewer) and returns
     /// them; the rest stay, renumbered.
     pub(crate) fn take_front(&mut self, k: usize) -> tocpile::Result<CsrParts> {

@@ -63,13 +63,29 @@ pub(crate) fn push_pages(
     for page in pages {
         match page.batch().as_toc() {
             Some(toc) => {
-                toc.tree().decode_into(scratch);
+                toc.tree().try_decode_into(scratch)?;
                 parts.push(scratch)?;
             }
-            None => parts.push(&page.batch().decode())?,
+            None => parts.push(&page.batch().try_decode()?)?,
         }
     }
     Ok(())
+}
+
+/// `error` about the file `path` when it names none (memory refused, a
+/// limit on what is held at once).
+fn in_file(path: &std::path::Path, error: tocpile::Error) -> tocpile::Error {
+    match error {
+        tocpile::Error::OutOfMemory { .. } | tocpile::Error::LimitExceeded { .. } => {
+            tocpile::Error::InFile {
+                path: path.display().to_string(),
+                section: String::new(),
+                offset: 0,
+                error: Box::new(error),
+            }
+        }
+        other => other,
+    }
 }
 
 /// `(X, y)` of decoded rows and labels: X a scipy CSR matrix, or a dense
@@ -257,22 +273,36 @@ impl PyDataset {
         )))
     }
 
-    /// Rows and labels of `blocks`, in that order.
+    /// Rows and labels of `blocks`, in that order. Every row is held at
+    /// once: what the pages decode to is within the limit on decoding
+    /// many pages at once (`max_decode_nnz`), each block's and all of
+    /// them, as the command line's readers of rows are.
     fn gather(&self, py: Python<'_>, blocks: Vec<usize>) -> PyResult<(CsrParts, Vec<f64>)> {
         let ds = &self.inner;
-        py.detach(|| {
+        crate::detached(py, || {
+            let in_file = |error: tocpile::Error| in_file(ds.path(), error);
             let mut parts = CsrParts::new(ds.info().n_cols);
             let mut labels = Vec::new();
             let mut scratch = SparseBatch::default();
             for block in ds.prefetch(blocks, 2)? {
                 let block = block?;
-                push_pages(&block.pages()?, &mut parts, &mut scratch)?;
-                arrays::reserve(&mut labels, block.labels().len(), "labels")?;
+                let pages = block.pages()?;
+                let nnz: u64 = pages
+                    .iter()
+                    .filter_map(|p| p.batch().as_toc())
+                    .map(|t| t.tree().decoded_nnz())
+                    .sum();
+                tocpile::limits::check_decode_nnz(
+                    parts.nnz() as u64 + nnz,
+                    "non-zeros of the rows read into memory",
+                )
+                .map_err(in_file)?;
+                push_pages(&pages, &mut parts, &mut scratch).map_err(in_file)?;
+                arrays::reserve(&mut labels, block.labels().len(), "labels").map_err(in_file)?;
                 labels.extend_from_slice(block.labels());
             }
             Ok((parts, labels))
         })
-        .py_err()
     }
 }
 
@@ -411,16 +441,12 @@ impl PyDataset {
     }
 
     /// Reads every block and validates every page (checksums, then the
-    /// full decoder checks); raises `TocError` naming the first bad one.
+    /// full decoder checks, each block's pages within the limit on
+    /// decoding many pages at once) and the footer's totals, as `tocpile
+    /// inspect` does; raises `TocError` naming the first bad one.
     fn verify(&self, py: Python<'_>) -> PyResult<()> {
         let ds = &self.inner;
-        py.detach(|| {
-            for b in 0..ds.n_blocks() {
-                ds.read_block(b)?.pages()?;
-            }
-            Ok(())
-        })
-        .py_err()
+        crate::detached(py, || ds.verify(|_| {}))
     }
 
     fn __len__(&self) -> usize {

@@ -10,8 +10,13 @@
 //! carrying the library's message; I/O errors become `OSError` (or its
 //! `FileNotFoundError` / `PermissionError` subclasses) with the same
 //! message; an allocation the system refuses becomes `MemoryError` (every
-//! allocation sized by user input is fallible, never an abort). Long-running calls (kernels, encoding, reading, training,
-//! waiting for the loader) release the GIL.
+//! allocation sized by user input is fallible, never an abort). A limit
+//! of the resource policy names `tocpile.set_limits(...)`, which raises
+//! it ([`limits`]). A panic (a bug) in a call that reads a file becomes
+//! `TocError` saying so, never `pyo3_runtime.PanicException` (which
+//! `except Exception` does not catch: [`detached`]). Long-running calls
+//! (kernels, encoding, reading, training, waiting for the loader)
+//! release the GIL.
 
 use pyo3::create_exception;
 use pyo3::exceptions::{
@@ -24,10 +29,13 @@ mod batch;
 mod bench;
 mod dataset;
 mod epoch_iter;
+mod limits;
 mod loader;
 mod model;
 mod predict;
 mod train;
+
+pub(crate) use limits::detached;
 
 create_exception!(
     _tocpile,
@@ -40,10 +48,14 @@ create_exception!(
 
 /// Converts a library error into the Python exception that fits it.
 pub(crate) fn to_py(e: tocpile::Error) -> PyErr {
-    let message = e.to_string();
+    let mut message = e.to_string();
     let mut inner = &e;
     while let tocpile::Error::InFile { error, .. } = inner {
         inner = error;
+    }
+    if let tocpile::Error::LimitExceeded { raise, .. } = inner {
+        // Say how to raise it from Python, not from the command line.
+        message = message.replace(raise, &limits::raise_in_python(raise));
     }
     match inner {
         tocpile::Error::Io { kind, .. } => match kind {
@@ -80,5 +92,7 @@ fn _tocpile(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(train::train, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::_encode_csv, m)?)?;
     m.add_function(wrap_pyfunction!(bench::bench_kernels, m)?)?;
+    m.add_function(wrap_pyfunction!(limits::set_limits, m)?)?;
+    m.add_function(wrap_pyfunction!(limits::limits, m)?)?;
     Ok(())
 }

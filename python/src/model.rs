@@ -272,7 +272,7 @@ impl PyModel {
     ) -> PyResult<Bound<'py, PyDict>> {
         let ds = dataset_of(py, path)?;
         let model = &self.model;
-        let report = py.detach(|| evaluate_all(model, &ds)).py_err()?;
+        let report = crate::detached(py, || evaluate_all(model, &ds))?;
         let d = PyDict::new(py);
         d.set_item("rows", report.rows)?;
         d.set_item("loss", report.loss)?;

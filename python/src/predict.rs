@@ -471,7 +471,10 @@ fn paged_scores(py: Python<'_>, model: &Model, x: &Bound<'_, PyAny>) -> PyResult
 /// parallel).
 fn dataset_scores(py: Python<'_>, model: &Model, ds: &PyDataset) -> PyResult<Vec<f64>> {
     let ds = &ds.inner;
-    py.detach(|| -> tocpile::Result<Vec<f64>> {
+    model
+        .check_schema(ds.info().n_cols, &ds.info().schema)
+        .py_err()?;
+    crate::detached(py, || -> tocpile::Result<Vec<f64>> {
         let mut out = Vec::new();
         for p in model.predict_dataset(ds)? {
             let p = p?;
@@ -482,5 +485,4 @@ fn dataset_scores(py: Python<'_>, model: &Model, ds: &PyDataset) -> PyResult<Vec
         }
         Ok(out)
     })
-    .py_err()
 }

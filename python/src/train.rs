@@ -260,13 +260,14 @@ pub(crate) fn train(
     if let Some(fraction) = holdout {
         trainer = trainer.holdout(fraction);
     }
-    let (prepared, warnings) = py
-        .detach(|| {
-            let prepared = trainer.prepare(&dataset)?;
+    // Guarded: a panic (a bug) is a catchable error, not
+    // pyo3_runtime.PanicException.
+    let (prepared, warnings) = crate::limits::guarded(py, || {
+        let prepared_and_warnings = trainer.prepare(&dataset).and_then(|prepared| {
             let warnings = prepared.warnings()?;
             Ok((prepared, warnings))
-        })
-        .map_err(|e| match e {
+        });
+        prepared_and_warnings.map_err(|e| match e {
             tocpile::Error::EmptySplit {
                 fraction,
                 train_rows,
@@ -277,9 +278,10 @@ pub(crate) fn train(
                 dataset.path().display()
             )),
             other => crate::to_py(other),
-        })?;
+        })
+    })?;
     warn(py, &warnings)?;
-    let fitted = py.detach(|| prepared.fit(|_, _| {})).py_err()?;
+    let fitted = crate::detached(py, || prepared.fit(|_, _| {}))?;
     let fitted = fitted.into_iter().next().expect("a model per strategy");
     Ok(PyModel::new(fitted.model, fitted.reports))
 }

@@ -30,7 +30,7 @@ def test_python_readme_examples_run(tmp_path, monkeypatch, capsys):
     pytest.importorskip("sklearn")
     text = (REPO / "python" / "README.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    assert len(blocks) == 6
+    assert len(blocks) == 7
     monkeypatch.chdir(tmp_path)
     fake_torch.install(monkeypatch)
     namespace = {}

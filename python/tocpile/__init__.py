@@ -27,7 +27,9 @@ Errors of the library raise :class:`TocError` (a ``ValueError``) with the
 library's message, naming the file, block, page, row or byte offset; I/O
 errors raise ``OSError`` (``FileNotFoundError``, ...); bad arrays (a wrong
 dtype, a non-contiguous kernel operand, a NaN label) raise ``ValueError``;
-an allocation the system refuses raises ``MemoryError``.
+an allocation the system refuses raises ``MemoryError``. Sizes a file
+asks for that its bytes do not back are limited: :func:`set_limits`
+raises the limits for trusted files (:func:`limits` shows them).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ from ._tocpile import (
     _bench_kernels,
     _encode_csv,
     _Writer,
+    limits,
+    set_limits,
     train,
 )
 
@@ -56,6 +60,8 @@ __all__ = [
     "TocBatch",
     "TocError",
     "encode",
+    "limits",
+    "set_limits",
     "train",
 ]
 

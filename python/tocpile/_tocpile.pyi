@@ -200,3 +200,11 @@ def train(
 def _bench_kernels(
     batch: TocBatch, calls: int = 1000, rounds: int = 5, p: int = 20
 ) -> Dict[str, float]: ...
+def set_limits(
+    *,
+    max_page_nnz: Optional[int] = None,
+    max_decode_nnz: Optional[int] = None,
+    max_cols: Optional[int] = None,
+    max_params: Optional[int] = None,
+) -> None: ...
+def limits() -> Dict[str, int]: ...

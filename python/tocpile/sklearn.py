@@ -285,6 +285,25 @@ class TocClassifier(ClassifierMixin, _TocEstimator):
         return self.classes_[np.argmax(scores, axis=1)]
 
 
+def _unit(y: np.ndarray) -> float:
+    """max |y|, or 1 for no or all-zero targets."""
+    unit = float(np.max(np.abs(y))) if y.size else 0.0
+    return unit if unit > 0 else 1.0
+
+
+def _moments(y: np.ndarray):
+    """Mean and standard deviation (1 when 0) of finite targets `y`.
+    Where the plain sums overflow (targets near 1.7e308: the mean was
+    inf, then "the label of row 0 is NaN"), in units of max |y|: both
+    are then finite, as |mean| and the deviation are at most max |y|."""
+    mean, spread = float(np.mean(y)), float(np.std(y))
+    if not (np.isfinite(mean) and np.isfinite(spread)):
+        unit = _unit(y)
+        mean = float(np.mean(y / unit)) * unit
+        spread = float(np.std(y / unit)) * unit
+    return mean, (spread if spread > 0 else 1.0)
+
+
 class TocRegressor(RegressorMixin, _TocEstimator):
     """Least-squares linear regression (``model="linreg"``) trained by
     mini-batch SGD on TOC-compressed rows; the targets are standardized
@@ -324,11 +343,21 @@ class TocRegressor(RegressorMixin, _TocEstimator):
         X, y = _validate_data(self, X, y, accept_sparse=["csr", "csc", "coo"],
                               dtype=np.float64, y_numeric=True, reset=first)
         X, y = _repeat_by_weight(X, y, sample_weight, X.shape[0])
-        if first:
-            self.y_mean_ = float(np.mean(y))
-            spread = float(np.std(y))
-            self.y_scale_ = spread if spread > 0 else 1.0
-        targets = (y - self.y_mean_) / self.y_scale_
+        with np.errstate(over="ignore", invalid="ignore"):
+            if first:
+                self.y_mean_, self.y_scale_ = _moments(y)
+            targets = (y - self.y_mean_) / self.y_scale_
+            if not np.all(np.isfinite(targets)):
+                # Finite targets near 1.7e308: y - mean overflows, but not
+                # in units of max |y|.
+                unit = _unit(y)
+                targets = (y / unit - self.y_mean_ / unit) / (self.y_scale_ / unit)
+        if not np.all(np.isfinite(targets)):
+            raise ValueError(
+                f"y: standardized with mean {self.y_mean_} and standard deviation "
+                f"{self.y_scale_} (from the first fit), the targets overflow a float64: "
+                "rescale y"
+            )
         self._train(X, targets, "linreg", None, epochs, self._init_model(not first))
         return self
 

@@ -123,7 +123,10 @@ impl CodeBatchBuilder {
     ///
     /// # Errors
     /// [`Error::OutOfMemory`](crate::Error::OutOfMemory) for a map or an
-    /// array the system refuses.
+    /// array the system refuses;
+    /// [`Error::LimitExceeded`](crate::Error::LimitExceeded) for rows
+    /// written out past the decode budget
+    /// ([`check_batch_nnz`](crate::limits::check_batch_nnz)).
     pub(crate) fn build(
         &mut self,
         batch: &mut CodeBatch,
@@ -315,6 +318,9 @@ impl CodeBatchBuilder {
         entries: u64,
         rows: &mut RowsOut,
     ) -> Result<()> {
+        // The batch's rows decoded: the decode budget's, as a buffer's
+        // (code rows can name far more entries than they take).
+        crate::limits::check_batch_nnz(entries)?;
         let nnz = entries as usize;
         rows.offsets.clear();
         rows.cols.clear();

@@ -150,6 +150,7 @@ pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
     let version = r.u8("version")?;
     if version == 0 || version > VERSION {
         return Err(Error::UnsupportedVersion {
+            what: "TOC batch format",
             found: version,
             supported: VERSION,
         });
@@ -251,6 +252,7 @@ pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
     };
     if r.remaining() > 0 {
         return Err(Error::TrailingBytes {
+            what: "the batch's last section (its codes, or pairs of a flat batch)",
             offset: r.offset(),
             len: r.remaining(),
         });
@@ -321,6 +323,7 @@ fn shared_layout(
 ) -> Result<Layout> {
     if r.remaining() > 0 {
         return Err(Error::TrailingBytes {
+            what: "the page's codes",
             offset: r.offset(),
             len: r.remaining(),
         });

@@ -82,6 +82,7 @@ impl SharedDict {
         let keys = read_packed(&mut r, "shared node keys", false)?;
         if r.remaining() > 0 {
             return Err(Error::TrailingBytes {
+                what: "the shared dictionary's node keys",
                 offset: r.offset(),
                 len: r.remaining(),
             });

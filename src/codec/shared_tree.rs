@@ -68,93 +68,89 @@ impl DecodeTree {
         self.n_cols = t.n_cols;
         self.zeros_possible = false;
         self.flat = false;
+        let mut scratch = SharedScratch::take();
+        let built = self.build_shared_in(pages, t, &mut scratch);
+        if built.is_err() {
+            scratch.reset_after_error();
+        }
+        SharedScratch::give(scratch);
+        built
+    }
+
+    /// [`build_shared_pages`](Self::build_shared_pages) with the thread's
+    /// scratch: on success, every entry of `s.map` it set is zero again;
+    /// on error, the caller resets them ([`SharedScratch::reset_after_error`]).
+    fn build_shared_in(
+        &mut self,
+        pages: &[(&[u8], &Layout)],
+        t: &DecodeTree,
+        s: &mut SharedScratch,
+    ) -> Result<()> {
         let n_shared = t.parent.len();
         let mut loc = std::mem::take(&mut self.scratch);
-        let mut map = std::mem::take(&mut self.shared_map);
-        let mut list = std::mem::take(&mut self.shared_list);
         loc.clear();
-        list.clear();
-        if map.len() < n_shared {
-            let more = n_shared - map.len();
-            if let Err(e) = try_reserve(&mut map, more, "a page's shared nodes") {
+        s.list.clear();
+        s.pairs.clear();
+        s.created.clear();
+        if s.map.len() < n_shared {
+            let more = n_shared - s.map.len();
+            let grown = try_reserve(&mut s.map, more, "a thread's map of shared nodes");
+            if let Err(e) = grown {
                 self.scratch = loc;
-                self.shared_map = map;
-                self.shared_list = list;
                 return Err(e);
             }
-            map.resize(n_shared, 0);
+            s.map.resize(n_shared, 0);
         }
         // Where each page's codes and node records start (only for more
         // than one page: a single page's are the whole arrays).
         let mut bounds: Vec<(usize, usize)> = Vec::new();
-        let checked = self.check_pages(pages, t, &mut loc, &mut map, &mut list, &mut bounds);
-        let nnz = match checked {
+        let checked = self.check_pages(pages, t, &mut loc, &mut s.map, &mut s.list, &mut bounds);
+        let placed = checked.and_then(|nnz| {
+            s.place(t)?;
+            Ok(nnz)
+        });
+        let nnz = match placed {
             Ok(nnz) => nnz,
             Err(e) => {
-                for &n in &list {
-                    map[n as usize] = 0;
-                }
                 self.scratch = loc;
-                self.shared_map = map;
-                self.shared_list = list;
                 return Err(e);
             }
         };
-        // Compact ids: the pairs the page's nodes use (first-layer nodes
-        // and keys), in first-use order, then the shared nodes it uses and
-        // their ancestors, each after its parent (no sort: a walk up from
-        // each used node stops at the first node already placed).
-        let n_first = t.pair_cols.len();
-        let mut pairs = std::mem::take(&mut self.shared_pairs);
-        let mut created = std::mem::take(&mut self.shared_created);
-        let mut stack = std::mem::take(&mut self.shared_stack);
-        pairs.clear();
-        created.clear();
-        let placed = |v: u32| v != 0 && v != UNASSIGNED;
-        for &n in &list {
-            stack.clear();
-            let mut m = n as usize;
-            while m != 0 && !placed(map[m]) {
-                stack.push(m as u32);
-                m = t.parent[m] as usize;
-            }
-            for &m in stack.iter().rev() {
-                let m = m as usize;
-                if m < n_first {
-                    pairs.push(m as u32);
-                    map[m] = pairs.len() as u32;
-                    continue;
-                }
-                let k = t.key[m] as usize;
-                if !placed(map[k]) {
-                    pairs.push(k as u32);
-                    map[k] = pairs.len() as u32;
-                }
-                created.push(m as u32);
-                map[m] = CREATED | created.len() as u32;
-            }
-        }
-        let n_pairs = pairs.len() as u32;
-        for (i, &m) in created.iter().enumerate() {
-            map[m as usize] = n_pairs + 1 + i as u32;
-        }
+        let SharedScratch {
+            map,
+            pairs,
+            created,
+            ..
+        } = s;
+        let used_local = loc.chunks_exact(LOCAL).filter(|l| l[4] != 0).count();
+        let n_nodes = 1 + pairs.len() + created.len() + used_local;
+        // The compact tree holds the ancestors of the shared nodes the
+        // pages use: bounded by the non-zeros they decode to, not by
+        // their bytes, so its arrays are allocated fallibly.
         self.pair_cols.clear();
         self.pair_vals.clear();
+        let reserved = try_reserve(&mut self.pair_cols, pairs.len() + 1, "a page's tree")
+            .and_then(|()| try_reserve(&mut self.pair_vals, pairs.len() + 1, "a page's tree"));
+        if let Err(e) = reserved {
+            self.scratch = loc;
+            return Err(e);
+        }
         self.pair_cols.push(0);
         self.pair_vals.push(0.0);
-        for &n in &pairs {
+        for &n in pairs.iter() {
             self.pair_cols.push(t.pair_cols[n as usize]);
             self.pair_vals.push(t.pair_vals[n as usize]);
         }
-        let used_local = loc.chunks_exact(LOCAL).filter(|l| l[4] != 0).count();
-        let n_nodes = 1 + pairs.len() + created.len() + used_local;
-        self.reset_first_layer(n_nodes);
+        if let Err(e) = self.try_reset_first_layer(n_nodes) {
+            self.scratch = loc;
+            return Err(e);
+        }
         let compact = |map: &[u32], n: u32| if n == 0 { 0 } else { map[n as usize] };
-        for &n in &created {
+        for &n in created.iter() {
             let n = n as usize;
-            self.parent.push(compact(&map, t.parent[n]));
-            self.key.push(compact(&map, t.key[n]));
-            self.first.push(compact(&map, t.first[n]));
+            self.parent.push(compact(map, t.parent[n]));
+            self.key.push(compact(map, t.key[n]));
+            self.first.push(compact(map, t.first[n]));
             self.depth.push(t.depth[n]);
         }
         // Each page's own nodes, page after page: a record's parent is a
@@ -199,15 +195,10 @@ impl DecodeTree {
                 };
             }
         }
-        for &n in pairs.iter().chain(&created) {
+        for &n in pairs.iter().chain(created.iter()) {
             map[n as usize] = 0;
         }
-        self.shared_pairs = pairs;
-        self.shared_created = created;
-        self.shared_stack = stack;
         self.scratch = loc;
-        self.shared_map = map;
-        self.shared_list = list;
         self.decoded_nnz = nnz;
         Ok(())
     }
@@ -375,6 +366,122 @@ impl DecodeTree {
         rows.materialize(t);
         Ok(())
     }
+}
+
+/// The scratch of the shared builds, one per thread and lent to each
+/// build, never kept by a tree: `map` is indexed by the nodes of a
+/// dictionary, so a map per tree made every resident page (and every
+/// page of a block built at once) cost its dictionary's size, however
+/// small the page (a 682 KB file of one-row pages asked for 2.5 MB a
+/// page, and census at one row a page took 7 times its memory at file
+/// version 2: issue 34). One map per thread costs a dictionary's size
+/// once, and a build touches only the entries of the nodes its pages
+/// use, resetting them after.
+#[derive(Debug, Default)]
+struct SharedScratch {
+    /// Compact id of each shared node the pages use (0: unused;
+    /// [`UNASSIGNED`] while checking; all zero between builds).
+    map: Vec<u32>,
+    /// The shared nodes the pages' codes name, in first-use order.
+    list: Vec<u32>,
+    /// The pairs (first-layer nodes and keys) and the created shared
+    /// nodes the pages use, in compact order.
+    pairs: Vec<u32>,
+    created: Vec<u32>,
+    /// A walk's stack.
+    stack: Vec<u32>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<SharedScratch> =
+        std::cell::RefCell::new(SharedScratch::default());
+}
+
+impl SharedScratch {
+    /// This thread's scratch (an empty one if it is lent out already).
+    fn take() -> SharedScratch {
+        SCRATCH
+            .try_with(|cell| cell.try_borrow_mut().map(|mut s| std::mem::take(&mut *s)))
+            .ok()
+            .and_then(|s| s.ok())
+            .unwrap_or_default()
+    }
+
+    /// Gives `self` back to the thread (its map all zero).
+    fn give(self) {
+        let _ = SCRATCH.try_with(|cell| {
+            if let Ok(mut s) = cell.try_borrow_mut() {
+                if s.map.len() <= self.map.len() {
+                    *s = self;
+                }
+            }
+        });
+    }
+
+    /// Zeroes every entry of `map` a failed build may have set.
+    fn reset_after_error(&mut self) {
+        for &n in self.list.iter().chain(&self.pairs).chain(&self.created) {
+            if let Some(m) = self.map.get_mut(n as usize) {
+                *m = 0;
+            }
+        }
+    }
+
+    /// Compact ids: the pairs the pages' nodes use (first-layer nodes
+    /// and keys), in first-use order, then the shared nodes they use and
+    /// their ancestors, each after its parent (no sort: a walk up from
+    /// each used node stops at the first node already placed). Shared
+    /// nodes get their final ids in `map`.
+    fn place(&mut self, t: &DecodeTree) -> Result<()> {
+        let n_first = t.pair_cols.len();
+        let SharedScratch {
+            map,
+            list,
+            pairs,
+            created,
+            stack,
+        } = self;
+        let placed = |v: u32| v != 0 && v != UNASSIGNED;
+        for &n in list.iter() {
+            stack.clear();
+            let mut m = n as usize;
+            while m != 0 && !placed(map[m]) {
+                push(stack, m as u32)?;
+                m = t.parent[m] as usize;
+            }
+            for &m in stack.iter().rev() {
+                let m = m as usize;
+                if m < n_first {
+                    push(pairs, m as u32)?;
+                    map[m] = pairs.len() as u32;
+                    continue;
+                }
+                let k = t.key[m] as usize;
+                if !placed(map[k]) {
+                    push(pairs, k as u32)?;
+                    map[k] = pairs.len() as u32;
+                }
+                push(created, m as u32)?;
+                map[m] = CREATED | created.len() as u32;
+            }
+        }
+        let n_pairs = pairs.len() as u32;
+        for (i, &m) in created.iter().enumerate() {
+            map[m as usize] = n_pairs + 1 + i as u32;
+        }
+        Ok(())
+    }
+}
+
+/// Pushes `value`, growing `v` fallibly: what the shared builds place is
+/// bounded by the non-zeros of the pages, not by their bytes.
+#[inline]
+fn push(v: &mut Vec<u32>, value: u32) -> Result<()> {
+    if v.len() == v.capacity() {
+        try_reserve(v, 1, "a page's tree")?;
+    }
+    v.push(value);
+    Ok(())
 }
 
 /// A version-3 page has its segment dictionary's columns (the first

@@ -70,15 +70,6 @@ pub struct DecodeTree {
     pub(crate) scratch: Vec<u32>,
     /// Decoded escape-coded elements (column gaps), scratch.
     pub(super) gaps: Vec<u64>,
-    /// Compact id of each shared node a version-3 page uses (0: unused;
-    /// all zero between builds), and the list of those nodes (scratch).
-    pub(super) shared_map: Vec<u32>,
-    pub(super) shared_list: Vec<u32>,
-    /// The pairs and created shared nodes a version-3 page uses, in
-    /// compact order, and a walk's stack (scratch).
-    pub(super) shared_pairs: Vec<u32>,
-    pub(super) shared_created: Vec<u32>,
-    pub(super) shared_stack: Vec<u32>,
 }
 
 impl DecodeTree {
@@ -132,11 +123,6 @@ impl DecodeTree {
             &self.codes,
             &self.row_starts,
             &self.scratch,
-            &self.shared_map,
-            &self.shared_list,
-            &self.shared_pairs,
-            &self.shared_created,
-            &self.shared_stack,
         ];
         4 * u32s.iter().map(|v| v.capacity()).sum::<usize>()
             + 8 * (self.pair_vals.capacity() + self.gaps.capacity())
@@ -348,7 +334,6 @@ impl DecodeTree {
     }
 
     pub(crate) fn reset_first_layer(&mut self, capacity: usize) {
-        let n_first = self.pair_cols.len();
         for v in [
             &mut self.parent,
             &mut self.key,
@@ -358,6 +343,29 @@ impl DecodeTree {
             v.clear();
             v.reserve(capacity);
         }
+        self.fill_first_layer();
+    }
+
+    /// [`reset_first_layer`](Self::reset_first_layer) for a tree whose
+    /// size the input's bytes do not bound (a page's part of a shared
+    /// dictionary): [`Error::OutOfMemory`] rather than an abort.
+    pub(crate) fn try_reset_first_layer(&mut self, capacity: usize) -> Result<()> {
+        for v in [
+            &mut self.parent,
+            &mut self.key,
+            &mut self.first,
+            &mut self.depth,
+        ] {
+            v.clear();
+            try_reserve(v, capacity, "a page's tree")?;
+        }
+        self.fill_first_layer();
+        Ok(())
+    }
+
+    /// The root and the first layer, in arrays cleared and reserved.
+    fn fill_first_layer(&mut self) {
+        let n_first = self.pair_cols.len();
         self.parent.resize(n_first, 0);
         self.key.extend(0..n_first as u32);
         self.first.extend(0..n_first as u32);

@@ -126,6 +126,7 @@ impl Block {
         }
         if r.remaining() > 0 {
             return Err(Error::TrailingBytes {
+                what: "the block's last page",
                 offset: r.offset(),
                 len: r.remaining(),
             });
@@ -160,21 +161,49 @@ impl Block {
     }
 
     /// Every page of the block, as by [`Block::page`], validated in
-    /// parallel across pages (rayon).
+    /// parallel across pages (rayon). The pages are held at once, so
+    /// what their TOC pages decode to is bounded as a block's decoded
+    /// rows are ([`Block::pack`]): a decode tree has at most a node per
+    /// non-zero, and pages each under the page limit add up (5,000
+    /// one-row pages of a shared dictionary's 131,072-node chain, 682
+    /// KB, asked for 10 GB of trees: issue 34).
     ///
     /// # Errors
-    /// The first failing page's error, as [`Block::page`].
+    /// The first failing page's error, as [`Block::page`];
+    /// [`Error::LimitExceeded`] (in an [`Error::InFile`] naming the
+    /// block) when the TOC pages decode to more than
+    /// [`Limits::max_decode_nnz`](crate::limits::Limits::max_decode_nnz)
+    /// together.
     pub fn pages(&self) -> Result<Vec<Page>> {
         use rayon::prelude::*;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let block_nnz = AtomicU64::new(0);
+        let page = |j: usize| -> Result<Page> {
+            let page = self.page(j)?;
+            if let Some(toc) = page.batch().as_toc() {
+                let nnz = toc.tree().decoded_nnz();
+                let total = block_nnz
+                    .fetch_add(nnz, Ordering::Relaxed)
+                    .saturating_add(nnz);
+                self.check_block_nnz(total)?;
+            }
+            Ok(page)
+        };
         if self.n_pages() < 2 {
             // Nothing to share: no hand-over to the pool.
-            return (0..self.n_pages()).map(|j| self.page(j)).collect();
+            return (0..self.n_pages()).map(page).collect();
         }
-        crate::parallel::install(|| {
-            (0..self.n_pages())
-                .into_par_iter()
-                .map(|j| self.page(j))
-                .collect()
+        crate::parallel::install(|| (0..self.n_pages()).into_par_iter().map(page).collect())
+    }
+
+    /// The non-zeros `total` of pages of the block held at once against
+    /// the decode budget, the error naming the block.
+    fn check_block_nnz(&self, total: u64) -> Result<()> {
+        crate::limits::check_block_nnz(total).map_err(|error| Error::InFile {
+            path: self.path.clone(),
+            section: format!("block {}", self.number),
+            offset: self.offset,
+            error: Box::new(error),
         })
     }
 
@@ -230,6 +259,30 @@ impl Block {
     /// # Errors
     /// As [`Block::page`], naming the block and page.
     pub fn pack(self) -> Result<PackedBlock> {
+        let packed = self.validate_pages()?;
+        Ok(PackedBlock::new(
+            (self.path, self.offset),
+            self.number,
+            (self.format, self.n_cols, self.labels_form, self.dict),
+            self.bytes,
+            packed,
+        ))
+    }
+
+    /// What [`pack`](Self::pack) checks, and the non-zeros the pages
+    /// decode to together, within
+    /// [`Limits::max_decode_nnz`](crate::limits::Limits::max_decode_nnz)
+    /// ([`Dataset::verify`](super::Dataset::verify)).
+    ///
+    /// # Errors
+    /// As `pack`.
+    pub(super) fn validated_nnz(&self) -> Result<u64> {
+        Ok(self.validate_pages()?.iter().map(|p| p.nnz).sum())
+    }
+
+    /// Validates every page as [`pack`](Self::pack) does and returns
+    /// the packed block's page index.
+    fn validate_pages(&self) -> Result<Vec<super::packed::PackedPage>> {
         let mut packed = Vec::with_capacity(self.pages.len());
         let mut tree = crate::formats::take_tree();
         let mut block_nnz = 0u64;
@@ -246,10 +299,7 @@ impl Block {
                     // Pages each in the page limit can add up to far
                     // more: the block's total is bounded too.
                     block_nnz = block_nnz.saturating_add(nnz);
-                    crate::limits::check_decode_nnz(
-                        block_nnz,
-                        "non-zeros one block's pages decode to",
-                    )?;
+                    crate::limits::check_block_nnz(block_nnz)?;
                     packed_page(span.rows, span.labels_at, span.payload.clone(), nnz)
                 });
                 packed.push(page.map_err(|error| self.page_error(j, error))?);
@@ -258,12 +308,7 @@ impl Block {
         });
         crate::formats::give_tree(tree);
         checked?;
-        Ok(PackedBlock::new(
-            self.number,
-            (self.format, self.n_cols, self.labels_form, self.dict),
-            self.bytes,
-            packed,
-        ))
+        Ok(packed)
     }
 
     fn page_error(&self, j: usize, error: Error) -> Error {

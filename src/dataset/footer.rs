@@ -44,6 +44,7 @@ pub(super) fn check_header(header: &[u8]) -> Result<u8> {
     let version = r.u8("version")?;
     if version == 0 || version > FILE_VERSION {
         return Err(Error::UnsupportedVersion {
+            what: "dataset file format",
             found: version,
             supported: FILE_VERSION,
         });
@@ -141,6 +142,7 @@ fn read_segments(r: &mut Reader<'_>, n_blocks: u64) -> Result<Vec<Segment>> {
     let version = r.u8("shared dictionaries version")?;
     if version != SEGMENTS_VERSION {
         return Err(Error::UnsupportedVersion {
+            what: "shared-dictionary section (SHRD)",
             found: version,
             supported: SEGMENTS_VERSION,
         });
@@ -286,7 +288,7 @@ pub(super) fn parse_footer(
         None
     };
     let label_mix = if at(&r, LabelMix::SECTION_MAGIC) {
-        Some(LabelMix::read(&mut r)?)
+        Some(LabelMix::read(&mut r, n_pages, n_rows)?)
     } else {
         None
     };
@@ -297,6 +299,7 @@ pub(super) fn parse_footer(
     };
     if r.remaining() > 0 {
         return Err(Error::TrailingBytes {
+            what: "the footer's last section",
             offset: r.offset(),
             len: r.remaining(),
         });

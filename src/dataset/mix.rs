@@ -69,8 +69,12 @@ impl LabelMix {
         out.extend_from_slice(&self.ratio.to_le_bytes());
     }
 
-    /// Reads the section (its magic already seen).
-    pub(crate) fn read(r: &mut Reader<'_>) -> Result<LabelMix> {
+    /// Reads the section (its magic already seen) of a file of `n_pages`
+    /// pages and `n_rows` rows (the footer's): at least 2 and at most
+    /// `n_pages` pages, and a ratio from 0 to `(n_rows - 1) / (pages -
+    /// 1)`, the most it can be (the between-page sum of squares is at
+    /// most the total's).
+    pub(crate) fn read(r: &mut Reader<'_>, n_pages: u64, n_rows: u64) -> Result<LabelMix> {
         r.magic(b"LMIX")?;
         let at = r.offset();
         let version = r.u8("label mix version")?;
@@ -82,15 +86,25 @@ impl LabelMix {
                 max: Self::VERSION.into(),
             });
         }
-        let pages = r.varint("label mix pages")?;
+        let pages_at = r.offset();
+        let pages = r.varint_max("label mix pages (at most the file's pages)", n_pages)?;
+        if pages < 2 {
+            return Err(Error::FieldBelowMinimum {
+                what: "label mix pages",
+                offset: pages_at,
+                value: pages,
+                min: 2,
+            });
+        }
         let ratio_at = r.offset();
         let ratio = f64::from_le_bytes(r.bytes(8, "label mix ratio")?.try_into().expect("8 bytes"));
-        if !(ratio.is_finite() && ratio >= 0.0) {
-            return Err(Error::FieldOutOfRange {
-                what: "label mix ratio (a finite number, at least 0)",
-                offset: ratio_at,
-                value: ratio.to_bits(),
-                max: f64::MAX.to_bits(),
+        // With a little slack for rounding in the writer's sums.
+        let most = n_rows.saturating_sub(1) as f64 / (pages - 1) as f64 * (1.0 + 1e-9);
+        if !(ratio.is_finite() && (0.0..=most).contains(&ratio)) {
+            return Err(Error::InvalidNumber {
+                what: format!("the label mix ratio at byte {ratio_at}"),
+                value: ratio,
+                expected: "a finite number from 0 to (rows - 1) / (pages - 1)",
             });
         }
         Ok(LabelMix { pages, ratio })
@@ -223,9 +237,34 @@ mod tests {
         };
         let mut out = Vec::new();
         mix.write(&mut out);
-        assert_eq!(LabelMix::read(&mut Reader::new(&out)).unwrap(), mix);
+        let read = |out: &[u8], pages, rows| LabelMix::read(&mut Reader::new(out), pages, rows);
+        assert_eq!(read(&out, 1234, 1 << 20).unwrap(), mix);
+        // More pages than the file, or a ratio above (rows - 1) / (pages - 1).
+        assert!(read(&out, 1233, 1 << 20).is_err());
+        assert!(read(&out, 1234, 4000).is_err());
         let last = out.len() - 1;
         out[last] = 0xff; // a NaN
-        assert!(LabelMix::read(&mut Reader::new(&out)).is_err());
+        assert!(read(&out, 1234, 1 << 20).is_err());
+    }
+
+    /// The bound readers check is the most the writer can measure: one
+    /// label a page, every page full, is (rows - 1) / (pages - 1).
+    #[test]
+    fn one_label_a_page_reaches_the_bound_the_readers_check() {
+        for (rows, page) in [(100usize, 50usize), (1000, 10), (12, 3), (5000, 1)] {
+            let labels: Vec<f64> = (0..rows).map(|i| (i / page % 2) as f64).collect();
+            let mix = {
+                let mut stats = MixStats::new();
+                labels.chunks(page).for_each(|c| stats.add_page(c));
+                stats.finish().unwrap()
+            };
+            let most = (rows - 1) as f64 / (mix.pages - 1) as f64;
+            assert!(mix.ratio <= most * (1.0 + 1e-9), "{rows} {page}: {mix:?}");
+            assert!(mix.ratio > 0.99 * most, "{rows} {page}: {mix:?}");
+            let mut out = Vec::new();
+            mix.write(&mut out);
+            let pages = rows.div_ceil(page) as u64;
+            LabelMix::read(&mut Reader::new(&out), pages, rows as u64).unwrap();
+        }
     }
 }

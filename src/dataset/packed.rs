@@ -45,6 +45,9 @@ pub(crate) struct PackedPage {
 /// resident form (see the module docs). Cheap to share (`Arc`).
 #[derive(Debug)]
 pub struct PackedBlock {
+    /// The file's path and the block's byte offset in it, for errors.
+    path: Box<str>,
+    offset: u64,
     number: usize,
     format: FormatKind,
     n_cols: usize,
@@ -62,6 +65,7 @@ impl PackedBlock {
     /// its rows, the byte offsets of its labels section and payload and
     /// its decoded non-zeros.
     pub(super) fn new(
+        (path, offset): (String, u64),
         number: usize,
         (format, n_cols, labels_form, dict): PageContext,
         bytes: Vec<u8>,
@@ -70,6 +74,8 @@ impl PackedBlock {
         let rows = pages.iter().map(|p| p.rows as usize).sum();
         let nnz = pages.iter().map(|p| p.nnz).sum();
         PackedBlock {
+            path: path.into_boxed_str(),
+            offset,
             number,
             format,
             n_cols,
@@ -114,7 +120,21 @@ impl PackedBlock {
     /// block's size in the file: this, not a decode tree, is what stays in
     /// memory.
     pub fn heap_bytes(&self) -> usize {
-        std::mem::size_of::<PackedBlock>() + self.bytes.len() + std::mem::size_of_val(&*self.pages)
+        std::mem::size_of::<PackedBlock>()
+            + self.path.len()
+            + self.bytes.len()
+            + std::mem::size_of_val(&*self.pages)
+    }
+
+    /// `error` of page `j`, naming the file, block and page (as
+    /// [`Block`](super::Block)'s errors do).
+    fn page_error(&self, j: usize, error: Error) -> Error {
+        Error::InFile {
+            path: self.path.to_string(),
+            section: format!("block {}, page {j}", self.number),
+            offset: self.offset + u64::from(self.pages[j].payload_at),
+            error: Box::new(error),
+        }
     }
 
     fn payload(&self, j: usize) -> &[u8] {
@@ -127,14 +147,20 @@ impl PackedBlock {
     /// its first validation made.
     ///
     /// # Errors
-    /// Only if the block was packed from bytes that were not validated
-    /// (never through [`Block::pack`](super::Block::pack)): the cheap
-    /// structure checks still run, as an [`Error::InFile`]-free error of
-    /// the codec.
+    /// [`Error::OutOfMemory`] if the system refuses the rows' memory;
+    /// otherwise only if the block was packed from bytes that were not
+    /// validated (never through [`Block::pack`](super::Block::pack)):
+    /// the cheap structure checks still run. Either in an
+    /// [`Error::InFile`] naming the file, block and page.
     ///
     /// # Panics
     /// If `j >= n_pages()`.
     pub fn decode_page(&self, j: usize, out: &mut PageDecoder) -> Result<()> {
+        self.decode_page_in(j, out)
+            .map_err(|error| self.page_error(j, error))
+    }
+
+    fn decode_page_in(&self, j: usize, out: &mut PageDecoder) -> Result<()> {
         let page = self.pages[j];
         let mut r = Reader::new(&self.bytes[page.labels_at as usize..]);
         read_labels(
@@ -232,11 +258,16 @@ impl PackedBlock {
     /// tree built, into a pooled tree).
     ///
     /// # Errors
-    /// As [`PackedBlock::decode_page`].
+    /// As [`PackedBlock::decode_page`] (a decode tree is allocated
+    /// fallibly where the page's bytes do not bound it).
     ///
     /// # Panics
     /// If `j >= n_pages()`.
     pub fn page(&self, j: usize) -> Result<Page> {
+        self.page_in(j).map_err(|error| self.page_error(j, error))
+    }
+
+    fn page_in(&self, j: usize) -> Result<Page> {
         let page = self.pages[j];
         let mut r = Reader::new(&self.bytes[page.labels_at as usize..]);
         let (mut labels, mut scratch) = (Vec::new(), Vec::new());

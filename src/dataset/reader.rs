@@ -40,7 +40,8 @@ impl Dataset {
     /// blocks can hold, or beyond the page limit of
     /// [`limits`](crate::limits), included); [`Error::ChecksumMismatch`]
     /// for a damaged footer; [`Error::TruncatedFile`] for a file that ends
-    /// before its trailer.
+    /// before its trailer, [`Error::BytesAfterEnd`] for one followed by
+    /// more bytes.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref().to_path_buf();
         let file = File::open(&path).map_err(|e| Error::io(&path, e))?;
@@ -100,18 +101,40 @@ impl<S: Source> Dataset<S> {
         let trailer = read_at(&source, &path, trailer_at, TRAILER_LEN)?;
         let (footer_at, crc) = match check_trailer(&trailer, trailer_at) {
             Ok(found) => found,
-            Err(error @ Error::BadMagic { .. }) => {
-                // No trailer: a file cut short says so, with its size.
-                if let Some(needed) = truncation::lower_bound(&source, len, (version, &trailer)) {
-                    return Err(Error::TruncatedFile {
-                        path: name,
-                        len,
-                        needed,
-                    });
+            Err(error) => {
+                // No trailer where the file ends: a file cut short says
+                // so, with its size; one whose whole trailer ends earlier,
+                // followed by more bytes, had something written after it.
+                // Anything else is a damaged trailer.
+                let bound = truncation::lower_bound(&source, len, (version, &trailer));
+                match bound {
+                    Some(needed) if needed > len && matches!(error, Error::BadMagic { .. }) => {
+                        return Err(Error::TruncatedFile {
+                            path: name,
+                            len,
+                            needed,
+                        });
+                    }
+                    // `needed` counts a trailer, so it is at least
+                    // TRAILER_LEN, but a hostile file gets no subtraction
+                    // on trust.
+                    Some(end) if end < len => {
+                        let whole_trailer = end.checked_sub(TRAILER_LEN).is_some_and(|at| {
+                            read_at(&source, &path, at, TRAILER_LEN)
+                                .is_ok_and(|t| check_trailer(&t, at).is_ok())
+                        });
+                        if whole_trailer {
+                            return Err(Error::BytesAfterEnd {
+                                path: name,
+                                end,
+                                len,
+                            });
+                        }
+                    }
+                    _ => {}
                 }
                 return Err(wrap("trailer", trailer_at)(error));
             }
-            Err(error) => return Err(wrap("trailer", trailer_at)(error)),
         };
         let footer = read_at(&source, &path, footer_at, trailer_at - footer_at)?;
         let found = crc32fast::hash(&footer);

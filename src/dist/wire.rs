@@ -201,6 +201,7 @@ fn header(r: &mut Reader<'_>, magic: [u8; 4]) -> Result<()> {
     match r.u8("version")? {
         VERSION => Ok(()),
         found => Err(Error::UnsupportedVersion {
+            what: "message format",
             found,
             supported: VERSION,
         }),
@@ -211,6 +212,7 @@ fn end(r: &Reader<'_>) -> Result<()> {
     match r.remaining() {
         0 => Ok(()),
         len => Err(Error::TrailingBytes {
+            what: "the message",
             offset: r.offset(),
             len,
         }),

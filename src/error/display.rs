@@ -18,12 +18,21 @@ impl fmt::Display for Error {
                 "truncated input: {what} at byte {offset} needs {needed} bytes, {available} left"
             ),
             Error::BadMagic { expected, found } => bad_magic(f, expected, found),
+            // A format's name ("CSR") is a word; a description ("a
+            // compact page or ...") is a phrase with its own article.
+            Error::WrongFormat { expected, found } if expected.contains(' ') => {
+                write!(f, "expected {expected}, found {found}")
+            }
             Error::WrongFormat { expected, found } => {
                 write!(f, "expected a {expected} page, found a {found} page")
             }
-            Error::UnsupportedVersion { found, supported } => write!(
+            Error::UnsupportedVersion {
+                what,
+                found,
+                supported,
+            } => write!(
                 f,
-                "unsupported format version {found} (this build reads up to {supported})"
+                "unsupported {what} version {found} (this build reads up to {supported})"
             ),
             Error::UnknownFlags { offset, flags } => {
                 write!(f, "unknown flags {flags:#010b} at byte {offset}")
@@ -63,8 +72,8 @@ impl fmt::Display for Error {
                 expected,
                 found,
             } => write!(f, "{what}: expected {expected}, found {found}"),
-            Error::TrailingBytes { offset, len } => {
-                write!(f, "{len} unexpected bytes after the batch at byte {offset}")
+            Error::TrailingBytes { what, offset, len } => {
+                write!(f, "{len} unexpected bytes after {what} at byte {offset}")
             }
             Error::CodeOutOfRange {
                 row,
@@ -280,6 +289,12 @@ impl fmt::Display for Error {
                 f,
                 "{path}: truncated at byte {len} of at least {needed}: the file ends before its trailer \
                  (a copy or write that did not complete)"
+            ),
+            Error::BytesAfterEnd { path, end, len } => write!(
+                f,
+                "{path}: {} bytes follow the file's end at byte {end}: something was written after \
+                 the file (as text sent to the same output); the first {end} bytes may be the file",
+                len.saturating_sub(*end)
             ),
         }
     }

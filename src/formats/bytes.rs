@@ -89,6 +89,7 @@ pub(super) fn read_header(bytes: &[u8], kind: FormatKind) -> Result<(Reader<'_>,
     let version = r.u8("version")?;
     if version != PAGE_VERSION {
         return Err(Error::UnsupportedVersion {
+            what: "page format",
             found: version,
             supported: PAGE_VERSION,
         });
@@ -103,6 +104,7 @@ pub(super) fn finish(r: &Reader<'_>) -> Result<()> {
     match r.remaining() {
         0 => Ok(()),
         len => Err(Error::TrailingBytes {
+            what: "the page's last array",
             offset: r.offset(),
             len,
         }),

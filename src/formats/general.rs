@@ -109,6 +109,7 @@ impl Codec {
                     let rest = dec.into_inner().len();
                     if rest > 0 {
                         return Err(Error::TrailingBytes {
+                            what: "the gzip member",
                             offset: start + packed.len() - rest,
                             len: rest,
                         });

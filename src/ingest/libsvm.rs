@@ -335,7 +335,13 @@ fn parse_line(line: &[u8], zero_based: bool, n_cols: usize, part: &mut Part) -> 
             ));
         }
         if col >= MAX_COLS as u64 {
-            return Err(Bad::new(offset, index_text, "an index below 2^32"));
+            // Column ids are u32: the largest index is 2^32 (1-based) or
+            // 2^32 - 1 (--zero-based).
+            let expected = match zero_based {
+                true => "an index of at most 4294967295 (2^32 - 1, as --zero-based)",
+                false => "an index of at most 4294967296 (2^32)",
+            };
+            return Err(Bad::new(offset, index_text, expected));
         }
         if col >= n_cols as u64 {
             return Err(Bad::new(

@@ -233,6 +233,12 @@ impl Table {
             self.ends.push(self.reader.position().byte());
             let fields = self.records[self.len].len();
             if fields != self.header.len() {
+                // A quote never closed takes the rest of the input into
+                // one field: say so, where the quote opens (the record's
+                // end is past the last line).
+                if let Some(error) = self.unclosed_quote(self.len) {
+                    return Err(error);
+                }
                 let at = if fields > self.header.len() {
                     At::Field(self.header.len())
                 } else {
@@ -250,6 +256,30 @@ impl Table {
             self.len += 1;
         }
         Ok(())
+    }
+
+    /// The error for current record `i` if it ends inside a quoted field
+    /// (at the end of the input: the `csv` crate closes it there).
+    fn unclosed_quote(&self, i: usize) -> Option<Error> {
+        let record = &self.records[i];
+        let pos = record.position()?;
+        let recorder = self.reader.get_ref();
+        let raw = &recorder.buf
+            [(pos.byte() - recorder.base) as usize..(self.ends[i] - recorder.base) as usize];
+        let open = unclosed_quote(raw, self.delimiter)?;
+        let before = &raw[..open];
+        let line_start = before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |p| p + 1);
+        let newlines = before.iter().filter(|&&b| b == b'\n').count() as u64;
+        Some(Error::Parse {
+            path: self.name.clone(),
+            line: pos.line() + newlines,
+            column: open - line_start + 1,
+            expected: "a closing quote (\") before the end of the input, for the field opened here",
+            found: shorten(&raw[open..]),
+        })
     }
 
     /// The current chunk's records.
@@ -350,6 +380,40 @@ fn scan(raw: &[u8], delimiter: u8, at: At) -> usize {
             field += 1;
         } else {
             return i;
+        }
+    }
+}
+
+/// Byte offset within `raw` (one record's text, as for [`scan`]) of the
+/// opening quote of a field that is never closed, if any.
+fn unclosed_quote(raw: &[u8], delimiter: u8) -> Option<usize> {
+    let mut i = 0;
+    while i < raw.len() && (raw[i] == b'\n' || raw[i] == b'\r') {
+        i += 1;
+    }
+    loop {
+        if raw.get(i) == Some(&b'"') {
+            let open = i;
+            i += 1;
+            loop {
+                match raw.get(i) {
+                    None => return Some(open),
+                    Some(b'"') if raw.get(i + 1) == Some(&b'"') => i += 2,
+                    Some(b'"') => {
+                        i += 1;
+                        break;
+                    }
+                    Some(_) => i += 1,
+                }
+            }
+        }
+        while i < raw.len() && raw[i] != delimiter && raw[i] != b'\n' && raw[i] != b'\r' {
+            i += 1;
+        }
+        if i < raw.len() && raw[i] == delimiter {
+            i += 1;
+        } else {
+            return None;
         }
     }
 }

@@ -685,6 +685,7 @@ impl CodeArena {
                 trace.push(head.row);
             }
             let w = &self.words[head.codes..];
+            crate::limits::check_batch_nnz((cols.len() + head.n) as u64)?;
             try_reserve(cols, head.n, ARENA)?;
             try_reserve(vals, head.n, ARENA)?;
             if self.widths.wide {
@@ -729,6 +730,10 @@ impl CodeArena {
             if self.widths.trace {
                 trace.push(head.row);
             }
+            // A pair code per entry: the batch's rows decoded, the decode
+            // budget's; grown fallibly past the average.
+            crate::limits::check_batch_nnz((codes.len() + head.n) as u64)?;
+            try_reserve(codes, head.n, ARENA)?;
             self.widths.codes_into(w, &head, codes);
             ends.push(codes.len() as u32);
         }
@@ -756,6 +761,8 @@ impl CodeArena {
                 w[o + 1] as usize | (w[o + 2] as usize) << 16
             };
         }
+        // The batch's rows decoded: the decode budget's, as a buffer's.
+        crate::limits::check_batch_nnz((cols.len() + total) as u64)?;
         try_reserve(cols, total, ARENA)?;
         try_reserve(vals, total, ARENA)?;
         for &o in offsets {

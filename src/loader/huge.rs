@@ -9,7 +9,7 @@
 //! 19 ns and 8 ns, and over 4 MiB 174 ns against 15 ns (the working set
 //! then fits the cache once the TLB covers it). The shuffled gather of a
 //! flights3m epoch went from 115 to 66 ns a row (`docs/archive/RESULTS-HISTORY.md`,
-//! section 31).
+//! section 33).
 //!
 //! Linux backs a region with huge pages on its first touch when it is
 //! advised so (`madvise(MADV_HUGEPAGE)`, honoured in the kernel's default

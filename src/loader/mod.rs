@@ -544,7 +544,12 @@ fn make_plan<T: Source>(
         },
     };
     let whole_bytes = (rows.bytes_per_row * row as f64) as u64;
-    let fits = whole_bytes <= memory as u64;
+    // Decoded rows held at once are the decode budget's too (a buffer of
+    // code rows decodes a mini-batch at a time, `limits::check_batch_nnz`):
+    // a whole file past it is buffered as a fraction, or refused.
+    let decoded_fit = !matches!(rows.kind, RowsKind::Values)
+        || ds.info().nnz <= crate::limits::limits().max_decode_nnz;
+    let fits = whole_bytes <= memory as u64 && decoded_fit;
     let buffer_blocks = match (o.strategy, o.buffer) {
         (Strategy::EpochShuffle, _) => worker_blocks.max(1),
         (_, Buffer::Auto) if row_pipeline && fits => worker_blocks.max(1),

@@ -208,7 +208,8 @@ pub struct LoaderOptions {
     /// Rows per mini-batch (default 250).
     pub batch_rows: usize,
     /// Buffer size (default [`Buffer::Auto`]: the whole file when it
-    /// fits the memory budget, else 10% of it).
+    /// fits the memory budget and, decoded, the decode budget of
+    /// [`limits`](crate::limits), else 10% of it).
     pub buffer: Buffer,
     /// Seed of every permutation.
     pub seed: u64,

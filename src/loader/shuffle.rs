@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cleanup::ScratchFile;
 use crate::dataset::{Dataset, DatasetInfo, DatasetWriter, Source, WriterOptions};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::formats::FormatKind;
 use crate::rng::Rng;
 use crate::sparse::SparseBatch;
@@ -22,6 +22,9 @@ use crate::sparse::SparseBatch;
 const BUCKET_BYTES: u64 = 64 << 20;
 /// Rows gathered per bucket before they are pushed to its file.
 const CHUNK_ROWS: usize = 2048;
+/// Non-zeros that also close a chunk: 2,048 rows of 131,072 non-zeros
+/// each (a shared-dictionary bomb's) made one chunk 3 GiB (issue 34).
+const CHUNK_NNZ: usize = 1 << 20;
 /// Most bucket files: a file-descriptor limit (often 1024) must never be
 /// what stops a shuffle; past 256 x 64 MiB buckets simply grow.
 const MAX_BUCKETS: u64 = 256;
@@ -48,6 +51,23 @@ pub fn shuffle_file<S: Source>(
 /// [`shuffle_file`], also returning for each row of the copy its row
 /// number in `input` (8 bytes per row), so traces can name original rows.
 pub(crate) fn shuffle_file_mapped<S: Source>(
+    input: &Dataset<S>,
+    output: &Path,
+    seed: u64,
+) -> Result<(DatasetInfo, Vec<u64>)> {
+    // An error that names no file (memory refused) names the input.
+    shuffle_in(input, output, seed).map_err(|error| match error {
+        Error::OutOfMemory { .. } => Error::InFile {
+            path: input.path().display().to_string(),
+            section: String::new(),
+            offset: 0,
+            error: Box::new(error),
+        },
+        other => other,
+    })
+}
+
+fn shuffle_in<S: Source>(
     input: &Dataset<S>,
     output: &Path,
     seed: u64,
@@ -108,7 +128,7 @@ pub(crate) fn shuffle_file_mapped<S: Source>(
                 let (batch, chunk_labels) = &mut chunks[k];
                 batch.push_row(row.0, row.1)?;
                 chunk_labels.push(label);
-                if chunk_labels.len() == CHUNK_ROWS {
+                if chunk_labels.len() == CHUNK_ROWS || batch.nnz() >= CHUNK_NNZ {
                     writers[k].push(batch, chunk_labels)?;
                     *batch = SparseBatch::with_cols(info.n_cols)?;
                     chunk_labels.clear();
@@ -179,14 +199,19 @@ fn write_permuted(
 ) -> Result<()> {
     let order = rng.permutation(labels.len());
     origin.extend(order.iter().map(|&i| ids[i]));
-    for chunk in order.chunks(CHUNK_ROWS) {
-        let mut batch = SparseBatch::with_cols(rows.n_cols())?;
-        let mut chunk_labels = Vec::with_capacity(chunk.len());
-        for &i in chunk {
-            let (cols, values) = rows.row(i);
-            batch.push_row(cols, values)?;
-            chunk_labels.push(labels[i]);
+    let mut batch = SparseBatch::with_cols(rows.n_cols())?;
+    let mut chunk_labels = Vec::with_capacity(CHUNK_ROWS);
+    for &i in &order {
+        let (cols, values) = rows.row(i);
+        batch.push_row(cols, values)?;
+        chunk_labels.push(labels[i]);
+        if chunk_labels.len() == CHUNK_ROWS || batch.nnz() >= CHUNK_NNZ {
+            out.push(&batch, &chunk_labels)?;
+            batch.clear();
+            chunk_labels.clear();
         }
+    }
+    if !chunk_labels.is_empty() {
         out.push(&batch, &chunk_labels)?;
     }
     Ok(())

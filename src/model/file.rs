@@ -177,6 +177,7 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
     let version = r.u8("version")?;
     if version != 1 && version != VERSION {
         return Err(Error::UnsupportedVersion {
+            what: "model file format",
             found: version,
             supported: VERSION,
         });
@@ -364,6 +365,7 @@ fn parse(bytes: &[u8], name: &str) -> Result<Model> {
     let body_end = r.offset();
     if body_end + 4 < bytes.len() {
         return Err(Error::TrailingBytes {
+            what: "the model file's checksum",
             offset: body_end + 4,
             len: bytes.len() - body_end - 4,
         });

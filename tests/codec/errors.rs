@@ -118,6 +118,7 @@ fn unsupported_version() {
     assert_eq!(
         err(b"TOCB\x04\x00\x04"),
         Error::UnsupportedVersion {
+            what: "TOC batch format",
             found: 4,
             supported: 3
         }
@@ -327,7 +328,11 @@ fn trailing_bytes() {
     let at = b.len();
     assert_eq!(
         err(&b.raw(&[0, 0]).0),
-        Error::TrailingBytes { offset: at, len: 2 }
+        Error::TrailingBytes {
+            what: "the batch's last section (its codes, or pairs of a flat batch)",
+            offset: at,
+            len: 2
+        }
     );
 }
 

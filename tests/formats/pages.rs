@@ -218,6 +218,7 @@ fn page_errors() {
             FormatKind::Csr,
             version,
             Error::UnsupportedVersion {
+                what: "page format",
                 found: 2,
                 supported: 1,
             },
@@ -249,6 +250,7 @@ fn page_errors() {
             FormatKind::Csr,
             trailing,
             Error::TrailingBytes {
+                what: "the page's last array",
                 offset: good.len(),
                 len: 1,
             },
@@ -390,6 +392,7 @@ fn page_errors() {
             FormatKind::Gzip,
             gzip_trailing.clone(),
             Error::TrailingBytes {
+                what: "the gzip member",
                 offset: gzip_trailing.len() - 1,
                 len: 1,
             },

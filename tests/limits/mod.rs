@@ -4,6 +4,8 @@
 //! tests of this binary run in parallel); the command-line tests raise
 //! them through `--max-page-nnz` and `--max-cols`.
 
+mod shared_bomb;
+
 use crate::support::forge::{
     bomb_batch, bomb_file, bomb_nnz, dataset, lying_footer, small_batch, Claims, TOC_FULL,
 };
@@ -16,7 +18,7 @@ use tocpile::{decode_bytes, DecodeTree, Error, SparseBatch, TocBatch};
 /// Rows of the bomb: 2^31 non-zeros from 65,536 two-code rows.
 const BOMB_ROWS: u64 = 1 << 16;
 
-fn is_limit(e: &Error, what: &str) -> bool {
+pub(crate) fn is_limit(e: &Error, what: &str) -> bool {
     match e {
         Error::InFile { error, .. } => is_limit(error, what),
         Error::LimitExceeded { what: w, .. } => w.contains(what),
@@ -260,6 +262,39 @@ fn a_truncated_file_says_where_it_was_cut_with(scale: Option<ScaleKind>) {
     let e = Dataset::from_memory(damaged, "damaged.toc").unwrap_err();
     assert!(!matches!(e, Error::TruncatedFile { .. }), "{e}");
     assert!(e.to_string().contains("trailer"), "{e}");
+}
+
+/// A whole file followed by more bytes (what `encode -o /dev/stdout`
+/// piped to a file gave when the summary went to the same output) is said
+/// to be that, with where the file ends, not "truncated at byte N of at
+/// least M" with M below N. Bytes after a file that is cut short are not
+/// mistaken for it.
+#[test]
+fn bytes_after_a_whole_file_are_named_as_such() {
+    let bytes = small_file_scaled(None);
+    let n = bytes.len() as u64;
+    for extra in [&b"x"[..], b"wrote out.toc\nrows 40\n", b"TOCD", &[0u8; 40]] {
+        let mut appended = bytes.clone();
+        appended.extend_from_slice(extra);
+        let e = Dataset::from_memory(appended, "appended.toc").unwrap_err();
+        let Error::BytesAfterEnd { end, len, .. } = e else {
+            panic!("{extra:?}: {e}");
+        };
+        assert_eq!((end, len), (n, n + extra.len() as u64));
+        assert!(
+            e.to_string().contains(&format!(
+                "{} bytes follow the file's end at byte {n}",
+                extra.len()
+            )),
+            "{e}"
+        );
+    }
+    // A file cut inside its trailer, then given more bytes, has no whole
+    // trailer where its footer ends: a truncation or a damaged trailer.
+    let mut cut = bytes[..bytes.len() - 3].to_vec();
+    cut.extend_from_slice(b"more text after the cut");
+    let e = Dataset::from_memory(cut, "cut.toc").unwrap_err();
+    assert!(!matches!(e, Error::BytesAfterEnd { .. }), "{e}");
 }
 
 /// Regression (fuzz target `dataset_bytes`): a page whose varints claim a

@@ -268,3 +268,137 @@ pub fn crc32(bytes: &[u8]) -> u32 {
     }
     !crc
 }
+
+/// Appends `section` (one or more whole footer sections, tags included)
+/// to the footer of `file`, recomputing the footer's checksum.
+pub fn with_footer_sections(file: &[u8], section: &[u8]) -> Vec<u8> {
+    let n = file.len();
+    let footer_at = u64::from_le_bytes(file[n - 16..n - 8].try_into().unwrap()) as usize;
+    let mut footer = file[footer_at..n - 16].to_vec();
+    footer.extend_from_slice(section);
+    let mut out = file[..footer_at].to_vec();
+    out.extend_from_slice(&footer);
+    out.extend_from_slice(&(footer_at as u64).to_le_bytes());
+    out.extend_from_slice(&crc32(&footer).to_le_bytes());
+    out.extend_from_slice(b"TOCD");
+    out
+}
+
+/// A shared-dictionary section (`SHRD`, version 1) of `segments` (blocks,
+/// dictionary bytes).
+pub fn shared_section(segments: &[(u64, Vec<u8>)]) -> Vec<u8> {
+    let mut out = b"SHRD\x01".to_vec();
+    varint(&mut out, segments.len() as u64);
+    for (blocks, dict) in segments {
+        varint(&mut out, *blocks);
+        varint(&mut out, dict.len() as u64);
+        out.extend_from_slice(dict);
+    }
+    out
+}
+
+/// A shared dictionary (`docs/FORMAT.md`, "Shared dictionaries") whose
+/// nodes are one chain: `depth` pairs (column `k`, value 1.0), then
+/// `depth - 1` shared nodes, node `depth + 1 + i` the child of the one
+/// before it (of pair node 1 for the first) with key pair `i + 2`. Its
+/// deepest node, [`chain_deepest`]`(depth)`, decodes to `depth`
+/// non-zeros (columns `0..depth`); the dictionary has `2 * depth` nodes,
+/// root included.
+pub fn chain_dict(depth: u64) -> Vec<u8> {
+    assert!(depth >= 2);
+    // The pairs: a version-1 TREE | INDEXED batch of no rows.
+    let mut pairs = b"TOCB\x01\x03".to_vec();
+    varint(&mut pairs, depth); // n_cols
+    packed(&mut pairs, &[], 1); // row lengths: none
+    let cols: Vec<u64> = (0..depth).collect();
+    packed(&mut pairs, &cols, bits(depth - 1));
+    packed(&mut pairs, &vec![0; depth as usize], 0); // value ids, all 0
+    pairs.push(0x00); // float dictionary of one value
+    varint(&mut pairs, 1);
+    pairs.extend_from_slice(&1.0f64.to_le_bytes());
+    packed(&mut pairs, &[], 1); // codes: none
+    let mut out = Vec::new();
+    varint(&mut out, pairs.len() as u64);
+    out.extend_from_slice(&pairs);
+    // Parents as escape-coded gaps from the previous parent (from 0 for
+    // the first): 1, then depth (node depth + 1 after node 1), then 1s.
+    let n_first = depth + 1;
+    let mut gaps = vec![1u64];
+    if depth > 2 {
+        gaps.push(n_first - 1);
+        gaps.extend(std::iter::repeat_n(1, depth as usize - 3));
+    }
+    let width = 2u8;
+    let escape = (1u64 << width) - 1;
+    let mut symbols = Vec::new();
+    for g in gaps {
+        symbols.extend(std::iter::repeat_n(escape, (g / escape) as usize));
+        symbols.push(g % escape);
+    }
+    packed(&mut out, &symbols, width);
+    let keys: Vec<u64> = (2..=depth).collect();
+    packed(&mut out, &keys, bits(depth));
+    out
+}
+
+/// The deepest node of [`chain_dict`]`(depth)`.
+pub fn chain_deepest(depth: u64) -> u64 {
+    2 * depth - 1
+}
+
+/// A compact page (dataset file version 4) of one row per code in
+/// `codes`, each row that one code.
+pub fn compact_page(codes: &[u64]) -> Vec<u8> {
+    let mut out = vec![0x01];
+    let mut lens = Vec::new();
+    packed(&mut lens, &vec![1; codes.len()], 1);
+    // Drop the count: a compact page stores none.
+    let skip = {
+        let mut h = Vec::new();
+        varint(&mut h, codes.len() as u64);
+        h.len()
+    };
+    out.extend_from_slice(&lens[skip..]);
+    let mut packed_codes = Vec::new();
+    let max = codes.iter().copied().max().unwrap_or(1);
+    packed(&mut packed_codes, codes, bits(max));
+    out.extend_from_slice(&packed_codes[skip..]);
+    out
+}
+
+/// A version-4 TOC_FULL file of one segment whose dictionary is
+/// [`chain_dict`]`(depth)`: `pages` compact pages (each a list of rows of
+/// one code: [`compact_page`]), `per_block` to a block, labels all 0.
+/// Every checksum is right and the footer claims the true totals.
+pub fn chain_file(depth: u64, pages: &[Vec<u64>], per_block: usize) -> Vec<u8> {
+    // Node n's depth: a pair node is 1, shared node depth + 1 + i is i + 2.
+    let node_depth = |n: u64| if n <= depth { 1 } else { n - depth + 1 };
+    let all: Vec<(u64, Vec<u8>, Vec<u8>)> = pages
+        .iter()
+        .map(|codes| {
+            let rows = codes.len() as u64;
+            let labels = int_labels(&[0], &vec![0; codes.len()]);
+            (rows, labels, compact_page(codes))
+        })
+        .collect();
+    let claims = Claims {
+        n_cols: depth,
+        n_rows: pages.iter().map(|p| p.len() as u64).sum(),
+        nnz: pages.iter().flatten().map(|&c| node_depth(c)).sum(),
+    };
+    let file = dataset_versioned(TOC_FULL, 4, &all, per_block, claims);
+    let n_blocks = pages.len().div_ceil(per_block.max(1)) as u64;
+    with_footer_sections(&file, &shared_section(&[(n_blocks, chain_dict(depth))]))
+}
+
+/// The shared-dictionary bomb: a version-4 TOC_FULL file of `pages`
+/// one-row compact pages, `per_block` to a block, all in one segment
+/// whose dictionary is [`chain_dict`]`(depth)`, every row the one code
+/// naming the chain's deepest node (`depth` non-zeros a row from a few
+/// bytes). 5,000 pages of depth 131,072 in one block make 682 KB that
+/// decode to 655M non-zeros. Every checksum is right and every rule of
+/// the format holds; the footer claims the true non-zeros.
+pub fn dict_bomb_file(pages: u64, per_block: usize, depth: u64) -> Vec<u8> {
+    let page = vec![chain_deepest(depth)];
+    chain_file(depth, &vec![page; pages as usize], per_block)
+}

@@ -70,7 +70,7 @@ pub fn draw(path: &Path, results: &[DatasetRatios]) -> Result<(), Box<dyn Error>
         }
         root.present()?;
     }
-    tocpile::atomic::write(path, svg.as_bytes())?;
+    crate::output::write_file(path, svg.as_bytes())?;
     Ok(())
 }
 

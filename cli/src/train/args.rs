@@ -88,8 +88,9 @@ pub struct TrainArgs {
     /// block, window, mrs); a CorgiPile or block buffer holds at least
     /// 4 blocks (or all of them). Default: the whole file when its rows,
     /// kept as codes into the file's dictionaries (or decoded, for files
-    /// without), fit the memory budget (--memory): a full shuffle every
-    /// epoch, each row decoded once; else 0.1. The header says which.
+    /// without, then within --max-decode-nnz), fit the memory budget
+    /// (--memory): a full shuffle every epoch, each row decoded once;
+    /// else 0.1. The header says which.
     #[arg(long, value_name = "FRACTION", allow_negative_numbers = true,
           value_parser = parse_fraction)]
     pub buffer: Option<f64>,
@@ -121,7 +122,7 @@ pub struct TrainArgs {
     #[arg(long, value_name = "DIR")]
     pub scratch_dir: Option<PathBuf>,
     /// Write the trained model to this file (atomically; one strategy
-    /// only).
+    /// only; `-` for standard output, the table then on standard error).
     #[arg(long, value_name = "MODEL_FILE")]
     pub save: Option<PathBuf>,
     /// Print the results as JSON.

@@ -9,18 +9,20 @@ use tocpile::model::ModelKind;
 
 use crate::Failure;
 
-/// The files written after the last epoch (--save, --plot) must be
-/// writable: checked before the first (the directory exists and takes a
-/// file, the path is no directory), so that a typo costs a second, not
-/// the training.
-pub fn outputs(save: Option<&Path>, plot: Option<&Path>) -> Result<(), Failure> {
-    for (option, path) in [("--save", save), ("--plot", plot)] {
-        if let Some(path) = path {
-            // The error starts with the path: "--save PATH: what is wrong".
-            tocpile::atomic::check_writable(path).map_err(|e| Failure(format!("{option} {e}")))?;
-        }
-    }
-    Ok(())
+/// The files written after the last epoch (--save, --plot) follow the
+/// command line's rule for outputs (`crate::output::check`: writable, not
+/// an input, not read-only without --force, human text to stderr when
+/// one is standard output): checked before the first, so that a typo
+/// costs a second, not the training.
+pub fn outputs(args: &super::TrainArgs) -> Result<(), Failure> {
+    let inputs: Vec<&Path> = std::iter::once(args.file.as_path())
+        .chain(args.eval.as_deref())
+        .collect();
+    let outputs: Vec<(&str, &Path)> = [("--save", &args.save), ("--plot", &args.plot)]
+        .into_iter()
+        .filter_map(|(option, path)| path.as_deref().map(|p| (option, p)))
+        .collect();
+    crate::output::check(&inputs, &outputs)
 }
 
 /// The --eval file must have the training file's columns; said before the

@@ -194,7 +194,7 @@ fn on_rank<C: Communicator>(args: &TrainArgs, comm: &C) -> Outcome {
         return Ok(());
     }
     if let Some(path) = &args.save {
-        model.save(path)?;
+        crate::output::save_model(&model, path)?;
     }
     emit(&summary(&reports, &table, args))
 }

@@ -71,7 +71,7 @@ pub fn draw(path: &Path, runs: &[Run], metric: &str) -> Result<(), Box<dyn Error
         }
         root.present()?;
     }
-    tocpile::atomic::write(path, svg.as_bytes())?;
+    crate::output::write_file(path, svg.as_bytes())?;
     Ok(())
 }
 
