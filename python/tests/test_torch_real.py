@@ -261,10 +261,10 @@ def test_linear_sgd_reaches_the_command_lines_accuracy_mushrooms(adapter, cli, t
     assert ours >= ref - 0.01
 
 
-CENSUS = REPO.parent / "shared" / "data" / "census_fertility.libsvm.gz"
+CENSUS = REPO / "data" / "census_fertility.libsvm.gz"
 
 
-@pytest.mark.skipif(not CENSUS.exists(), reason="needs ../shared/data/census_fertility")
+@pytest.mark.skipif(not CENSUS.exists(), reason="needs data/census_fertility.libsvm.gz")
 def test_linear_sgd_reaches_the_command_lines_accuracy_census(adapter, cli, tmp_path):
     X, y = read_libsvm(CENSUS, n_cols=12)
     train, test, X_test, y_test = split_file(tmp_path, X, y)
