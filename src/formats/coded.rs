@@ -66,6 +66,38 @@ impl CodedRows {
     /// ascending offsets into the codes, and [`Error::TooLarge`] for a
     /// column past `n_cols` (every kernel then indexes safely).
     pub fn new(n_cols: usize, table: PairTable, ends: Vec<u32>, codes: Vec<u32>) -> Result<Self> {
+        Self::check_parts(n_cols, &table, &ends, &codes)?;
+        Ok(Self::build(n_cols, table, ends, codes))
+    }
+
+    /// [`new`](Self::new) for parts known to be valid (the loader's, made
+    /// from validated pages): checked only in debug builds.
+    pub(crate) fn from_valid_parts(
+        n_cols: usize,
+        table: PairTable,
+        ends: Vec<u32>,
+        codes: Vec<u32>,
+    ) -> Self {
+        debug_assert!(Self::check_parts(n_cols, &table, &ends, &codes).is_ok());
+        Self::build(n_cols, table, ends, codes)
+    }
+
+    fn build(n_cols: usize, table: PairTable, ends: Vec<u32>, codes: Vec<u32>) -> Self {
+        CodedRows {
+            shape: Shape {
+                n_rows: ends.len(),
+                n_cols,
+            },
+            table,
+            ends,
+            codes,
+            factor: 1.0,
+            bytes: OnceLock::new(),
+        }
+    }
+
+    /// What [`new`](Self::new) checks of its parts.
+    fn check_parts(n_cols: usize, table: &[Pair], ends: &[u32], codes: &[u32]) -> Result<()> {
         let mut start = 0usize;
         for (row, &end) in ends.iter().enumerate() {
             let end = end as usize;
@@ -112,37 +144,7 @@ impl CodedRows {
                 found: codes.len() as u64,
             });
         }
-        Ok(Self::from_valid_parts(n_cols, table, ends, codes))
-    }
-
-    /// [`new`](Self::new) for parts known to be valid (the loader's, made
-    /// from validated pages): checked only in debug builds.
-    pub(crate) fn from_valid_parts(
-        n_cols: usize,
-        table: PairTable,
-        ends: Vec<u32>,
-        codes: Vec<u32>,
-    ) -> Self {
-        let shape = Shape {
-            n_rows: ends.len(),
-            n_cols,
-        };
-        let rows = CodedRows {
-            shape,
-            table,
-            ends,
-            codes,
-            factor: 1.0,
-            bytes: OnceLock::new(),
-        };
-        debug_assert!(Self::new(
-            n_cols,
-            rows.table.clone(),
-            rows.ends.clone(),
-            rows.codes.clone()
-        )
-        .is_ok());
-        rows
+        Ok(())
     }
 
     /// Each row's pairs.
