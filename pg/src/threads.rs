@@ -38,7 +38,7 @@ pub fn start_pool() {
         with_signals_blocked(|| {
             // An error (no threads to be had) surfaces again, as that
             // call's error or rayon's, at the first parallel step.
-            let _ = tocpile::parallel::start();
+            let _ = tocpile_lib::parallel::start();
         });
     });
 }
