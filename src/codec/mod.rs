@@ -17,6 +17,7 @@ mod check;
 mod code_batch;
 mod code_rows;
 mod encoder;
+pub mod entropy;
 mod gaps;
 mod layout;
 mod pairs;
