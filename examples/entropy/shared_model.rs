@@ -18,9 +18,9 @@
 use std::collections::HashMap;
 use std::hint::black_box;
 
+use tocpile::codec::entropy::{AnsModel, LearnOptions};
 use tocpile::dataset::Dataset;
 use tocpile::internals::{packed_arrays_of, unpack};
-use tocpile::codec::entropy::{AnsModel, LearnOptions};
 use tocpile::DecodeTree;
 
 use super::{cpu_ns, footer, huffman_lengths};
@@ -219,7 +219,10 @@ fn segment(pages: &[Stream], timed: bool, t: &mut Totals) {
 /// stream coded alone; decode timed against unpacking the same pages in
 /// the same loop order (at least about 20 million values a side).
 fn rans_segment(pages: &[Stream], t: &mut Totals) {
-    let all: Vec<u32> = pages.iter().flat_map(|p| p.values.iter().copied()).collect();
+    let all: Vec<u32> = pages
+        .iter()
+        .flat_map(|p| p.values.iter().copied())
+        .collect();
     let Some(model) = AnsModel::learn(&all, LearnOptions::default()) else {
         return;
     };
@@ -228,14 +231,18 @@ fn rans_segment(pages: &[Stream], t: &mut Totals) {
         .iter()
         .map(|p| {
             let mut s = Vec::new();
-            model.encode(&p.values, &mut s).expect("the escape covers every value");
+            model
+                .encode(&p.values, &mut s)
+                .expect("the escape covers every value");
             s
         })
         .collect();
     t.rans += streams.iter().map(|s| s.len() as u64).sum::<u64>();
     let mut out = Vec::new();
     for (p, s) in pages.iter().zip(&streams) {
-        model.decode(s, p.values.len(), &mut out).expect("valid stream");
+        model
+            .decode(s, p.values.len(), &mut out)
+            .expect("valid stream");
         assert_eq!(out, p.values, "the rANS stream decodes to the values");
     }
     let reps = (20_000_000 / all.len().max(1)).max(3);
@@ -382,7 +389,9 @@ pub fn run(paths: &[String]) {
         }
     }
     println!();
-    println!("rANS (the library's `codec::entropy`, precision 12, two states, a model per segment):");
+    println!(
+        "rANS (the library's `codec::entropy`, precision 12, two states, a model per segment):"
+    );
     println!();
     println!("| file | stream | bytes stored | rANS streams | models | net | net / file | unpack ns/value | rANS ns/value | rANS / unpack |");
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");

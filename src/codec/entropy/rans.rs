@@ -168,8 +168,7 @@ impl AnsModel {
                 out.push(s1.value);
             }
             if cursor.pos + 4 <= bytes.len() {
-                cursor.refill_fast(&mut x0);
-                cursor.refill_fast(&mut x1);
+                cursor.refill_pair(&mut x0, &mut x1);
             } else {
                 cursor.refill(&mut x0)?;
                 cursor.refill(&mut x1)?;
@@ -263,17 +262,26 @@ impl Cursor<'_> {
 }
 
 impl Cursor<'_> {
-    /// [`Cursor::refill`] without a branch on the byte count, when at
-    /// least two bytes remain: a step leaves `x` at least `2^11` (a
-    /// frequency of at least 1 times `x >> L` with `x >= 2^23` and `L <=
-    /// 12`), so at most two bytes are needed. Which of 0, 1 or 2 depends
-    /// on the data, a branch the processor mispredicts often.
+    /// [`Cursor::refill`] of both states without a branch on the byte
+    /// counts, when at least four bytes remain: a step leaves a state at
+    /// least `2^11` (a frequency of at least 1 times `x >> L` with `x >=
+    /// 2^23` and `L <= 12`), so each needs at most two bytes. One load
+    /// serves both (the second state's bytes follow the first's), so the
+    /// second state's refill does not wait for a load at the first's new
+    /// position; which of 0, 1 or 2 bytes depends on the data, a branch
+    /// the processor would mispredict often.
     #[inline(always)]
-    fn refill_fast(&mut self, x: &mut u32) {
-        let k = (*x < LOW) as u32 + (*x < LOW >> 8) as u32;
-        let w = (self.bytes[self.pos] as u32) << 8 | self.bytes[self.pos + 1] as u32;
-        *x = (*x << (8 * k)) | (w >> (8 * (2 - k)));
-        self.pos += k as usize;
+    fn refill_pair(&mut self, x0: &mut u32, x1: &mut u32) {
+        let word: [u8; 4] = self.bytes[self.pos..self.pos + 4]
+            .try_into()
+            .expect("4 bytes");
+        let w = u32::from_be_bytes(word) as u64;
+        let k0 = (*x0 < LOW) as u32 + (*x0 < LOW >> 8) as u32;
+        let k1 = (*x1 < LOW) as u32 + (*x1 < LOW >> 8) as u32;
+        *x0 = (((*x0 as u64) << (8 * k0)) | (w >> (32 - 8 * k0))) as u32;
+        let rest = (w << (8 * k0)) & 0xffff_ffff;
+        *x1 = (((*x1 as u64) << (8 * k1)) | (rest >> (32 - 8 * k1))) as u32;
+        self.pos += (k0 + k1) as usize;
     }
 }
 

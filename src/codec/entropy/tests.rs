@@ -129,28 +129,76 @@ fn model_err(bytes: &[u8]) -> Error {
 #[test]
 fn forged_models_are_refused_per_rule() {
     // Precision 0 and above 12.
-    assert!(matches!(model_err(&[0, 1, 0, 0, 1]), Error::FieldBelowMinimum { offset: 0, .. }));
-    assert!(matches!(model_err(&[13, 1, 0, 0, 1]), Error::FieldOutOfRange { offset: 0, value: 13, .. }));
+    assert!(matches!(
+        model_err(&[0, 1, 0, 0, 1]),
+        Error::FieldBelowMinimum { offset: 0, .. }
+    ));
+    assert!(matches!(
+        model_err(&[13, 1, 0, 0, 1]),
+        Error::FieldOutOfRange {
+            offset: 0,
+            value: 13,
+            ..
+        }
+    ));
     // More symbols than slots, an escape frequency above 2^L.
-    assert!(matches!(model_err(&[2, 5]), Error::FieldOutOfRange { offset: 1, value: 5, .. }));
-    assert!(matches!(model_err(&[2, 1, 5]), Error::FieldOutOfRange { offset: 2, value: 5, .. }));
+    assert!(matches!(
+        model_err(&[2, 5]),
+        Error::FieldOutOfRange {
+            offset: 1,
+            value: 5,
+            ..
+        }
+    ));
+    assert!(matches!(
+        model_err(&[2, 1, 5]),
+        Error::FieldOutOfRange {
+            offset: 2,
+            value: 5,
+            ..
+        }
+    ));
     // A zero gap after the first, a value above u32::MAX.
-    assert!(matches!(model_err(&[4, 2, 0, 1, 0, 8, 8]), Error::FieldBelowMinimum { offset: 4, .. }));
+    assert!(matches!(
+        model_err(&[4, 2, 0, 1, 0, 8, 8]),
+        Error::FieldBelowMinimum { offset: 4, .. }
+    ));
     let mut big = vec![4, 1, 0];
     crate::wire::write_varint(&mut big, 1 << 32);
     big.push(16);
-    assert!(matches!(model_err(&big), Error::FieldOutOfRange { offset: 3, .. }));
+    assert!(matches!(
+        model_err(&big),
+        Error::FieldOutOfRange { offset: 3, .. }
+    ));
     // A zero frequency; frequencies above 2^L; a sum below 2^L.
-    assert!(matches!(model_err(&[4, 2, 0, 1, 1, 0, 16]), Error::FieldBelowMinimum { offset: 5, .. }));
-    assert!(matches!(model_err(&[4, 2, 0, 1, 1, 10, 7]), Error::FieldOutOfRange { offset: 6, value: 7, max: 6, .. }));
+    assert!(matches!(
+        model_err(&[4, 2, 0, 1, 1, 0, 16]),
+        Error::FieldBelowMinimum { offset: 5, .. }
+    ));
+    assert!(matches!(
+        model_err(&[4, 2, 0, 1, 1, 10, 7]),
+        Error::FieldOutOfRange {
+            offset: 6,
+            value: 7,
+            max: 6,
+            ..
+        }
+    ));
     assert!(matches!(
         model_err(&[4, 2, 0, 1, 1, 10, 5]),
-        Error::LengthMismatch { expected: 16, found: 15, .. }
+        Error::LengthMismatch {
+            expected: 16,
+            found: 15,
+            ..
+        }
     ));
     // Cut short.
     for cut in 0..small_model().len() {
         let err = model_err(&small_model()[..cut]);
-        assert!(matches!(err, Error::Truncated { offset, .. } if offset == cut), "{cut}: {err}");
+        assert!(
+            matches!(err, Error::Truncated { offset, .. } if offset == cut),
+            "{cut}: {err}"
+        );
     }
 }
 
@@ -173,38 +221,78 @@ fn forged_streams_are_refused_per_rule() {
     let rans_at = 4;
 
     // More escapes than values.
-    assert!(matches!(stream_err(&[3], 2), Error::FieldOutOfRange { offset: 0, value: 3, max: 2, .. }));
+    assert!(matches!(
+        stream_err(&[3], 2),
+        Error::FieldOutOfRange {
+            offset: 0,
+            value: 3,
+            max: 2,
+            ..
+        }
+    ));
     // The escapes' width and padding.
     let mut forged = good.clone();
     forged[1] = 33;
-    assert!(matches!(stream_err(&forged, values.len()), Error::BadWidth { offset: 1, width: 33, .. }));
+    assert!(matches!(
+        stream_err(&forged, values.len()),
+        Error::BadWidth {
+            offset: 1,
+            width: 33,
+            ..
+        }
+    ));
     forged[1] = 0;
-    assert!(matches!(stream_err(&forged, values.len()), Error::BadWidth { width: 0, .. }));
+    assert!(matches!(
+        stream_err(&forged, values.len()),
+        Error::BadWidth { width: 0, .. }
+    ));
     let mut forged = good.clone();
     forged[3] |= 0x80;
-    assert!(matches!(stream_err(&forged, values.len()), Error::NonZeroPadding { offset: 3, .. }));
+    assert!(matches!(
+        stream_err(&forged, values.len()),
+        Error::NonZeroPadding { offset: 3, .. }
+    ));
     // A state below 2^23 or from 2^31.
     let mut forged = good.clone();
     forged[rans_at + 3] = 0;
     forged[rans_at + 2] = 0;
-    assert!(matches!(stream_err(&forged, values.len()), Error::FieldOutOfRange { offset, .. } if offset == rans_at));
+    assert!(
+        matches!(stream_err(&forged, values.len()), Error::FieldOutOfRange { offset, .. } if offset == rans_at)
+    );
     let mut forged = good.clone();
     forged[rans_at + 7] = 0x80;
-    assert!(matches!(stream_err(&forged, values.len()), Error::FieldOutOfRange { offset, .. } if offset == rans_at + 4));
+    assert!(
+        matches!(stream_err(&forged, values.len()), Error::FieldOutOfRange { offset, .. } if offset == rans_at + 4)
+    );
     // Cut anywhere: truncated, or a state left away from 2^23.
     for cut in 0..good.len() {
         let err = stream_err(&good[..cut], values.len());
         assert!(
-            matches!(err, Error::Truncated { .. } | Error::LengthMismatch { .. } | Error::FieldOutOfRange { .. }),
+            matches!(
+                err,
+                Error::Truncated { .. }
+                    | Error::LengthMismatch { .. }
+                    | Error::FieldOutOfRange { .. }
+            ),
             "{cut}: {err}"
         );
     }
     // A byte more.
     let mut forged = good.clone();
     forged.push(0);
-    assert!(matches!(stream_err(&forged, values.len()), Error::TrailingBytes { .. }));
+    assert!(matches!(
+        stream_err(&forged, values.len()),
+        Error::TrailingBytes { .. }
+    ));
     // Values of a stream of none.
-    assert!(matches!(stream_err(&[0, 1], 0), Error::TrailingBytes { offset: 1, len: 1, .. }));
+    assert!(matches!(
+        stream_err(&[0, 1], 0),
+        Error::TrailingBytes {
+            offset: 1,
+            len: 1,
+            ..
+        }
+    ));
     // Fewer values asked for than coded: the states do not return.
     assert!(matches!(
         stream_err(&good, values.len() - 2),
@@ -215,10 +303,21 @@ fn forged_streams_are_refused_per_rule() {
     forged.extend_from_slice(&good[rans_at..]);
     assert!(matches!(
         stream_err(&forged, values.len()),
-        Error::LengthMismatch { expected: 3, found: 2, .. }
+        Error::LengthMismatch {
+            expected: 3,
+            found: 2,
+            ..
+        }
     ));
     // One escape used more than stored.
     let mut forged = vec![1, 7, 77];
     forged.extend_from_slice(&good[rans_at..]);
-    assert!(matches!(stream_err(&forged, values.len()), Error::FieldOutOfRange { value: 2, max: 1, .. }));
+    assert!(matches!(
+        stream_err(&forged, values.len()),
+        Error::FieldOutOfRange {
+            value: 2,
+            max: 1,
+            ..
+        }
+    ));
 }
