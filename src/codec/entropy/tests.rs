@@ -321,3 +321,17 @@ fn forged_streams_are_refused_per_rule() {
         }
     ));
 }
+
+/// The wire form pinned: the small model's stream of these values, as
+/// `docs/FORMAT.md` ("Entropy-coded streams") specifies it. A change of
+/// these bytes is a change of the format an independent reader parses.
+#[test]
+fn golden_stream_bytes() {
+    let (model, _) = AnsModel::read(&small_model()).expect("valid");
+    let values = [1, 9, 1, 1, 77, 9, 1, 1, 1, 1, 3];
+    let mut stream = Vec::new();
+    model.encode(&values, &mut stream).expect("codable");
+    assert_eq!(stream, GOLDEN);
+}
+
+const GOLDEN: [u8; 13] = [2, 7, 205, 1, 22, 183, 209, 0, 156, 154, 196, 32, 14];
