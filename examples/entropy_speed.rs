@@ -1,5 +1,6 @@
 //! The entropy stage's decode speed on long synthetic streams (a cubic
-//! skew over 8 to 3,000 values, so no page overhead and no escapes):
+//! skew over 8 to 3,000 values: no page overhead, and escapes only for
+//! the rarest of the 3,000):
 //! what one value costs `AnsModel::decode` at best, in thread CPU time.
 //!
 //! ```text
