@@ -134,8 +134,9 @@ impl Shared {
 /// command line's) is the whole file when its buffer form fits the
 /// loader's memory budget (half the available memory, at most 1 GiB),
 /// decoded once and shuffled whole every epoch, else a tenth of it; a
-/// float is a share of the dataset, an int a number of blocks. `mode`: "page" shuffles whole encoded pages, "exact" rows,
-/// "auto" picks page mode when a mini-batch spans four pages or more.
+/// float is a share of the dataset, an int a number of blocks. `mode`:
+/// "page" shuffles whole encoded pages, "exact" rows, "auto" picks page
+/// mode when a mini-batch spans four pages or more.
 /// `rank` of `world_size` reads the rank-th of world_size contiguous
 /// slices of each epoch's block order: the ranks' batches are disjoint and
 /// together cover the file. Orders depend only on (seed, epoch, rank), so
