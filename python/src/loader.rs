@@ -132,7 +132,8 @@ impl Shared {
 /// rows shuffled in it), "block", "none", "once", "epoch", "window" or
 /// "mrs". `buffer`: None or "auto" (the default, the library's and the
 /// command line's) is the whole file when its buffer form fits the
-/// loader's memory budget (half the available memory, at most 1 GiB),
+/// loader's memory budget (worked out from the memory available to the
+/// process, as the library's `LoaderOptions::memory` says),
 /// decoded once and shuffled whole every epoch, else a tenth of it; a
 /// float is a share of the dataset, an int a number of blocks. `mode`:
 /// "page" shuffles whole encoded pages, "exact" rows, "auto" picks page
