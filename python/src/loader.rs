@@ -116,7 +116,7 @@ impl Shared {
 /// Mini-batches of a dataset file in a shuffling strategy's order.
 ///
 /// `Loader(path, shuffle="corgipile", batch_size=250, seed=0, rank=0,
-/// world_size=1, buffer=0.1, mode="auto", as_="csr", double_buffer=True,
+/// world_size=1, buffer=None, mode="auto", as_="csr", double_buffer=True,
 /// dtype=None)`. Iterating yields `(X, y)`: X a `scipy.sparse.csr_matrix`
 /// (or a dense numpy array with `as_="dense"`), y the labels, both
 /// float64 unless `dtype` says otherwise (`np.float32` for torch). Every
@@ -130,9 +130,14 @@ impl Shared {
 ///
 /// `shuffle`: "corgipile" (blocks in a random order, a buffer of blocks,
 /// rows shuffled in it), "block", "none", "once", "epoch", "window" or
-/// "mrs". `buffer`: a float is a share of the dataset, an int a number of
-/// blocks. `mode`: "page" shuffles whole encoded pages, "exact" rows,
-/// "auto" picks page mode when a mini-batch spans four pages or more.
+/// "mrs". `buffer`: None or "auto" (the default, the library's and the
+/// command line's) is the whole file when its buffer form fits the
+/// loader's memory budget (worked out from the memory available to the
+/// process, as the library's `LoaderOptions::memory` says),
+/// decoded once and shuffled whole every epoch, else a tenth of it; a
+/// float is a share of the dataset, an int a number of blocks. `mode`:
+/// "page" shuffles whole encoded pages, "exact" rows, "auto" picks page
+/// mode when a mini-batch spans four pages or more.
 /// `rank` of `world_size` reads the rank-th of world_size contiguous
 /// slices of each epoch's block order: the ranks' batches are disjoint and
 /// together cover the file. Orders depend only on (seed, epoch, rank), so
@@ -170,8 +175,13 @@ pub(crate) fn mode_of(name: &str) -> PyResult<Mode> {
     }
 }
 
-/// A float is a share of the dataset, an int a number of blocks.
+/// A float is a share of the dataset, an int a number of blocks, None or
+/// "auto" the library's default (`Buffer::Auto`: the whole file when it
+/// fits the loader's memory budget, else a tenth of it).
 pub(crate) fn buffer_of(obj: &Bound<'_, PyAny>) -> PyResult<Buffer> {
+    if obj.is_none() || obj.extract::<String>().is_ok_and(|s| s == "auto") {
+        return Ok(Buffer::Auto);
+    }
     if obj.is_instance_of::<PyFloat>() {
         return Ok(Buffer::Fraction(obj.extract()?));
     }
@@ -179,9 +189,10 @@ pub(crate) fn buffer_of(obj: &Bound<'_, PyAny>) -> PyResult<Buffer> {
         return Ok(Buffer::Blocks(obj.extract()?));
     }
     Err(PyValueError::new_err(format!(
-        "buffer: expected a float (a share of the dataset, e.g. 0.1) or an int (a number \
+        "buffer: expected \"auto\" or None (the whole file when it fits the loader's \
+         memory, else 0.1), a float (a share of the dataset, e.g. 0.1) or an int (a number \
          of blocks), got {}",
-        obj.get_type().name()?
+        obj.repr()?
     )))
 }
 
@@ -226,6 +237,18 @@ pub(crate) fn dataset_of(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Arc
     }
     let path: PathBuf = obj.extract()?;
     Ok(Arc::new(py.detach(|| Dataset::open(&path)).py_err()?))
+}
+
+/// The buffer as `state_dict` records it: the option, and for the
+/// automatic one what it became (the whole file or a tenth depends on the
+/// memory of the process, and so does the order: a state only resumes
+/// where the choice was the same).
+fn buffer_name(buffer: Buffer, choice: &tocpile::loader::BufferChoice) -> String {
+    match buffer {
+        Buffer::Auto if choice.whole_file => "auto: the whole file".to_string(),
+        Buffer::Auto => format!("auto: {} blocks", choice.blocks),
+        other => format!("{other:?}"),
+    }
 }
 
 impl PyLoader {
@@ -284,7 +307,8 @@ impl PyLoader {
         };
         let buffer_value = match buffer {
             Some(b) => buffer_of(b)?,
-            None => Buffer::Fraction(0.1),
+            // The library's and the command line's default.
+            None => Buffer::Auto,
         };
         let dtype = match dtype {
             Some(d) if !d.is_none() => Some(py.import("numpy")?.call_method1("dtype", (d,))?),
@@ -302,6 +326,7 @@ impl PyLoader {
         let dense = want_dense(as_)?;
         let dataset = dataset_of(py, path)?;
         let loader = py.detach(|| Loader::new(dataset, options)).py_err()?;
+        let buffer_text = buffer_name(buffer_value, loader.buffer_choice());
         for warning in loader.warnings() {
             let message = std::ffi::CString::new(warning.as_str()).unwrap_or_default();
             PyErr::warn(py, &py.get_type::<PyUserWarning>(), &message, 1)?;
@@ -325,7 +350,7 @@ impl PyLoader {
                 dtype: dtype.map(Bound::unbind),
                 state: Mutex::new(State::default()),
             }),
-            buffer: format!("{buffer_value:?}"),
+            buffer: buffer_text,
             args: args.unbind(),
         })
     }

@@ -288,3 +288,30 @@ def test_pickle_and_deepcopy(ids_file):
                                       np.concatenate(full[2:]))
     ds = pickle.loads(pickle.dumps(tocpile.Dataset(path)))
     assert ds.path == path and ds.n_rows == 1000
+
+
+def test_default_buffer_is_the_librarys(ids_file):
+    """buffer=None (the default) and "auto" are the library's Buffer::Auto:
+    on a file that fits the memory budget, the whole file shuffled every
+    epoch; a float keeps the paper's fixed share."""
+    path, _, _ = ids_file
+    n_blocks = tocpile.Dataset(path).n_blocks
+
+    def first_epoch(**kw):
+        return [row_ids(X).tolist() for X, _ in tocpile.Loader(path, seed=5, **kw)]
+
+    default = first_epoch()
+    assert first_epoch(buffer=None) == default and first_epoch(buffer="auto") == default
+    assert tocpile.Loader(path).state_dict()["buffer"] == "auto: the whole file"
+    assert tocpile.Loader(path, buffer=0.1).state_dict()["buffer"] == "Fraction(0.1)"
+    # The first batch of the whole-file buffer draws from nearly every
+    # block (rows are numbered in file order: block = id // rows per block);
+    # a tenth of the file (4 blocks here) from a few.
+    rows_per_block = 1000 / n_blocks
+    spread = lambda batches: len({int(i // rows_per_block) for i in batches[0]})
+    assert spread(default) >= 0.75 * n_blocks
+    assert spread(first_epoch(buffer=0.1)) <= 8
+    # A state saved under one buffer does not resume another.
+    state = tocpile.Loader(path, buffer=0.1).state_dict()
+    with pytest.raises(ValueError, match="buffer"):
+        tocpile.Loader(path).load_state_dict(state)

@@ -106,3 +106,48 @@ def test_bad_rows_are_named(models):
     forged.indptr[-1] += 10
     with pytest.raises(ValueError, match="row 2999 has offsets"):
         m.decision_function(forged)
+
+
+@pytest.mark.parametrize("kind", ["lr", "softmax"])
+def test_empty_rows_and_no_rows_against_numpy(models, kind):
+    """Empty rows (runs of them, at the start and the end), no rows at all,
+    with int32 and int64 indices and dense rows, against numpy's math."""
+    X, ms, _ = models
+    m = ms[kind]
+    w, b = m.layers[0]
+    rows = X.toarray()[:600]
+    rows[:3] = 0
+    rows[100:140] = 0
+    rows[-5:] = 0
+    csr = sp.csr_matrix(rows)
+    int64 = csr.copy()
+    int64.indices = int64.indices.astype(np.int64)
+    int64.indptr = int64.indptr.astype(np.int64)
+    expected = np.squeeze(rows @ w + b)
+    for x in [csr, int64, rows]:
+        got = m.decision_function(x)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(got[100:140], np.broadcast_to(np.squeeze(b), got[100:140].shape))
+    empty = sp.csr_matrix((5000, X.shape[1]))
+    np.testing.assert_array_equal(m.decision_function(empty),
+                                  np.squeeze(np.zeros((5000, X.shape[1])) @ w + b))
+    for x in [csr[:0], int64[:0], rows[:0]]:
+        assert m.decision_function(x).shape[0] == 0
+        assert m.predict(x).shape == (0,)
+
+
+def test_hostile_column_indices_are_errors(models):
+    """Column indices just past the model's columns (within the padding of
+    the fast loop), far past them and negative, in int32 and int64 arrays:
+    a ValueError naming the row and the index, never a crash."""
+    X, ms, _ = models
+    m = ms["lr"]
+    for dtype in [np.int32, np.int64]:
+        for index in [40, 63, 64, 2**31 - 1, -1, -(2**31)]:
+            forged = X.copy()
+            forged.indices = forged.indices.astype(dtype)
+            forged.indptr = forged.indptr.astype(dtype)
+            row = 4500 % X.shape[0]
+            forged.indices[forged.indptr[row]] = index
+            with pytest.raises(ValueError, match=rf"row {row} has column index {index}\b"):
+                m.decision_function(forged)

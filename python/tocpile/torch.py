@@ -105,7 +105,11 @@ class CorgiPileDataset(IterableDataset):
     the numpy / scipy objects of :class:`tocpile.Loader` instead.
     ``dtype=numpy.float32`` gives float32 rows and labels (torch's default
     float type), made without a float64 copy. The other options are the
-    loader's (``shuffle``, ``batch_size``, ``seed``, ``buffer``, ``mode``).
+    loader's (``shuffle``, ``batch_size``, ``seed``, ``buffer``, ``mode``);
+    ``buffer=None`` (the default) is the library's: the whole file when it
+    fits the loader's memory budget, else a tenth. Each DataLoader worker
+    then keeps its share of the file, so the workers hold it once between
+    them.
     """
 
     def __init__(
@@ -115,7 +119,7 @@ class CorgiPileDataset(IterableDataset):
         batch_size: int = 250,
         shuffle: str = "corgipile",
         seed: int = 0,
-        buffer: Union[float, int] = 0.1,
+        buffer: Union[float, int, str, None] = None,
         mode: str = "auto",
         as_: str = "dense",
         rank: Optional[int] = None,
