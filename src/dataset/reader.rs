@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use super::block::{Block, TocView};
 use super::footer::{check_header, check_trailer, parse_footer, HEADER_LEN, TRAILER_LEN};
-use super::labels::LabelsForm;
 use super::source::{read_at, Source};
 use super::truncation;
 use super::{BlockEntry, DatasetInfo};
@@ -150,7 +149,7 @@ impl<S: Source> Dataset<S> {
             });
         }
         let (mut info, index, segments) =
-            parse_footer(&footer, footer_at).map_err(wrap("footer", footer_at))?;
+            parse_footer(&footer, footer_at, version).map_err(wrap("footer", footer_at))?;
         info.file_bytes = len;
         info.version = version;
         if !segments.is_empty() && version < 3 {
@@ -332,7 +331,7 @@ impl<S: Source> Dataset<S> {
             (
                 self.info.format,
                 self.info.n_cols,
-                LabelsForm::of_version(self.info.version),
+                super::PageListForm::of_version(self.info.version),
                 self.dict_of(i),
             ),
             i,
