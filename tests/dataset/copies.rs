@@ -20,7 +20,10 @@ fn runs(pool: usize, run: usize, n_rows: usize, n_cols: u32) -> (SparseBatch, Ve
     for i in 0..n_rows {
         let k = (i / run) % pool;
         let cols: Vec<u32> = (0..n_cols).filter(|c| (c + k as u32) % 3 != 0).collect();
-        let vals: Vec<f64> = cols.iter().map(|&c| 1.0 + (c as usize + k) as f64).collect();
+        let vals: Vec<f64> = cols
+            .iter()
+            .map(|&c| 1.0 + (c as usize + k) as f64)
+            .collect();
         rows.push_row(&cols, &vals).unwrap();
         labels.push((k % 3) as f64);
     }
@@ -75,7 +78,10 @@ fn read_back(bytes: Vec<u8>) -> Result<(Vec<(Vec<u32>, Vec<f64>)>, Vec<f64>, usi
 }
 
 fn as_rows(batch: &SparseBatch) -> Vec<(Vec<u32>, Vec<f64>)> {
-    batch.rows().map(|(c, v)| (c.to_vec(), v.to_vec())).collect()
+    batch
+        .rows()
+        .map(|(c, v)| (c.to_vec(), v.to_vec()))
+        .collect()
 }
 
 #[test]

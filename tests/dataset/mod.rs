@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 
+mod copies;
 mod golden;
 mod prefetch;
-mod copies;
 mod shared_forged;
 
 use crate::support::{batches, load, temp_path, Sets};
