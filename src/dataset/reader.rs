@@ -170,7 +170,8 @@ impl<S: Source> Dataset<S> {
                 dicts.push(None);
                 continue;
             }
-            // A version-4 file's pages that use the dictionary are compact.
+            // The pages of a file of version 4 or 5 that use the
+            // dictionary are compact.
             let dict = SharedDict::from_bytes(segment.dict)
                 .map(|dict| dict.with_compact_pages(version >= 4))
                 .and_then(|dict| {

@@ -48,7 +48,7 @@ pub const DEFAULT_BLOCK_BYTES: usize = 2 << 10;
 
 /// Default rows per segment of a TOC_FULL file: the pages of a segment
 /// share one dictionary (pairs, values and prefix-tree nodes learned from
-/// the segment's rows; file version 4). Measured in `docs/archive/RESULTS-HISTORY.md`
+/// the segment's rows; file version 5). Measured in `docs/archive/RESULTS-HISTORY.md`
 /// (section 24): against 4,096 rows, 65,536 makes label-sorted flights3m's
 /// file 29% smaller (19.1 to 13.6 MB) and its training's peak memory
 /// 22% lower (162 to 126 MB: fewer, larger dictionaries repeat fewer
@@ -83,7 +83,7 @@ pub struct WriterOptions {
     /// Rows per segment (default [`DEFAULT_SEGMENT_ROWS`], rounded up to
     /// whole pages): a TOC_FULL file's pages of one segment are coded
     /// against a dictionary learned from the segment's rows, where that
-    /// makes the page smaller (file version 4). 0: every page
+    /// makes the page smaller (file version 5). 0: every page
     /// self-contained (version 2). Other formats ignore it.
     pub segment_rows: usize,
 }
