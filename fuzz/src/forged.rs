@@ -288,7 +288,7 @@ pub fn arbitrary_v5_file_with_copies(
     let dict = model.dict().as_bytes().to_vec();
     let mut expected = SparseBatch::with_cols(rows.n_cols())
         .map_err(|_| libfuzzer_sys::arbitrary::Error::IncorrectFormat)?;
-    let mut pages: Vec<Option<(u64, Vec<u8>, Vec<u8>)>> = Vec::new();
+    let mut pages: Vec<Option<crate::forge::StoredPage>> = Vec::new();
     for start in (0..rows.n_rows()).step_by(page_rows) {
         let batch = rows.slice_rows(start..(start + page_rows).min(rows.n_rows()));
         let Ok(page) = encoder.encode_shared(&batch, &model) else {

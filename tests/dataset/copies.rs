@@ -19,7 +19,9 @@ fn runs(pool: usize, run: usize, n_rows: usize, n_cols: u32) -> (SparseBatch, Ve
     let mut labels = Vec::new();
     for i in 0..n_rows {
         let k = (i / run) % pool;
-        let cols: Vec<u32> = (0..n_cols).filter(|c| (c + k as u32) % 3 != 0).collect();
+        let cols: Vec<u32> = (0..n_cols)
+            .filter(|c| !(c + k as u32).is_multiple_of(3))
+            .collect();
         let vals: Vec<f64> = cols
             .iter()
             .map(|&c| 1.0 + (c as usize + k) as f64)
@@ -40,10 +42,13 @@ fn write_bytes(rows: &SparseBatch, labels: &[f64], options: WriterOptions) -> Ve
     bytes
 }
 
+/// Rows as (columns, values).
+type Rows = Vec<(Vec<u32>, Vec<f64>)>;
+
 /// Every row and label of the file through owned pages, and the same
 /// through the loader's packed blocks (trusted decode); the count of
 /// page copies.
-fn read_back(bytes: Vec<u8>) -> Result<(Vec<(Vec<u32>, Vec<f64>)>, Vec<f64>, usize), String> {
+fn read_back(bytes: Vec<u8>) -> Result<(Rows, Vec<f64>, usize), String> {
     let ds = Dataset::from_memory(bytes, "copies.toc").map_err(|e| e.to_string())?;
     let (mut rows, mut labels, mut copies) = (Vec::new(), Vec::new(), 0);
     let mut decoder = PageDecoder::new();
@@ -77,7 +82,7 @@ fn read_back(bytes: Vec<u8>) -> Result<(Vec<(Vec<u32>, Vec<f64>)>, Vec<f64>, usi
     Ok((rows, labels, copies))
 }
 
-fn as_rows(batch: &SparseBatch) -> Vec<(Vec<u32>, Vec<f64>)> {
+fn as_rows(batch: &SparseBatch) -> Rows {
     batch
         .rows()
         .map(|(c, v)| (c.to_vec(), v.to_vec()))
@@ -274,7 +279,7 @@ fn forged_page_copies_break_one_rule_each() {
     assert_eq!(footer.at, 8 + footer.entries[0].0 as usize);
     let block = blocks_of(&good, &footer).remove(0);
     // Rebuilt as it was, the file is the same.
-    assert_eq!(rebuild(&[block.clone()], &footer, 5), good);
+    assert_eq!(rebuild(std::slice::from_ref(&block), &footer, 5), good);
     read_back(good.clone()).unwrap();
 
     // A block that starts with a copy: there is no page to copy.
@@ -295,7 +300,7 @@ fn forged_page_copies_break_one_rule_each() {
     let mut f = parse_footer(&good);
     f.entries[0].1 -= 1;
     f.head[1] -= 1;
-    let e = read_back(rebuild(&[block.clone()], &f, 5)).unwrap_err();
+    let e = read_back(rebuild(std::slice::from_ref(&block), &f, 5)).unwrap_err();
     let last = block.len() - 1;
     assert!(
         e.contains("rows of a page copy") && e.contains(&format!("byte {last}")),
@@ -307,10 +312,10 @@ fn forged_page_copies_break_one_rule_each() {
     let mut f = parse_footer(&good);
     f.entries[0].1 = 1 << 40;
     f.head[1] = 1 << 40;
-    let e = read_back(rebuild(&[block.clone()], &f, 5)).unwrap_err();
+    let e = read_back(rebuild(std::slice::from_ref(&block), &f, 5)).unwrap_err();
     assert!(e.contains("rows one block holds"), "{e}");
     // In version 4 the same claim is a field out of range.
-    let e = read_back(rebuild(&[block.clone()], &f, 4)).unwrap_err();
+    let e = read_back(rebuild(std::slice::from_ref(&block), &f, 4)).unwrap_err();
     assert!(e.contains("8 per byte of the block"), "{e}");
 
     // A version-5 file called version 4: its copies are no pages (in a

@@ -156,17 +156,20 @@ pub fn int_labels(values: &[i64], ids: &[u64]) -> Vec<u8> {
     out
 }
 
+/// A stored page of a forged file: rows, labels section bytes, payload.
+pub type StoredPage = (u64, Vec<u8>, Vec<u8>);
+
 /// A dataset file of format `version` (the header's byte, written as
 /// given) of `pages` (rows, labels section bytes, payload), `per_block`
 /// pages to a block, its footer claiming `claims`; every checksum is right.
 pub fn dataset_versioned(
     format: u8,
     version: u8,
-    pages: &[(u64, Vec<u8>, Vec<u8>)],
+    pages: &[StoredPage],
     per_block: usize,
     claims: Claims,
 ) -> Vec<u8> {
-    let pages: Vec<Option<(u64, Vec<u8>, Vec<u8>)>> = pages.iter().cloned().map(Some).collect();
+    let pages: Vec<Option<StoredPage>> = pages.iter().cloned().map(Some).collect();
     dataset_with_copies(format, version, &pages, per_block, claims)
 }
 
@@ -176,7 +179,7 @@ pub fn dataset_versioned(
 pub fn dataset_with_copies(
     format: u8,
     version: u8,
-    pages: &[Option<(u64, Vec<u8>, Vec<u8>)>],
+    pages: &[Option<StoredPage>],
     per_block: usize,
     claims: Claims,
 ) -> Vec<u8> {
