@@ -232,7 +232,7 @@ fn header(args: &TrainArgs, prepared: &Prepared, table: &Table) -> String {
         args.l2,
         scaling_name(prepared.model()),
         args.seed,
-        memory >> 20,
+        (memory + (1 << 19)) >> 20,
         why.map(|why| format!(" ({why})")).unwrap_or_default(),
         table.header(),
     )
@@ -326,12 +326,12 @@ pub(crate) fn buffer_phrase<S: tocpile::dataset::Source>(
     let mib = |b: u64| format!("{:.1} MiB", b as f64 / (1 << 20) as f64);
     match (c.whole_file, args.buffer) {
         (true, _) => format!(
-            "the whole file ({} blocks as {}, {}, within the {} MiB budget: a full shuffle \
+            "the whole file ({} blocks as {}, {}, within the {} budget: a full shuffle \
              each epoch, each row decoded once)",
             c.blocks,
             c.rows,
             mib(c.whole_bytes),
-            c.memory >> 20
+            mib(c.memory as u64)
         ),
         (false, Some(f)) => format!("{f} ({} blocks as {})", c.blocks, c.rows),
         // Within the memory budget, the decoded rows are past the decode
@@ -343,11 +343,11 @@ pub(crate) fn buffer_phrase<S: tocpile::dataset::Source>(
             tocpile::limits::limits().max_decode_nnz
         ),
         (false, None) => format!(
-            "0.1 ({} blocks as {}; the whole file's {} exceed the {} MiB budget)",
+            "0.1 ({} blocks as {}; the whole file's {} exceed the {} budget)",
             c.blocks,
             c.rows,
             mib(c.whole_bytes),
-            c.memory >> 20
+            mib(c.memory as u64)
         ),
     }
 }

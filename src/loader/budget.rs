@@ -58,6 +58,7 @@ pub enum MemorySource {
 
 /// The default resident budget and how it was chosen.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MemoryBudget {
     /// The budget in bytes: half of (`available` - `working_set`), at
     /// most [`DEFAULT_MEMORY`].
@@ -73,6 +74,10 @@ pub struct MemoryBudget {
     /// the file fits what is left, the budget leaves room for it; 0
     /// otherwise.
     pub file_cache: u64,
+    /// The whole file's buffer in bytes when the budget was raised to hold
+    /// it ([`Buffer::Auto`](super::Buffer::Auto): at most
+    /// [`WHOLE_FILE_SHARE`] of what the process has left); 0 otherwise.
+    pub whole_file: u64,
 }
 
 impl MemoryBudget {
@@ -104,6 +109,7 @@ impl MemoryBudget {
                 source: None,
                 working_set,
                 file_cache: 0,
+                whole_file: 0,
             },
             Some((bytes, source)) => {
                 let share = bytes.saturating_sub(working_set) / AVAILABLE_SHARE_DIVISOR;
@@ -115,6 +121,7 @@ impl MemoryBudget {
                     source: Some(source),
                     working_set,
                     file_cache: 0,
+                    whole_file: 0,
                 }
             }
         }
@@ -140,6 +147,13 @@ impl MemoryBudget {
             MemorySource::MemAvailable => "MemAvailable in /proc/meminfo".to_string(),
             MemorySource::Cgroup(dir) => format!("memory cgroup {}", dir.display()),
         };
+        if self.whole_file > 0 {
+            return Some(format!(
+                "the whole file's {:.1} MiB of rows, within three quarters of the {available} \
+                 MiB available to the process, per {whence}",
+                self.whole_file as f64 / (1 << 20) as f64
+            ));
+        }
         let less = match self.working_set >> 20 {
             0 => String::new(),
             w => format!(", less {w} MiB for the loader's buffers and the rest of the process"),
@@ -158,6 +172,21 @@ impl MemoryBudget {
         ))
     }
 }
+
+/// The share of the memory available (less [`PROCESS_BYTES`] and the
+/// whole-file build's read-ahead) that a [`Buffer::Auto`](super::Buffer::Auto)
+/// buffer of the whole file may take: three quarters.
+///
+/// More than the half of a resident budget, because a whole-file buffer
+/// replaces what the other half is kept for: once it is built nothing
+/// streams (no second buffer, no read-ahead, no page cache of the file
+/// needed), and the buffer is the rows in their compact form (code rows
+/// or pair codes, a few bytes a row), measured on sampled mini-batches.
+/// The quarter left absorbs the estimate's error and allocator slack. In
+/// the out-of-memory sweep's cgroups of 0.5x and 1x the TOC file plus 64
+/// MiB, half was 19-20 MiB, under flights3m's 21 MiB of pair codes: the
+/// loader buffered 10% and decoded every epoch.
+pub const WHOLE_FILE_SHARE: f64 = 0.75;
 
 /// Memory the process will take besides the loader's buffers (the
 /// model, thread stacks, allocator slack) that [`memory_budget_for`](super::memory_budget_for) sets

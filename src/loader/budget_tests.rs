@@ -285,3 +285,101 @@ fn this_process_gets_a_budget_within_the_cap() {
 fn loader_options_default_leaves_the_budget_automatic() {
     assert_eq!(super::super::LoaderOptions::default().memory, None);
 }
+
+/// With `Buffer::Auto`, the budget is raised to the whole file's buffer
+/// when it fits three quarters of what the process has left, though half
+/// of it would not hold it (the out-of-memory sweep's 0.5x and 1x
+/// cgroups); a loader given that budget keeps the whole file. Never for a
+/// fixed buffer, several workers, or too little memory.
+#[test]
+fn auto_budget_takes_the_whole_file_within_three_quarters() {
+    use crate::dataset::{DatasetWriter, WriterOptions};
+    use crate::loader::{Buffer, Loader};
+    use crate::SparseBatch;
+    use std::sync::Arc;
+    let path =
+        std::env::temp_dir().join(format!("tocpile-budget-whole-{}.toc", std::process::id()));
+    let rows: Vec<[f64; 4]> = (0..500_000u64)
+        .map(|i| {
+            [
+                1.0,
+                (i * 7919 % 1009) as f64,
+                0.0,
+                (i * 104_729 % 97) as f64,
+            ]
+        })
+        .collect();
+    let labels: Vec<f64> = (0..500_000).map(|i| (i % 2) as f64).collect();
+    let layout = WriterOptions {
+        page_rows: 50,
+        block_bytes: 512,
+        ..WriterOptions::default()
+    };
+    let mut writer = DatasetWriter::create(&path, 4, layout).unwrap();
+    writer
+        .push(&SparseBatch::from_dense_rows(4, &rows).unwrap(), &labels)
+        .unwrap();
+    writer.finish().unwrap();
+    let ds = Arc::new(Dataset::open(&path).unwrap());
+    let o = LoaderOptions::default();
+    assert_eq!(o.buffer, Buffer::Auto);
+    // The whole file's buffer as the loader measures it.
+    let roomy = LoaderOptions {
+        memory: Some(1 << 30),
+        ..o.clone()
+    };
+    let whole = Loader::new(Arc::clone(&ds), roomy)
+        .unwrap()
+        .buffer_choice()
+        .whole_bytes;
+    assert!(whole > MIB, "{whole}");
+    let within = |available: u64, o: &LoaderOptions| {
+        crate::loader::working_set::budget_within(
+            &ds,
+            o,
+            Some((available, MemorySource::MemAvailable)),
+        )
+    };
+    // Room for the whole file in three quarters, not in a half.
+    let available = PROCESS_BYTES + 4 * MIB + whole * 5 / 4;
+    let b = within(available, &o);
+    assert_eq!(b.whole_file, whole);
+    assert_eq!(b.bytes as u64, whole);
+    assert!(
+        MemoryBudget::after_working_set(
+            Some((available, MemorySource::MemAvailable)),
+            PROCESS_BYTES
+        )
+        .bytes
+            < whole as usize
+    );
+    assert!(
+        b.reason().unwrap().starts_with("the whole file's"),
+        "{:?}",
+        b.reason()
+    );
+    let given = LoaderOptions {
+        memory: Some(b.bytes),
+        ..o.clone()
+    };
+    assert!(
+        Loader::new(Arc::clone(&ds), given)
+            .unwrap()
+            .buffer_choice()
+            .whole_file
+    );
+    // Too little memory, a fixed buffer, several workers: no raise.
+    assert_eq!(within(PROCESS_BYTES + whole, &o).whole_file, 0);
+    let fixed = LoaderOptions {
+        buffer: Buffer::Fraction(0.1),
+        ..o.clone()
+    };
+    assert_eq!(within(available, &fixed).whole_file, 0);
+    let workers = LoaderOptions {
+        workers: 2,
+        ..o.clone()
+    };
+    assert_eq!(within(available, &workers).whole_file, 0);
+    drop(ds);
+    std::fs::remove_file(&path).unwrap();
+}

@@ -79,7 +79,7 @@ impl<S: Source + 'static> Feed<S> {
 }
 
 /// Read-ahead groups in front of the making of a whole-file buffer.
-const WHOLE_FILE_GROUPS: usize = 8;
+pub(crate) const WHOLE_FILE_GROUPS: usize = 8;
 
 /// Groups the read-ahead threads may validate in front of the consumer.
 ///

@@ -263,8 +263,11 @@ pub struct LoaderOptions {
     /// resident blocks, when that form's estimated bytes fit it.
     ///
     /// `None` (the default) is automatic: when the loader opens, half the
-    /// memory available to the process, from `/proc/meminfo` and its
-    /// memory cgroups, at most 1 GiB ([`MemoryBudget::detect`](super::MemoryBudget::detect)).
+    /// memory available to the process (from `/proc/meminfo` and its
+    /// memory cgroups) once the loader's own working set is set aside, at
+    /// most 1 GiB; with [`Buffer::Auto`] and one worker, up to three
+    /// quarters of it when that holds the whole file's buffer
+    /// ([`memory_budget_for`](super::memory_budget_for)).
     /// `LoaderOptions::default()` itself reads nothing of the system.
     pub memory: Option<usize>,
     /// Not part of the API (hidden): see [`RowForm`].

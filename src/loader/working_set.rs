@@ -5,7 +5,9 @@
 
 use std::path::Path;
 
-use super::budget::{available_under, fit_file, MemoryBudget, PROCESS_BYTES};
+use super::budget::{
+    available_under, fit_file, MemoryBudget, DEFAULT_MEMORY, PROCESS_BYTES, WHOLE_FILE_SHARE,
+};
 use super::options::{Buffer, LoaderOptions, Mode, Strategy};
 use super::resident::packed_bytes;
 use crate::dataset::{Dataset, Source};
@@ -47,15 +49,64 @@ const FALLBACK_EXPANSION: f64 = 16.0;
 /// rows and 1.6M non-zeros a buffer) that is about 45 MiB: 34 for the
 /// decoded buffer, 10 for three buffers' worth of compressed blocks.
 pub fn memory_budget_for<S: Source>(dataset: &Dataset<S>, options: &LoaderOptions) -> MemoryBudget {
+    budget_within(dataset, options, available_under(Path::new("/")))
+}
+
+/// [`memory_budget_for`] for `available` bytes of memory.
+pub(crate) fn budget_within<S: Source>(
+    dataset: &Dataset<S>,
+    options: &LoaderOptions,
+    available: Option<(u64, super::MemorySource)>,
+) -> MemoryBudget {
     let e = estimate(dataset, options);
-    fit_file(
-        MemoryBudget::after_working_set(
-            available_under(Path::new("/")),
-            e.working_set + PROCESS_BYTES,
-        ),
+    let budget = fit_file(
+        MemoryBudget::after_working_set(available, e.working_set + PROCESS_BYTES),
         e.file_bytes,
         e.expansion,
-    )
+    );
+    whole_file(budget, dataset, options, &e)
+}
+
+/// Step 4 of [`memory_budget_for`]: with [`Buffer::Auto`], a budget
+/// raised to the whole file's buffer when that fits [`WHOLE_FILE_SHARE`]
+/// of the memory available less [`PROCESS_BYTES`] and the whole-file
+/// build's read-ahead (the buffer's form and size measured as the loader
+/// will: `sample::choose_rows`). One worker only: workers in separate
+/// processes each read the same memory available, and their shares
+/// together would take it several times over.
+fn whole_file<S: Source>(
+    mut budget: MemoryBudget,
+    dataset: &Dataset<S>,
+    o: &LoaderOptions,
+    e: &Estimate,
+) -> MemoryBudget {
+    let row_pipeline = !matches!(o.strategy, Strategy::SlidingWindow | Strategy::Mrs)
+        && o.mode.choose(dataset.info(), o.batch_rows).mode == Mode::Exact;
+    let Some(available) = budget.available else {
+        return budget;
+    };
+    if o.buffer != Buffer::Auto || o.workers > 1 || !row_pipeline || dataset.n_blocks() == 0 {
+        return budget;
+    }
+    let rows = super::sample::choose_rows(dataset, (o.batch_rows, o.trace), o.rows);
+    let whole = (rows.bytes_per_row * dataset.info().n_rows as f64) as u64;
+    if whole <= budget.bytes as u64 {
+        return budget;
+    }
+    // The build reads ahead `feed::WHOLE_FILE_GROUPS` groups (and one per
+    // read-ahead thread) of at least 64 KiB, validated (`e.expansion` heap
+    // bytes per byte).
+    let mean_block = e.file_bytes as f64 / dataset.n_blocks() as f64;
+    let group = mean_block.max(super::ahead::GROUP_BYTES as f64);
+    let groups = (super::feed::WHOLE_FILE_GROUPS.max(o.read_ahead) + 4) as f64;
+    let ahead = (groups * group * e.expansion.max(1.0)) as u64;
+    let room = available.saturating_sub(PROCESS_BYTES + ahead) as f64 * WHOLE_FILE_SHARE;
+    if whole as f64 <= room && whole <= DEFAULT_MEMORY as u64 {
+        budget.bytes = whole as usize;
+        budget.whole_file = whole;
+        budget.file_cache = 0;
+    }
+    budget
 }
 
 /// What [`memory_budget_for`] measures of a loader over a file.
@@ -92,7 +143,9 @@ fn estimate<S: Source>(dataset: &Dataset<S>, o: &LoaderOptions) -> Estimate {
         (_, Buffer::Blocks(b)) => b,
         // The buffer when the whole file does not fit (when it does, the
         // whole file is what the budget holds).
-        (_, Buffer::Auto) => ((super::AUTO_FRACTION * n_blocks as f64).ceil() as usize).max(1),
+        (_, Buffer::Auto) => {
+            ((super::plan::AUTO_FRACTION * n_blocks as f64).ceil() as usize).max(1)
+        }
         (_, Buffer::Fraction(f)) => ((f * n_blocks as f64).ceil() as usize).max(1),
     }
     .min(worker_blocks);

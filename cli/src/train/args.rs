@@ -101,7 +101,9 @@ pub struct TrainArgs {
     /// the process (MemAvailable, and the limit of its memory cgroups
     /// less their usage) leaves once the loader's buffers are set aside,
     /// less when the file fits the page cache (to keep it there), at most
-    /// 1024; the header says when it was lowered. Ranks (--ranks,
+    /// 1024; with the default --buffer, up to three quarters of it when
+    /// that holds the whole file's rows (nothing streams then); the
+    /// header says when it was lowered. Ranks (--ranks,
     /// mpirun) share the default and take --memory each.
     #[arg(long, value_name = "MIB")]
     pub memory: Option<u64>,

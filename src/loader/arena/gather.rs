@@ -1,0 +1,209 @@
+//! Reading a buffer's records back (`super`'s layout): a block's records
+//! in file order, and the shuffled mini-batch's rows gathered as code
+//! batches, pair-coded rows or plain rows, with the prefetches that let
+//! the next batch's records arrive while this one is expanded.
+
+use super::{past_fillers, CodeArena, ARENA, FILLER, PLAIN_PAIRS};
+use crate::codec::CodeBatch;
+use crate::error::Result;
+use crate::limits::try_reserve;
+
+impl CodeArena {
+    /// The offsets of the records of the `i`-th block pushed, appended to
+    /// `out` in file order.
+    pub(crate) fn block_records(&self, i: usize, out: &mut Vec<u32>) {
+        let b = self.blocks[i];
+        let mut at = past_fillers(&self.words, b.start as usize);
+        for _ in 0..b.rows {
+            out.push(at as u32);
+            at = self.widths.head(&self.words, &self.label_values, at).1;
+        }
+    }
+
+    /// Appends the rows at `offsets` (records of this arena) to `batch`
+    /// with their labels (and, when tracing, their numbers in the file).
+    /// `map` is scratch: for each of this arena's slots, the batch's slot
+    /// plus one of its dictionary (all zero between calls).
+    pub(crate) fn gather_codes(
+        &self,
+        offsets: &[u32],
+        batch: &mut CodeBatch,
+        map: &mut Vec<u32>,
+        (labels, trace): (&mut Vec<f64>, &mut Vec<u64>),
+    ) -> Result<()> {
+        if map.len() < self.dicts.len() {
+            map.resize(self.dicts.len(), 0);
+        }
+        self.touch(offsets);
+        try_reserve(labels, offsets.len(), ARENA)?;
+        try_reserve(&mut batch.slots, offsets.len(), ARENA)?;
+        try_reserve(&mut batch.starts, offsets.len(), ARENA)?;
+        let mut used: Vec<u16> = Vec::new();
+        for &o in offsets {
+            let (head, _) = self
+                .widths
+                .head_at(&self.words, &self.label_values, o as usize);
+            labels.push(head.label);
+            if self.widths.trace {
+                trace.push(head.row);
+            }
+            let m = &mut map[head.slot as usize];
+            if *m == 0 {
+                batch.dicts.push(self.dicts[head.slot as usize].clone());
+                *m = batch.dicts.len() as u32;
+                used.push(head.slot);
+            }
+            batch.slots.push(*m - 1);
+            try_reserve(&mut batch.codes, head.n, ARENA)?;
+            self.widths.codes_into(&self.words, &head, &mut batch.codes);
+            batch.starts.push(batch.codes.len() as u32);
+        }
+        for slot in used {
+            map[slot as usize] = 0;
+        }
+        Ok(())
+    }
+
+    /// Appends the rows at `offsets` (records of an arena of
+    /// [`RowCodes::Pairs`](super::RowCodes::Pairs)) to CSR arrays, with their labels (and, when
+    /// tracing, their numbers in the file).
+    pub(crate) fn gather_rows(
+        &self,
+        offsets: &[u32],
+        (row_ends, cols, vals): (&mut Vec<u32>, &mut Vec<u32>, &mut Vec<f64>),
+        (labels, trace): (&mut Vec<f64>, &mut Vec<u64>),
+    ) -> Result<()> {
+        self.touch(offsets);
+        try_reserve(labels, offsets.len(), ARENA)?;
+        try_reserve(row_ends, offsets.len(), ARENA)?;
+        let pairs = &self.pairs[..];
+        let pair = |p: usize| pairs.get(p).copied().unwrap_or_default();
+        if self.widths == PLAIN_PAIRS {
+            return self.gather_plain_rows(offsets, (row_ends, cols, vals), labels);
+        }
+        for &o in offsets {
+            let (head, _) = self
+                .widths
+                .head_at(&self.words, &self.label_values, o as usize);
+            labels.push(head.label);
+            if self.widths.trace {
+                trace.push(head.row);
+            }
+            let w = &self.words[head.codes..];
+            crate::limits::check_batch_nnz((cols.len() + head.n) as u64)?;
+            try_reserve(cols, head.n, ARENA)?;
+            try_reserve(vals, head.n, ARENA)?;
+            if self.widths.wide {
+                let ids = || {
+                    w[..2 * head.n]
+                        .chunks_exact(2)
+                        .map(|c| c[0] as usize | (c[1] as usize) << 16)
+                };
+                cols.extend(ids().map(|p| pair(p).col));
+                vals.extend(ids().map(|p| pair(p).val));
+            } else {
+                let ids = &w[..head.n];
+                cols.extend(ids.iter().map(|&p| pair(p as usize).col));
+                vals.extend(ids.iter().map(|&p| pair(p as usize).val));
+            }
+            row_ends.push(cols.len() as u32);
+        }
+        Ok(())
+    }
+
+    /// Appends the rows at `offsets` (records of an arena of
+    /// [`RowCodes::Pairs`](super::RowCodes::Pairs)) to a batch of coded rows: their codes into
+    /// the arena's table of pairs to `codes`, each row's end to `ends`,
+    /// their labels (and, when tracing, their numbers in the file).
+    pub(crate) fn gather_coded(
+        &self,
+        offsets: &[u32],
+        (ends, codes): (&mut Vec<u32>, &mut Vec<u32>),
+        (labels, trace): (&mut Vec<f64>, &mut Vec<u64>),
+    ) -> Result<()> {
+        self.touch(offsets);
+        try_reserve(labels, offsets.len(), ARENA)?;
+        try_reserve(ends, offsets.len(), ARENA)?;
+        // Room for rows of the arena's average length (grown past it as
+        // needed).
+        let average = self.codes.div_ceil(self.rows.max(1));
+        try_reserve(codes, offsets.len().saturating_mul(average + 1), ARENA)?;
+        let w = &self.words[..];
+        for &o in offsets {
+            let (head, _) = self.widths.head_at(w, &self.label_values, o as usize);
+            labels.push(head.label);
+            if self.widths.trace {
+                trace.push(head.row);
+            }
+            // A pair code per entry: the batch's rows decoded, the decode
+            // budget's; grown fallibly past the average.
+            crate::limits::check_batch_nnz((codes.len() + head.n) as u64)?;
+            try_reserve(codes, head.n, ARENA)?;
+            self.widths.codes_into(w, &head, codes);
+            ends.push(codes.len() as u32);
+        }
+        Ok(())
+    }
+
+    /// [`gather_rows`](Self::gather_rows) for the usual records of pair
+    /// codes (one-word codes and counts, label ids, no row numbers): the
+    /// shuffled gather is most of the loader's work on files whose
+    /// batches go to their rows, so the parse is as short as the record.
+    fn gather_plain_rows(
+        &self,
+        offsets: &[u32],
+        (row_ends, cols, vals): (&mut Vec<u32>, &mut Vec<u32>, &mut Vec<f64>),
+        labels: &mut Vec<f64>,
+    ) -> Result<()> {
+        let (w, pairs) = (&self.words[..], &self.pairs[..]);
+        let mut total = 0usize;
+        for &o in offsets {
+            let o = o as usize;
+            let n = w[o];
+            total += if n < FILLER {
+                n as usize
+            } else {
+                w[o + 1] as usize | (w[o + 2] as usize) << 16
+            };
+        }
+        // The batch's rows decoded: the decode budget's, as a buffer's.
+        crate::limits::check_batch_nnz((cols.len() + total) as u64)?;
+        try_reserve(cols, total, ARENA)?;
+        try_reserve(vals, total, ARENA)?;
+        for &o in offsets {
+            let (head, _) = self.widths.head_at(w, &self.label_values, o as usize);
+            labels.push(head.label);
+            let ids = &w[head.codes..head.codes + head.n];
+            for &p in ids {
+                let pair = pairs.get(p as usize).copied().unwrap_or_default();
+                cols.push(pair.col);
+                vals.push(pair.val);
+            }
+            row_ends.push(cols.len() as u32);
+        }
+        Ok(())
+    }
+
+    /// Touches the first word of each record at `offsets`. A shuffled
+    /// batch's records lie anywhere in the arena: loads that depend on
+    /// nothing but the offsets let the processor have many misses in
+    /// flight at once, where reading each record in turn waited for each
+    /// (the records are then read from the cache). Where the epoch
+    /// prefetched them ([`prefetch`](Self::prefetch)) they are there
+    /// already.
+    fn touch(&self, offsets: &[u32]) {
+        let mut touched = 0u16;
+        for &o in offsets {
+            touched ^= self.words.get(o as usize).copied().unwrap_or(0);
+        }
+        std::hint::black_box(touched);
+    }
+
+    /// Prefetches the records at `offsets`: the epoch's next batch, while
+    /// this one is gathered and expanded, so that the two overlap.
+    pub(crate) fn prefetch(&self, offsets: &[u32]) {
+        for &o in offsets {
+            crate::prefetch::prefetch(&self.words, o as usize);
+        }
+    }
+}
