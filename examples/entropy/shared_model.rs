@@ -18,6 +18,7 @@
 use std::collections::HashMap;
 use std::hint::black_box;
 
+use tocpile::codec::entropy::{AnsModel, LearnOptions};
 use tocpile::dataset::Dataset;
 use tocpile::internals::{packed_arrays_of, unpack};
 use tocpile::DecodeTree;
@@ -43,6 +44,10 @@ struct Totals {
     unpack_ns: u64,
     huffman_ns: u64,
     values: u64,
+    rans: u64,
+    rans_model: u64,
+    rans_ns: u64,
+    rans_unpack_ns: u64,
 }
 
 /// Lengths of at most `limit` bits (Kraft sum kept at most 1: the longest
@@ -166,6 +171,7 @@ fn segment(pages: &[Stream], timed: bool, t: &mut Totals) {
         out.extend_from_slice(&[0; 8]);
         streams.push(out);
     }
+    rans_segment(pages, t);
     if !timed {
         return;
     }
@@ -208,10 +214,83 @@ fn segment(pages: &[Stream], timed: bool, t: &mut Totals) {
     t.huffman_ns += (t2 - t1) / reps as u64;
 }
 
+/// The library's rANS stage ([`AnsModel`]) on one stream kind of one
+/// segment: a model learned over the segment (stored once), each page's
+/// stream coded alone; decode timed against unpacking the same pages in
+/// the same loop order (at least about 20 million values a side).
+fn rans_segment(pages: &[Stream], t: &mut Totals) {
+    let all: Vec<u32> = pages
+        .iter()
+        .flat_map(|p| p.values.iter().copied())
+        .collect();
+    let Some(model) = AnsModel::learn(&all, LearnOptions::default()) else {
+        return;
+    };
+    t.rans_model += model.encoded_len() as u64;
+    let streams: Vec<Vec<u8>> = pages
+        .iter()
+        .map(|p| {
+            let mut s = Vec::new();
+            model
+                .encode(&p.values, &mut s)
+                .expect("the escape covers every value");
+            s
+        })
+        .collect();
+    t.rans += streams.iter().map(|s| s.len() as u64).sum::<u64>();
+    let mut out = Vec::new();
+    for (p, s) in pages.iter().zip(&streams) {
+        model
+            .decode(s, p.values.len(), &mut out)
+            .expect("valid stream");
+        assert_eq!(out, p.values, "the rANS stream decodes to the values");
+    }
+    let reps = (20_000_000 / all.len().max(1)).max(3);
+    let t0 = cpu_ns();
+    for _ in 0..reps {
+        for p in pages {
+            unpack(&p.payload, p.width, p.values.len(), &mut out);
+            black_box(&out);
+        }
+    }
+    let t1 = cpu_ns();
+    for _ in 0..reps {
+        for (p, s) in pages.iter().zip(&streams) {
+            model.decode(s, p.values.len(), &mut out).expect("valid");
+            black_box(&out);
+        }
+    }
+    let t2 = cpu_ns();
+    t.rans_unpack_ns += (t1 - t0) / reps as u64;
+    t.rans_ns += (t2 - t1) / reps as u64;
+}
+
+/// Writes every page's values of a stream kind (u32 little-endian) and
+/// their stored payloads to `dir`, for an outside compressor to be
+/// measured on the same streams.
+fn dump(dir: &str, name: &str, what: &str, pages: &[Stream]) {
+    use std::io::Write;
+    let open = |suffix: &str| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(format!("{dir}/{name}.{what}.{suffix}"))
+            .expect("a writable dump directory")
+    };
+    let (mut values, mut payloads) = (open("u32"), open("packed"));
+    for p in pages {
+        for v in &p.values {
+            values.write_all(&v.to_le_bytes()).expect("written");
+        }
+        payloads.write_all(&p.payload).expect("written");
+    }
+}
+
 /// The shared-model measurement over the dataset files `paths`.
 pub fn run(paths: &[String]) {
     println!("| file | stream | bytes stored | Huffman streams | models | net | net / file | order-0 entropy + models | symbols / segment | max length | unpack ns/value | Huffman ns/value |");
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mut rans_rows = Vec::new();
     for path in paths {
         let data = Dataset::open(path).expect("a dataset file");
         let file = std::fs::read(path).expect("readable");
@@ -221,6 +300,10 @@ pub fn run(paths: &[String]) {
             segment_of.extend(std::iter::repeat_n(k, *blocks as usize));
         }
         segment_of.resize(data.n_blocks(), 0);
+        let name = std::path::Path::new(path)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let (mut codes_t, mut lens_t) = (Totals::default(), Totals::default());
         let (mut codes, mut lens) = (Vec::new(), Vec::new());
         let mut tree = DecodeTree::default();
@@ -246,16 +329,16 @@ pub fn run(paths: &[String]) {
                 }
             }
             if b + 1 == data.n_blocks() || segment_of[b + 1] != segment_of[b] {
+                if let Ok(dir) = std::env::var("ENTROPY_DUMP") {
+                    dump(&dir, &name, "codes", &codes);
+                    dump(&dir, &name, "lens", &lens);
+                }
                 segment(&codes, true, &mut codes_t);
                 segment(&lens, false, &mut lens_t);
                 codes.clear();
                 lens.clear();
             }
         }
-        let name = std::path::Path::new(path)
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
         let file_bytes = file.len() as f64;
         let segments = f
             .segments
@@ -291,6 +374,28 @@ pub fn run(paths: &[String]) {
                 per_value(t.unpack_ns),
                 per_value(t.huffman_ns),
             );
+            let net = (t.rans + t.rans_model) as f64 - t.stored as f64;
+            rans_rows.push(format!(
+                "| {name} | {what} | {} | {} | {} | {:+.0} | {:+.1}% | {} | {} | {:.2} |",
+                t.stored,
+                t.rans,
+                t.rans_model,
+                net,
+                100.0 * net / file_bytes,
+                per_value(t.rans_unpack_ns),
+                per_value(t.rans_ns),
+                t.rans_ns as f64 / t.rans_unpack_ns.max(1) as f64,
+            ));
         }
+    }
+    println!();
+    println!(
+        "rANS (the library's `codec::entropy`, precision 12, two states, a model per segment):"
+    );
+    println!();
+    println!("| file | stream | bytes stored | rANS streams | models | net | net / file | unpack ns/value | rANS ns/value | rANS / unpack |");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for row in rans_rows {
+        println!("{row}");
     }
 }

@@ -121,6 +121,9 @@ impl CodeArena {
         (ends, codes): (&mut Vec<u32>, &mut Vec<u32>),
         (labels, trace): (&mut Vec<f64>, &mut Vec<u64>),
     ) -> Result<()> {
+        if self.widths == PLAIN_PAIRS {
+            return self.gather_plain_coded(offsets, (ends, codes), labels);
+        }
         self.touch(offsets);
         try_reserve(labels, offsets.len(), ARENA)?;
         try_reserve(ends, offsets.len(), ARENA)?;
@@ -156,16 +159,7 @@ impl CodeArena {
         labels: &mut Vec<f64>,
     ) -> Result<()> {
         let (w, pairs) = (&self.words[..], &self.pairs[..]);
-        let mut total = 0usize;
-        for &o in offsets {
-            let o = o as usize;
-            let n = w[o];
-            total += if n < FILLER {
-                n as usize
-            } else {
-                w[o + 1] as usize | (w[o + 2] as usize) << 16
-            };
-        }
+        let total = self.plain_entries(offsets);
         // The batch's rows decoded: the decode budget's, as a buffer's.
         crate::limits::check_batch_nnz((cols.len() + total) as u64)?;
         try_reserve(cols, total, ARENA)?;
@@ -182,6 +176,53 @@ impl CodeArena {
             row_ends.push(cols.len() as u32);
         }
         Ok(())
+    }
+
+    /// [`gather_coded`](Self::gather_coded) for the usual records of pair
+    /// codes (as [`gather_plain_rows`](Self::gather_plain_rows)): the
+    /// batch's entries counted first (which touches every record, as
+    /// [`touch`](Self::touch) does), checked and reserved once, then each
+    /// record's codes copied with no per-row check.
+    fn gather_plain_coded(
+        &self,
+        offsets: &[u32],
+        (ends, codes): (&mut Vec<u32>, &mut Vec<u32>),
+        labels: &mut Vec<f64>,
+    ) -> Result<()> {
+        let w = &self.words[..];
+        let total = self.plain_entries(offsets);
+        crate::limits::check_batch_nnz((codes.len() + total) as u64)?;
+        try_reserve(codes, total, ARENA)?;
+        try_reserve(labels, offsets.len(), ARENA)?;
+        try_reserve(ends, offsets.len(), ARENA)?;
+        for &o in offsets {
+            let (head, _) = self.widths.head_at(w, &self.label_values, o as usize);
+            labels.push(head.label);
+            codes.extend(
+                w[head.codes..head.codes + head.n]
+                    .iter()
+                    .map(|&c| u32::from(c)),
+            );
+            ends.push(codes.len() as u32);
+        }
+        Ok(())
+    }
+
+    /// The entries of the records at `offsets` (of [`PLAIN_PAIRS`] widths:
+    /// a one-word count, or the long-row marker and two).
+    fn plain_entries(&self, offsets: &[u32]) -> usize {
+        let w = &self.words[..];
+        let mut total = 0usize;
+        for &o in offsets {
+            let o = o as usize;
+            let n = w[o];
+            total += if n < FILLER {
+                n as usize
+            } else {
+                w[o + 1] as usize | (w[o + 2] as usize) << 16
+            };
+        }
+        total
     }
 
     /// Touches the first word of each record at `offsets`. A shuffled
