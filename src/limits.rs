@@ -259,6 +259,25 @@ pub fn check_block_nnz(nnz: u64) -> Result<()> {
     )
 }
 
+/// Checks the rows one block of a version-5 dataset file claims, where
+/// they are more than 8 per byte of the block (page copies repeat a
+/// page's rows for one byte), against [`Limits::max_decode_nnz`]: the
+/// block's labels are read whole, 8 bytes a row.
+///
+/// # Errors
+/// [`Error::LimitExceeded`] above the ceiling.
+///
+/// Not part of the API (hidden): may change in any release.
+#[doc(hidden)]
+pub fn check_block_rows(rows: u64) -> Result<()> {
+    check_limit(
+        "rows one block holds (more than 8 per byte: page copies)",
+        rows,
+        MAX_DECODE_NNZ.load(Ordering::Relaxed),
+        RAISE_BLOCK_NNZ,
+    )
+}
+
 /// How a user raises the limit on what one mini-batch's rows decode to.
 const RAISE_BATCH_NNZ: &str =
     "--max-decode-nnz N, or a smaller --batch-size (library: tocpile::limits::set_limits)";

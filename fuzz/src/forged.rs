@@ -11,8 +11,8 @@ use tocpile::limits::{set_limits, Limits};
 use tocpile::{EncodeOptions, Encoder, SparseBatch};
 
 use crate::forge::{
-    bomb_batch, dataset_versioned, float_labels, int_labels, shared_section, with_footer_sections,
-    Claims,
+    bomb_batch, dataset_versioned, dataset_with_copies, float_labels, int_labels, shared_section,
+    with_footer_sections, Claims,
 };
 use crate::{arbitrary_batch, arbitrary_options, mutate};
 
@@ -267,6 +267,88 @@ pub fn arbitrary_v4_file(u: &mut Unstructured<'_>) -> Result<(Vec<u8>, Option<Sp
     let file = dataset_versioned(9, 4, &labelled, per_block, claims);
     let file = with_footer_sections(&file, &shared_section(&[(n_blocks, dict)]));
     Ok((file, (!mutated).then_some(rows)))
+}
+
+/// A version-5 file whose blocks hold page copies: arbitrary rows in
+/// compact pages coded against a segment's dictionary, each page followed
+/// by 0 to 3 copies of itself (one zero byte each); then its pages, row
+/// counts, copies (added where no page precedes, or dropped) or version
+/// (4) mutated, every length and checksum recomputed. Returns the file
+/// and, if unmutated, the rows it holds (the copied pages' rows again).
+pub fn arbitrary_v5_file_with_copies(
+    u: &mut Unstructured<'_>,
+) -> Result<(Vec<u8>, Option<SparseBatch>)> {
+    let generated = arbitrary_batch(u, 48, 24)?;
+    let rows = generated.batch;
+    let mut encoder = Encoder::new(EncodeOptions::default());
+    let Ok(Some(model)) = encoder.learn_segment_in(&rows, true) else {
+        return Err(libfuzzer_sys::arbitrary::Error::IncorrectFormat);
+    };
+    let page_rows = u.int_in_range(1usize..=12)?;
+    let dict = model.dict().as_bytes().to_vec();
+    let mut expected = SparseBatch::with_cols(rows.n_cols())
+        .map_err(|_| libfuzzer_sys::arbitrary::Error::IncorrectFormat)?;
+    let mut pages: Vec<Option<crate::forge::StoredPage>> = Vec::new();
+    for start in (0..rows.n_rows()).step_by(page_rows) {
+        let batch = rows.slice_rows(start..(start + page_rows).min(rows.n_rows()));
+        let Ok(page) = encoder.encode_shared(&batch, &model) else {
+            return Err(libfuzzer_sys::arbitrary::Error::IncorrectFormat);
+        };
+        let n = batch.n_rows() as u64;
+        let values: &[i64] = if n >= 2 { &[0, 1] } else { &[0] };
+        let ids: Vec<u64> = (0..n).map(|i| i % values.len() as u64).collect();
+        pages.push(Some((n, int_labels(values, &ids), page.into_bytes())));
+        for _ in 0..=u.int_in_range(0u8..=3)? {
+            for (c, v) in batch.rows() {
+                expected
+                    .push_row(c, v)
+                    .map_err(|_| libfuzzer_sys::arbitrary::Error::IncorrectFormat)?;
+            }
+            pages.push(None);
+        }
+        // The loop pushed one copy too many: the page itself comes first.
+        pages.pop();
+    }
+    // Copies must not open a block: blocks end after a stored page's run.
+    let per_block = u.int_in_range(1usize..=8)?;
+    let what = u.int_in_range(0u8..=15)?;
+    let mut version = 5;
+    if what & 1 != 0 && !pages.is_empty() {
+        let k = u.choose_index(pages.len())?;
+        if let Some(page) = &mut pages[k] {
+            mutate(&mut page.2, u)?;
+        }
+    }
+    if what & 2 != 0 && !pages.is_empty() {
+        let k = u.choose_index(pages.len())?;
+        if let Some(page) = &mut pages[k] {
+            page.0 = u.int_in_range(0u64..=64)?;
+        }
+    }
+    if what & 4 != 0 {
+        let k = u.choose_index(pages.len() + 1)?;
+        if k < pages.len() && u.arbitrary()? {
+            pages.remove(k);
+        } else {
+            pages.insert(k, None);
+        }
+    }
+    if what & 8 != 0 {
+        version = 4;
+    }
+    let stored_blocks_ok = pages
+        .chunks(per_block)
+        .all(|block| block.first().is_some_and(Option::is_some));
+    let claims = Claims {
+        n_cols: rows.n_cols() as u64,
+        n_rows: expected.n_rows() as u64,
+        nnz: expected.nnz() as u64,
+    };
+    let n_blocks = pages.len().div_ceil(per_block) as u64;
+    let file = dataset_with_copies(9, version, &pages, per_block, claims);
+    let file = with_footer_sections(&file, &shared_section(&[(n_blocks, dict)]));
+    let intact = what == 0 && stored_blocks_ok;
+    Ok((file, intact.then_some(expected)))
 }
 
 /// Every path that reads a whole file's pages, on `file` (a dataset in

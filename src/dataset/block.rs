@@ -6,9 +6,11 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use super::labels::{read_labels, LabelsForm};
-use super::packed::{check_cols, check_rows, packed_page, validate_payload, PackedBlock};
-use super::{BlockEntry, PageContext};
+use super::labels::read_labels;
+use super::packed::{
+    check_cols, check_rows, packed_page, validate_payload, PackedBlock, PackedPage,
+};
+use super::{BlockEntry, PageContext, PageListForm};
 use crate::codec::{DecodeTree, SharedDict, TocBatch};
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
@@ -22,8 +24,9 @@ pub struct Block {
     format: FormatKind,
     /// The file's column count: every page must have it.
     n_cols: usize,
-    /// How the pages store their labels (the file's version).
-    labels_form: LabelsForm,
+    /// How the page list is written (the file's version): labels form,
+    /// page copies.
+    form: PageListForm,
     /// The shared dictionary of the block's segment (version 3).
     dict: Option<Arc<SharedDict>>,
     number: usize,
@@ -41,6 +44,9 @@ struct PageSpan {
     /// Byte offset of the page's labels section in the block.
     labels_at: usize,
     payload: Range<usize>,
+    /// Whether the page is a copy of the previous one (version 5): its
+    /// labels and payload are the previous page's bytes.
+    copy: bool,
 }
 
 /// A borrowed view of one TOC page of a block: its labels and its
@@ -67,7 +73,7 @@ impl Block {
     /// [`Error::InFile`] naming the block, for a malformed page list.
     pub(super) fn parse(
         path: String,
-        (format, n_cols, labels_form, dict): PageContext,
+        (format, n_cols, form, dict): PageContext,
         number: usize,
         entry: &BlockEntry,
         bytes: Vec<u8>,
@@ -76,7 +82,7 @@ impl Block {
             path,
             format,
             n_cols,
-            labels_form,
+            form,
             dict,
             number,
             offset: entry.offset,
@@ -101,9 +107,21 @@ impl Block {
         let mut labels = Vec::new();
         let mut rows_seen = 0u64;
         for _ in 0..entry.pages {
+            let rows_at = r.offset();
+            if self.form.copies && r.blob().get(rows_at) == Some(&0) {
+                // A page copy: one zero byte, the previous page again.
+                r.u8("page copy")?;
+                push_copy(
+                    (&mut self.pages, &mut self.labels),
+                    rows_at,
+                    entry.rows - rows_seen,
+                )?;
+                rows_seen += self.pages.last().map_or(0, |p| p.rows as u64);
+                continue;
+            }
             let rows = r.varint_max("page rows", entry.rows - rows_seen)? as usize;
             let labels_at = r.offset();
-            read_labels(&mut r, rows, self.labels_form, &mut labels, &mut scratch)?;
+            read_labels(&mut r, rows, self.form.labels, &mut labels, &mut scratch)?;
             let start = self.labels.len();
             self.labels.extend_from_slice(&labels);
             let len = r.varint("page payload length")?;
@@ -114,6 +132,7 @@ impl Block {
                 labels: start..self.labels.len(),
                 labels_at,
                 payload: at..at + len as usize,
+                copy: false,
             });
             rows_seen += rows as u64;
         }
@@ -210,7 +229,21 @@ impl Block {
     /// Bytes of the pages' payloads (labels excluded), as the footer's
     /// `payload_bytes` counts them.
     pub(super) fn payload_bytes(&self) -> u64 {
-        self.pages.iter().map(|p| p.payload.len() as u64).sum()
+        self.pages
+            .iter()
+            .filter(|p| !p.copy)
+            .map(|p| p.payload.len() as u64)
+            .sum()
+    }
+
+    /// Whether page `j` is stored as a copy of the page before it (a
+    /// version-5 file's zero byte; it reads as that page's rows and
+    /// labels).
+    ///
+    /// # Panics
+    /// If `j >= n_pages()`.
+    pub fn page_is_copy(&self, j: usize) -> bool {
+        self.pages[j].copy
     }
 
     /// Number of pages.
@@ -263,7 +296,7 @@ impl Block {
         Ok(PackedBlock::new(
             (self.path, self.offset),
             self.number,
-            (self.format, self.n_cols, self.labels_form, self.dict),
+            (self.format, self.n_cols, self.form, self.dict),
             self.bytes,
             packed,
         ))
@@ -282,20 +315,24 @@ impl Block {
 
     /// Validates every page as [`pack`](Self::pack) does and returns
     /// the packed block's page index.
-    fn validate_pages(&self) -> Result<Vec<super::packed::PackedPage>> {
+    fn validate_pages(&self) -> Result<Vec<PackedPage>> {
         let mut packed = Vec::with_capacity(self.pages.len());
         let mut tree = crate::formats::take_tree();
         let mut block_nnz = 0u64;
         let checked: Result<()> = crate::formats::with_build_scratch(&mut tree, |tree| {
             for (j, span) in self.pages.iter().enumerate() {
                 let payload = &self.bytes[span.payload.clone()];
-                let page = validate_payload(
-                    (self.format, self.dict.as_ref()),
-                    payload,
-                    (span.rows, self.n_cols),
-                    tree,
-                )
-                .and_then(|nnz| {
+                // A copy holds the bytes just validated: the same count.
+                let nnz = match packed.last() {
+                    Some(&PackedPage { nnz, .. }) if span.copy => Ok(nnz),
+                    _ => validate_payload(
+                        (self.format, self.dict.as_ref()),
+                        payload,
+                        (span.rows, self.n_cols),
+                        tree,
+                    ),
+                };
+                let page = nnz.and_then(|nnz| {
                     // Pages each in the page limit can add up to far
                     // more: the block's total is bounded too.
                     block_nnz = block_nnz.saturating_add(nnz);
@@ -357,4 +394,38 @@ impl Block {
             Err(error) => Err(self.page_error(j, error)),
         }
     }
+}
+
+/// Appends a copy of the block's last page (the copy's zero byte at
+/// `at`), whose rows must be within the `rows_left` of the block's
+/// count: the labels come again, which that count bounds.
+fn push_copy(
+    (pages, labels): (&mut Vec<PageSpan>, &mut Vec<f64>),
+    at: usize,
+    rows_left: u64,
+) -> Result<()> {
+    let Some(last) = pages.last().cloned() else {
+        return Err(Error::FieldBelowMinimum {
+            what: "rows of a block's first page (a page copy needs a page before it)",
+            offset: at,
+            value: 0,
+            min: 1,
+        });
+    };
+    if last.rows as u64 > rows_left {
+        return Err(Error::FieldOutOfRange {
+            what: "rows of a page copy (the rows the block's count leaves)",
+            offset: at,
+            value: last.rows as u64,
+            max: rows_left,
+        });
+    }
+    let start = labels.len();
+    labels.extend_from_within(last.labels.clone());
+    pages.push(PageSpan {
+        labels: start..labels.len(),
+        copy: true,
+        ..last
+    });
+    Ok(())
 }

@@ -200,9 +200,13 @@ pub(super) fn check_trailer(trailer: &[u8], trailer_at: u64) -> Result<(u64, u32
 /// count bounded by the bytes that remain before anything is allocated,
 /// block lengths adding up to the footer offset, and block rows and pages
 /// to the totals. `file_bytes` is left 0 for the caller.
+/// `version` is the header's: from version 5 on, a block's page copies
+/// repeat rows for a byte each, so its rows are bounded by the decode
+/// limit rather than by its bytes.
 pub(super) fn parse_footer(
     footer: &[u8],
     footer_at: u64,
+    version: u8,
 ) -> Result<(DatasetInfo, Vec<BlockEntry>, Vec<Segment>)> {
     let mut r = Reader::new(footer);
     r.magic(&FOOTER_MAGIC)?;
@@ -262,9 +266,20 @@ pub(super) fn parse_footer(
     let (mut offset, mut rows, mut pages) = (HEADER_LEN, 0u64, 0u64);
     for _ in 0..n_blocks {
         let len = r.varint_max("block length", footer_at - offset)?;
-        // Every row takes at least one bit of the block (its label id):
-        // a footer cannot claim more rows than its blocks' bytes hold.
-        let block_rows = r.varint_max("block rows (8 per byte of the block)", len * 8)?;
+        // Every stored row takes at least one bit of the block (its label
+        // id): a footer cannot claim more rows than its blocks' bytes
+        // hold. Version 5's page copies repeat a page's rows for one byte,
+        // so beyond that a block's rows (the labels read with it) are held
+        // to the decode limit, as the non-zeros they decode to are.
+        let block_rows = if version >= super::COPIES_VERSION {
+            let rows = r.varint("block rows")?;
+            if rows > len * 8 {
+                crate::limits::check_block_rows(rows)?;
+            }
+            rows
+        } else {
+            r.varint_max("block rows (8 per byte of the block)", len * 8)?
+        };
         let block_pages = r.varint_max("block pages", len)?;
         let crc = r.u32("block checksum")?;
         index.push(BlockEntry {

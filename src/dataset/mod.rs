@@ -4,13 +4,15 @@
 //!
 //! ```text
 //! file    = header block* footer trailer
-//! header  = "TOCD" version(1 to 4) 0 0 0
+//! header  = "TOCD" version(1 to 5) 0 0 0
 //! block   = page*                      checksummed as a whole (CRC-32)
 //! page    = rows labels payload        payload: one encoded batch;
 //!                                      labels: version 2 adds an integer form;
 //!                                      version 3 a page coded against its
 //!                                      segment's dictionary, version 4 its
 //!                                      compact form
+//!         | 0x00                       version 5: a copy of the block's
+//!                                      previous page (rows, labels, payload)
 //! footer  = index of blocks, column count, page format, schema,
 //!           optional sections (the column scaling)
 //! trailer = footer offset, footer CRC-32, "TOCD"
@@ -74,12 +76,17 @@ pub const FILE_MAGIC: [u8; 4] = *b"TOCD";
 /// TOC_FULL file written with [`WriterOptions::segment_rows`]); a file
 /// without them is written as version 2. Version 4 stores the pages
 /// coded against a segment's dictionary in a compact form (no batch
-/// header, no counts: `docs/FORMAT.md`); it is what a file with segments
+/// header, no counts: `docs/FORMAT.md`). Version 5 adds page copies: a
+/// page equal to the previous page of its block (rows, labels and
+/// payload) is stored as one zero byte; it is what a file with segments
 /// is written as.
 ///
 /// Not part of the API (hidden): may change in any release.
 #[doc(hidden)]
-pub const FILE_VERSION: u8 = 4;
+pub const FILE_VERSION: u8 = 5;
+
+/// The first file version whose blocks may hold page copies.
+pub(crate) const COPIES_VERSION: u8 = 5;
 
 /// What the footer says about a dataset file.
 #[derive(Debug, Clone, PartialEq)]
@@ -180,13 +187,34 @@ impl DatasetInfo {
 }
 
 /// What every page of a block is read with: the file's page format,
-/// column count, labels form and the block's segment dictionary.
+/// column count, page list form and the block's segment dictionary.
 pub(crate) type PageContext = (
     FormatKind,
     usize,
-    labels::LabelsForm,
+    PageListForm,
     Option<std::sync::Arc<crate::codec::SharedDict>>,
 );
+
+/// How a block's page list is written, set by the file's version: the
+/// labels form, and whether a page may be a copy of the previous one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PageListForm {
+    /// How each page stores its labels.
+    pub(crate) labels: labels::LabelsForm,
+    /// Whether a page may be a copy (version 5): a zero byte where a
+    /// page's row count would be, standing for the block's previous page.
+    pub(crate) copies: bool,
+}
+
+impl PageListForm {
+    /// The form of a file of `version` (already checked to be known).
+    pub(crate) fn of_version(version: u8) -> PageListForm {
+        PageListForm {
+            labels: labels::LabelsForm::of_version(version),
+            copies: version >= COPIES_VERSION,
+        }
+    }
+}
 
 /// One block's entry in the footer index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

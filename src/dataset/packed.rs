@@ -20,8 +20,8 @@
 
 use std::sync::Arc;
 
-use super::labels::{read_labels, LabelsForm};
-use super::PageContext;
+use super::labels::read_labels;
+use super::{PageContext, PageListForm};
 use crate::codec::{DecodeTree, PageRows, RowDict, SharedDict};
 use crate::error::{Error, Result};
 use crate::formats::FormatKind;
@@ -51,7 +51,8 @@ pub struct PackedBlock {
     number: usize,
     format: FormatKind,
     n_cols: usize,
-    labels_form: LabelsForm,
+    /// How the page list is written (the file's version).
+    form: PageListForm,
     /// The shared dictionary of the block's segment (version 3).
     dict: Option<Arc<SharedDict>>,
     bytes: Box<[u8]>,
@@ -67,7 +68,7 @@ impl PackedBlock {
     pub(super) fn new(
         (path, offset): (String, u64),
         number: usize,
-        (format, n_cols, labels_form, dict): PageContext,
+        (format, n_cols, form, dict): PageContext,
         bytes: Vec<u8>,
         pages: Vec<PackedPage>,
     ) -> PackedBlock {
@@ -79,7 +80,7 @@ impl PackedBlock {
             number,
             format,
             n_cols,
-            labels_form,
+            form,
             dict,
             bytes: bytes.into_boxed_slice(),
             pages: pages.into_boxed_slice(),
@@ -166,7 +167,7 @@ impl PackedBlock {
         read_labels(
             &mut r,
             page.rows as usize,
-            self.labels_form,
+            self.form.labels,
             &mut out.labels,
             &mut out.ids,
         )?;
@@ -211,7 +212,7 @@ impl PackedBlock {
         read_labels(
             &mut r,
             rows,
-            self.labels_form,
+            self.form.labels,
             &mut out.labels,
             &mut out.ids,
         )?;
@@ -274,7 +275,7 @@ impl PackedBlock {
         read_labels(
             &mut r,
             page.rows as usize,
-            self.labels_form,
+            self.form.labels,
             &mut labels,
             &mut scratch,
         )?;

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use super::block::{Block, TocView};
 use super::footer::{check_header, check_trailer, parse_footer, HEADER_LEN, TRAILER_LEN};
-use super::labels::LabelsForm;
 use super::source::{read_at, Source};
 use super::truncation;
 use super::{BlockEntry, DatasetInfo};
@@ -150,7 +149,7 @@ impl<S: Source> Dataset<S> {
             });
         }
         let (mut info, index, segments) =
-            parse_footer(&footer, footer_at).map_err(wrap("footer", footer_at))?;
+            parse_footer(&footer, footer_at, version).map_err(wrap("footer", footer_at))?;
         info.file_bytes = len;
         info.version = version;
         if !segments.is_empty() && version < 3 {
@@ -171,7 +170,8 @@ impl<S: Source> Dataset<S> {
                 dicts.push(None);
                 continue;
             }
-            // A version-4 file's pages that use the dictionary are compact.
+            // The pages of a file of version 4 or 5 that use the
+            // dictionary are compact.
             let dict = SharedDict::from_bytes(segment.dict)
                 .map(|dict| dict.with_compact_pages(version >= 4))
                 .and_then(|dict| {
@@ -332,7 +332,7 @@ impl<S: Source> Dataset<S> {
             (
                 self.info.format,
                 self.info.n_cols,
-                LabelsForm::of_version(self.info.version),
+                super::PageListForm::of_version(self.info.version),
                 self.dict_of(i),
             ),
             i,

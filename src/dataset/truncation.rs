@@ -32,6 +32,7 @@ pub(super) fn lower_bound<S: Source>(
     (version, trailer): (u8, &[u8]),
 ) -> Option<u64> {
     let tagged = LabelsForm::of_version(version) == LabelsForm::Tagged;
+    let copies = version >= super::COPIES_VERSION;
     let mut at = HEADER_LEN;
     for _ in 0..MAX_PAGES {
         let head = window(source, at, len)?;
@@ -46,9 +47,15 @@ pub(super) fn lower_bound<S: Source>(
                 return None;
             }
             // Every page is there; the footer or trailer is cut.
-            return footer_end(source, at, len).checked_add(TRAILER_LEN);
+            return footer_end(source, at, len, version).checked_add(TRAILER_LEN);
         }
-        match page_end(source, at, len, tagged) {
+        // A page copy (version 5) is one zero byte.
+        let step = if copies && head.first() == Some(&0) {
+            Step::Next(at + 1)
+        } else {
+            page_end(source, at, len, tagged)
+        };
+        match step {
             Step::Next(end) if end <= len => at = end,
             // A length past any file is garbage, not a cut (and must not
             // overflow).
@@ -159,7 +166,7 @@ fn page_end<S: Source>(source: &S, at: u64, len: u64, tagged: bool) -> Step {
 /// Where the footer starting at `at` ends, at least: parsed from the
 /// bytes up to `len`, it either stops at a field the cut left short, or
 /// is followed by part of the trailer.
-fn footer_end<S: Source>(source: &S, at: u64, len: u64) -> u64 {
+fn footer_end<S: Source>(source: &S, at: u64, len: u64, version: u8) -> u64 {
     if at >= len {
         return at;
     }
@@ -167,7 +174,7 @@ fn footer_end<S: Source>(source: &S, at: u64, len: u64) -> u64 {
     if source.read_exact_at(&mut bytes, at).is_err() {
         return len;
     }
-    match parse_footer(&bytes, at) {
+    match parse_footer(&bytes, at, version) {
         Err(Error::TrailingBytes { offset, .. }) => at + offset as u64,
         Err(Error::Truncated { offset, needed, .. }) => {
             (at + offset as u64).saturating_add(needed).max(len)

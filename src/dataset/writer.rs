@@ -48,7 +48,7 @@ pub const DEFAULT_BLOCK_BYTES: usize = 2 << 10;
 
 /// Default rows per segment of a TOC_FULL file: the pages of a segment
 /// share one dictionary (pairs, values and prefix-tree nodes learned from
-/// the segment's rows; file version 4). Measured in `docs/archive/RESULTS-HISTORY.md`
+/// the segment's rows; file version 5). Measured in `docs/archive/RESULTS-HISTORY.md`
 /// (section 24): against 4,096 rows, 65,536 makes label-sorted flights3m's
 /// file 29% smaller (19.1 to 13.6 MB) and its training's peak memory
 /// 22% lower (162 to 126 MB: fewer, larger dictionaries repeat fewer
@@ -58,6 +58,11 @@ pub const DEFAULT_SEGMENT_ROWS: usize = 65536;
 /// Decoded bytes of a segment's rows that end it early (at a page
 /// boundary): the writer holds one segment in memory.
 const SEGMENT_BYTES: usize = 64 << 20;
+
+/// Rows per target byte at which a block of page copies closes (version
+/// 5): stored pages take at least a bit a row (a label id), so a block of
+/// `block_bytes` holds at most this many rows a byte without copies.
+const ROWS_PER_BLOCK_BYTE: u64 = 8;
 
 /// How a dataset file is laid out.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,7 +83,7 @@ pub struct WriterOptions {
     /// Rows per segment (default [`DEFAULT_SEGMENT_ROWS`], rounded up to
     /// whole pages): a TOC_FULL file's pages of one segment are coded
     /// against a dictionary learned from the segment's rows, where that
-    /// makes the page smaller (file version 4). 0: every page
+    /// makes the page smaller (file version 5). 0: every page
     /// self-contained (version 2). Other formats ignore it.
     pub segment_rows: usize,
 }
@@ -122,6 +127,9 @@ pub struct DatasetWriter {
     /// Segments written, and the blocks of the one being written.
     segments: Vec<Segment>,
     segment_blocks: u64,
+    /// The bytes of the block's last page as stored in full (a page equal
+    /// to it is written as a copy, version 5); empty at a block's start.
+    last_page: Vec<u8>,
 }
 
 impl DatasetWriter {
@@ -179,6 +187,7 @@ impl DatasetWriter {
             segment_rows,
             segments: Vec::new(),
             segment_blocks: 0,
+            last_page: Vec::new(),
         };
         writer.write_raw(&header(writer.version()))?;
         debug_assert_eq!(writer.offset, HEADER_LEN);
@@ -313,8 +322,8 @@ impl DatasetWriter {
         Ok(())
     }
 
-    /// The file version the writer writes: 4 (compact pages) with
-    /// segments.
+    /// The file version the writer writes: 5 (compact pages, page
+    /// copies) with segments.
     fn version(&self) -> u8 {
         if self.segment_rows > 0 {
             FILE_VERSION
@@ -393,15 +402,32 @@ impl DatasetWriter {
     }
 
     /// Appends one encoded page (of `labels.len()` rows) to the block,
-    /// closing the block when it reaches its size.
+    /// closing the block when it reaches its size. In version 5 a page
+    /// equal to the block's previous page, byte for byte (rows, labels
+    /// and payload), is written as a copy: one zero byte. Such a block
+    /// also closes at [`ROWS_PER_BLOCK_BYTE`] rows per target byte, so that
+    /// its rows are never more than stored pages could have put there
+    /// (the block is the loader's unit of shuffling).
     fn append_page(&mut self, page: &[u8], payload: usize, labels: &[f64]) -> Result<()> {
-        self.block.extend_from_slice(page);
+        let copies = self.version() >= super::COPIES_VERSION;
+        if copies && self.block_pages > 0 && page == self.last_page.as_slice() {
+            self.block.push(0);
+        } else {
+            self.block.extend_from_slice(page);
+            self.payload_bytes += payload as u64;
+            if copies {
+                self.last_page.clear();
+                self.last_page.extend_from_slice(page);
+            }
+        }
         self.mix.add_page(labels);
-        self.payload_bytes += payload as u64;
         self.block_rows += labels.len() as u64;
         self.block_pages += 1;
         self.n_pages += 1;
-        if self.block.len() >= self.options.block_bytes {
+        let full_rows = copies
+            && self.block_rows
+                >= (self.options.block_bytes as u64).saturating_mul(ROWS_PER_BLOCK_BYTE);
+        if self.block.len() >= self.options.block_bytes || full_rows {
             self.close_block()?;
         }
         Ok(())
@@ -424,6 +450,7 @@ impl DatasetWriter {
         self.block = block;
         self.block.clear();
         self.index.push(entry);
+        self.last_page.clear();
         self.block_rows = 0;
         self.block_pages = 0;
         Ok(())

@@ -1,6 +1,6 @@
 //! Golden dataset files of format versions 1 and 2, one per page format,
 //! committed once under `tests/golden/v1/dataset/` (and `v2/dataset/`;
-//! versions 3 and 4, TOC_FULL only, in `v3/dataset/` and `v4/dataset/`)
+//! versions 3 to 5, TOC_FULL only, in `v3/dataset/` to `v5/dataset/`)
 //! and never regenerated:
 //! every later build must open them and read back exactly the rows,
 //! labels and footer they were written with. The footer's format byte is
@@ -241,6 +241,89 @@ fn golden_v4_dataset_file_reads() {
     }
     assert!(versions.contains(&4), "compact pages: {versions:?}");
     assert!(!versions.contains(&3), "no version-3 page: {versions:?}");
+}
+
+/// Version 5's rows: the golden rows with the first page (5 rows)
+/// four times, so that a segment of 20 rows holds one page and three
+/// copies of it; labels likewise.
+fn rows_v5() -> (SparseBatch, Vec<f64>) {
+    let (all, labels) = (rows(), labels());
+    let mut out = SparseBatch::with_cols(9).unwrap();
+    let mut out_labels = Vec::new();
+    let order = (0..4).flat_map(|_| 0..5).chain(5..23);
+    for r in order {
+        let (c, v) = all.rows().nth(r).unwrap();
+        out.push_row(c, v).unwrap();
+        out_labels.push(labels[r]);
+    }
+    (out, out_labels)
+}
+
+fn options_v5() -> WriterOptions {
+    WriterOptions::default()
+        .with_page_rows(5)
+        .with_block_bytes(120)
+        .with_schema(SCHEMA.into())
+        .with_segment_rows(20)
+}
+
+/// Reads a version-5 golden file back: its rows and labels, through
+/// owned pages and the loader's packed blocks, and the page copies.
+fn check_v5(path: &Path) {
+    let ds = Dataset::open(path).unwrap();
+    assert_eq!(ds.info().version, 5);
+    ds.verify(|_| {}).unwrap();
+    let (want, want_labels) = rows_v5();
+    let mut got = SparseBatch::with_cols(9).unwrap();
+    let (mut labels, mut copies) = (Vec::new(), 0);
+    let mut decoder = tocpile::dataset::PageDecoder::new();
+    for b in 0..ds.n_blocks() {
+        let block = ds.read_block(b).unwrap();
+        labels.extend_from_slice(block.labels());
+        copies += (0..block.n_pages())
+            .filter(|&j| block.page_is_copy(j))
+            .count();
+        for page in block.pages().unwrap() {
+            for (c, v) in page.batch().decode().rows() {
+                got.push_row(c, v).unwrap();
+            }
+        }
+        let packed = block.pack().unwrap();
+        for j in 0..packed.n_pages() {
+            packed.decode_page(j, &mut decoder).unwrap();
+            assert_eq!(decoder.n_rows(), packed.page_rows(j));
+        }
+    }
+    assert_eq!(bits(&got), bits(&want));
+    assert_eq!(labels, want_labels);
+    assert_eq!(copies, 3, "pages 1 to 3 copy page 0");
+}
+
+/// Version 5 (page copies), committed under `tests/golden/v5/dataset/`.
+#[test]
+fn golden_v5_dataset_file_reads() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v5/dataset");
+    check_v5(&dir.join(file_name(FormatKind::TocFull)));
+}
+
+/// Writes the version-5 golden file (to `TOCPILE_GOLDEN_OUT/v5` when
+/// set, else a temporary directory) and reads it back.
+#[test]
+fn golden_v5_generator_reads_back() {
+    let dir = match std::env::var_os("TOCPILE_GOLDEN_OUT") {
+        Some(dir) => PathBuf::from(dir).join("v5"),
+        None => crate::support::temp_path("golden-v5"),
+    };
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(file_name(FormatKind::TocFull));
+    let (rows, labels) = rows_v5();
+    let mut writer = DatasetWriter::create(&path, 9, options_v5()).unwrap();
+    writer.push(&rows, &labels).unwrap();
+    writer.finish().unwrap();
+    check_v5(&path);
+    if std::env::var_os("TOCPILE_GOLDEN_OUT").is_none() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
 
 #[test]

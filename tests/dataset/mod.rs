@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+mod copies;
 mod golden;
 mod prefetch;
 mod shared_forged;
@@ -156,8 +157,13 @@ fn every_byte_flip_is_detected() {
             let mut b = bytes.clone();
             b[i] ^= mask;
             std::fs::write(&bad, &b).unwrap();
+            // The version byte is outside every checksum: a version-5
+            // file without page copies is, but for that byte, the
+            // version-4 file of the same rows, so 5 -> 4 loses nothing.
+            let unnoticed = check(&bad).is_ok();
+            let harmless = i == 4 && b[4] == 4 && unnoticed && read_all(&bad) == read_all(&path);
             assert!(
-                check(&bad).is_err(),
+                !unnoticed || harmless,
                 "flip {mask:#x} at byte {i} of {} went unnoticed",
                 bytes.len()
             );
@@ -461,8 +467,8 @@ fn forged_integer_labels_are_read_or_refused() {
         .read_block(0)
         .is_err());
     assert!(matches!(
-        file(5, int_labels(&[0, 1], &[1, 0, 0, 1])),
-        Err(Error::InFile { error, .. }) if matches!(*error, Error::UnsupportedVersion { found: 5, .. })
+        file(6, int_labels(&[0, 1], &[1, 0, 0, 1])),
+        Err(Error::InFile { error, .. }) if matches!(*error, Error::UnsupportedVersion { found: 6, .. })
     ));
 }
 
@@ -478,7 +484,7 @@ fn shared_dictionary_files_read_back_through_every_path() {
         let path = temp_path("shared");
         let options = WriterOptions::default().with_segment_rows(1500);
         let info = write(&path, &all, &labels, options);
-        assert_eq!(info.version, 4, "{name}");
+        assert_eq!(info.version, 5, "{name}");
         let ds = Dataset::open(&path).unwrap();
         let (with_dict, segments) = ds.n_segments();
         assert_eq!(segments, 4, "{name}");

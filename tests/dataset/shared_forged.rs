@@ -162,14 +162,14 @@ fn with_block0(file: &[u8], edit: impl FnOnce(&mut [u8])) -> Vec<u8> {
     out
 }
 
-/// Version 4's compact pages, every checksum right: each page form is
+/// Version 4's compact pages (in the version-5 files written now), every checksum right: each page form is
 /// read only in files of its version, and a compact page's form byte is
 /// checked (the rules of its bytes: `tests/codec/compact.rs`).
 #[test]
 fn forged_compact_pages_and_versions_are_refused() {
     let good = file();
     let ds = Dataset::from_memory(good.clone(), "good.toc").unwrap();
-    assert_eq!(ds.info().version, 4);
+    assert_eq!(ds.info().version, 5);
     let block = ds.read_block(0).unwrap();
     let mut tree = tocpile::DecodeTree::default();
     let view = block.toc_view(0, &mut tree).unwrap();
@@ -201,8 +201,8 @@ fn forged_compact_pages_and_versions_are_refused() {
     let e = read(v4).unwrap_err();
     assert!(e.contains("a version-3 page"), "{e}");
     // A later version is refused by name.
-    let mut v5 = good;
-    v5[4] = 5;
-    let e = read(v5).unwrap_err();
-    assert!(e.contains('5'), "{e}");
+    let mut v6 = good;
+    v6[4] = 6;
+    let e = read(v6).unwrap_err();
+    assert!(e.contains('6'), "{e}");
 }

@@ -156,28 +156,57 @@ pub fn int_labels(values: &[i64], ids: &[u64]) -> Vec<u8> {
     out
 }
 
+/// A stored page of a forged file: rows, labels section bytes, payload.
+pub type StoredPage = (u64, Vec<u8>, Vec<u8>);
+
 /// A dataset file of format `version` (the header's byte, written as
 /// given) of `pages` (rows, labels section bytes, payload), `per_block`
 /// pages to a block, its footer claiming `claims`; every checksum is right.
 pub fn dataset_versioned(
     format: u8,
     version: u8,
-    pages: &[(u64, Vec<u8>, Vec<u8>)],
+    pages: &[StoredPage],
+    per_block: usize,
+    claims: Claims,
+) -> Vec<u8> {
+    let pages: Vec<Option<StoredPage>> = pages.iter().cloned().map(Some).collect();
+    dataset_with_copies(format, version, &pages, per_block, claims)
+}
+
+/// [`dataset_versioned`] where a page may be a copy (`None`: one zero
+/// byte, version 5's copy of the block's previous page, whose rows it
+/// counts again; a copy first in its block counts none).
+pub fn dataset_with_copies(
+    format: u8,
+    version: u8,
+    pages: &[Option<StoredPage>],
     per_block: usize,
     claims: Claims,
 ) -> Vec<u8> {
     let mut file = b"TOCD\x01\x00\x00\x00".to_vec();
     file[4] = version;
     let mut entries = Vec::new();
+    let mut stored = Vec::new();
     for group in pages.chunks(per_block.max(1)) {
         let mut block = Vec::new();
-        for (rows, labels, payload) in group {
-            varint(&mut block, *rows);
-            block.extend_from_slice(labels);
-            varint(&mut block, payload.len() as u64);
-            block.extend_from_slice(payload);
+        let (mut rows, mut last) = (0u64, None);
+        for page in group {
+            match page {
+                Some((n, labels, payload)) => {
+                    varint(&mut block, *n);
+                    block.extend_from_slice(labels);
+                    varint(&mut block, payload.len() as u64);
+                    block.extend_from_slice(payload);
+                    rows += n;
+                    last = Some(*n);
+                    stored.push((*n, payload.len() as u64));
+                }
+                None => {
+                    block.push(0);
+                    rows += last.unwrap_or(0);
+                }
+            }
         }
-        let rows: u64 = group.iter().map(|p| p.0).sum();
         entries.push((block.len() as u64, rows, group.len() as u64, crc32(&block)));
         file.extend_from_slice(&block);
     }
@@ -191,8 +220,8 @@ pub fn dataset_versioned(
         varint(&mut footer, v);
     }
     footer.push(format);
-    let page_rows = pages.iter().map(|p| p.0).max().unwrap_or(0);
-    let payload: u64 = pages.iter().map(|p| p.2.len() as u64).sum();
+    let page_rows = stored.iter().map(|p| p.0).max().unwrap_or(0);
+    let payload: u64 = stored.iter().map(|p| p.1).sum();
     // page_rows, block_bytes, n_pages, payload bytes, schema length.
     for v in [page_rows, 1 << 22, pages.len() as u64, payload, 0] {
         varint(&mut footer, v);

@@ -1,0 +1,340 @@
+//! Page copies (dataset file version 5): a page equal to the previous
+//! page of its block, rows, labels and payload, is stored as one zero
+//! byte. Round trips through every reading path (owned pages, the
+//! loader's packed blocks, the verifier) on random rows with many
+//! repeats; one forged file per rule, every checksum right; every
+//! truncation detected.
+
+use proptest::prelude::*;
+
+use crate::support::forge::{crc32, varint};
+use crate::support::temp_path;
+use tocpile::dataset::{Dataset, DatasetWriter, PageDecoder, WriterOptions};
+use tocpile::SparseBatch;
+
+/// Rows drawn from `pool` distinct rows in runs of `run` identical rows
+/// (labels with them: row `k` of the pool has label `k % 3`).
+fn runs(pool: usize, run: usize, n_rows: usize, n_cols: u32) -> (SparseBatch, Vec<f64>) {
+    let mut rows = SparseBatch::with_cols(n_cols as usize).unwrap();
+    let mut labels = Vec::new();
+    for i in 0..n_rows {
+        let k = (i / run) % pool;
+        let cols: Vec<u32> = (0..n_cols)
+            .filter(|c| !(c + k as u32).is_multiple_of(3))
+            .collect();
+        let vals: Vec<f64> = cols
+            .iter()
+            .map(|&c| 1.0 + (c as usize + k) as f64)
+            .collect();
+        rows.push_row(&cols, &vals).unwrap();
+        labels.push((k % 3) as f64);
+    }
+    (rows, labels)
+}
+
+fn write_bytes(rows: &SparseBatch, labels: &[f64], options: WriterOptions) -> Vec<u8> {
+    let path = temp_path("copies");
+    let mut w = DatasetWriter::create(&path, rows.n_cols(), options).unwrap();
+    w.push(rows, labels).unwrap();
+    w.finish().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    bytes
+}
+
+/// Rows as (columns, values).
+type Rows = Vec<(Vec<u32>, Vec<f64>)>;
+
+/// Every row and label of the file through owned pages, and the same
+/// through the loader's packed blocks (trusted decode); the count of
+/// page copies.
+fn read_back(bytes: Vec<u8>) -> Result<(Rows, Vec<f64>, usize), String> {
+    let ds = Dataset::from_memory(bytes, "copies.toc").map_err(|e| e.to_string())?;
+    let (mut rows, mut labels, mut copies) = (Vec::new(), Vec::new(), 0);
+    let mut decoder = PageDecoder::new();
+    for b in 0..ds.n_blocks() {
+        let block = ds.read_block(b).map_err(|e| e.to_string())?;
+        copies += (0..block.n_pages())
+            .filter(|&j| block.page_is_copy(j))
+            .count();
+        labels.extend_from_slice(block.labels());
+        let mut owned = Vec::new();
+        for page in block.pages().map_err(|e| e.to_string())? {
+            for (c, v) in page.batch().decode().rows() {
+                owned.push((c.to_vec(), v.to_vec()));
+            }
+        }
+        let packed = block.pack().map_err(|e| e.to_string())?;
+        let mut trusted = Vec::new();
+        for j in 0..packed.n_pages() {
+            packed
+                .decode_page(j, &mut decoder)
+                .map_err(|e| e.to_string())?;
+            for i in 0..decoder.n_rows() {
+                let (s, e) = decoder.row_range(i);
+                trusted.push((decoder.cols()[s..e].to_vec(), decoder.vals()[s..e].to_vec()));
+            }
+        }
+        assert_eq!(owned, trusted, "block {b}: packed and owned pages");
+        rows.extend(owned);
+    }
+    ds.verify(|_| {}).map_err(|e| e.to_string())?;
+    Ok((rows, labels, copies))
+}
+
+fn as_rows(batch: &SparseBatch) -> Rows {
+    batch
+        .rows()
+        .map(|(c, v)| (c.to_vec(), v.to_vec()))
+        .collect()
+}
+
+#[test]
+fn repeated_pages_are_stored_as_copies_and_read_back() {
+    let (rows, labels) = runs(4, 400, 2000, 12);
+    let bytes = write_bytes(&rows, &labels, WriterOptions::default());
+    assert_eq!(bytes[4], 5, "version 5");
+    let len = bytes.len();
+    let (read, read_labels, copies) = read_back(bytes).unwrap();
+    assert_eq!(read, as_rows(&rows));
+    assert_eq!(read_labels, labels);
+    // Runs of 400 rows are 8 pages of 50: all but the first of each run
+    // (and of each block) are copies.
+    assert!(copies >= 20, "{copies} copies");
+    // The same rows with every page different (no two consecutive rows
+    // alike) take far more bytes.
+    let (mixed, mixed_labels) = runs(4, 1, 2000, 12);
+    let other = write_bytes(&mixed, &mixed_labels, WriterOptions::default());
+    let (_, _, none) = read_back(other.clone()).unwrap();
+    assert_eq!(none, 0);
+    assert!(len * 3 < other.len(), "{len} bytes against {}", other.len());
+}
+
+#[test]
+fn a_block_of_copies_closes_at_8_rows_a_target_byte() {
+    let (rows, labels) = runs(1, 10_000, 10_000, 4);
+    let options = WriterOptions::default().with_block_bytes(100);
+    let ds = Dataset::from_memory(write_bytes(&rows, &labels, options), "one.toc").unwrap();
+    for b in 0..ds.n_blocks() {
+        assert!(ds.read_block(b).unwrap().n_rows() <= 800, "block {b}");
+    }
+    assert!(ds.n_blocks() >= 10_000 / 850);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Random rows with many repeats (a few distinct rows in runs of any
+    /// length), any page, block and segment sizes: every row and label
+    /// comes back through every path.
+    #[test]
+    fn files_of_repeated_rows_round_trip(
+        pool in 1usize..6,
+        run in 1usize..90,
+        n_rows in 0usize..700,
+        n_cols in 1u32..20,
+        page_rows in 1usize..40,
+        block_bytes in 1usize..400,
+        segment_rows in 0usize..300,
+    ) {
+        let (rows, labels) = runs(pool, run, n_rows, n_cols);
+        let options = WriterOptions::default()
+            .with_page_rows(page_rows)
+            .with_block_bytes(block_bytes)
+            .with_segment_rows(segment_rows);
+        let bytes = write_bytes(&rows, &labels, options);
+        let (read, read_labels, copies) = read_back(bytes).unwrap();
+        prop_assert_eq!(read, as_rows(&rows));
+        prop_assert_eq!(read_labels, labels);
+        if segment_rows == 0 {
+            prop_assert_eq!(copies, 0, "version 2 has no copies");
+        }
+    }
+}
+
+/// The file's footer fields, parsed to be rewritten (the grammar of
+/// `docs/FORMAT.md`; sections after the index kept as bytes).
+struct Footer {
+    head: Vec<u64>,
+    format: u8,
+    rest: Vec<u64>,
+    schema: Vec<u8>,
+    entries: Vec<(u64, u64, u64, u32)>,
+    sections: Vec<u8>,
+    at: usize,
+}
+
+fn read_varint(b: &[u8], at: &mut usize) -> u64 {
+    let (mut v, mut shift) = (0u64, 0);
+    loop {
+        let byte = b[*at];
+        *at += 1;
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            return v;
+        }
+        shift += 7;
+    }
+}
+
+fn parse_footer(file: &[u8]) -> Footer {
+    let n = file.len();
+    let at = u64::from_le_bytes(file[n - 16..n - 8].try_into().unwrap()) as usize;
+    let f = &file[at..n - 16];
+    assert_eq!(&f[..4], b"TOCF");
+    let mut i = 4;
+    let head = (0..3).map(|_| read_varint(f, &mut i)).collect();
+    let format = f[i];
+    i += 1;
+    let rest = (0..4).map(|_| read_varint(f, &mut i)).collect();
+    let schema_len = read_varint(f, &mut i) as usize;
+    let schema = f[i..i + schema_len].to_vec();
+    i += schema_len;
+    let n_blocks = read_varint(f, &mut i);
+    let entries = (0..n_blocks)
+        .map(|_| {
+            let (len, rows, pages) = (
+                read_varint(f, &mut i),
+                read_varint(f, &mut i),
+                read_varint(f, &mut i),
+            );
+            let crc = u32::from_le_bytes(f[i..i + 4].try_into().unwrap());
+            i += 4;
+            (len, rows, pages, crc)
+        })
+        .collect();
+    Footer {
+        head,
+        format,
+        rest,
+        schema,
+        entries,
+        sections: f[i..].to_vec(),
+        at,
+    }
+}
+
+/// The file with its blocks `blocks` (in order) and `footer`, every
+/// checksum and length recomputed.
+fn rebuild(blocks: &[Vec<u8>], footer: &Footer, version: u8) -> Vec<u8> {
+    let mut out = b"TOCD".to_vec();
+    out.extend_from_slice(&[version, 0, 0, 0]);
+    let mut f = b"TOCF".to_vec();
+    for &v in &footer.head {
+        varint(&mut f, v);
+    }
+    f.push(footer.format);
+    for &v in &footer.rest {
+        varint(&mut f, v);
+    }
+    varint(&mut f, footer.schema.len() as u64);
+    f.extend_from_slice(&footer.schema);
+    varint(&mut f, blocks.len() as u64);
+    for (block, &(_, rows, pages, _)) in blocks.iter().zip(&footer.entries) {
+        varint(&mut f, block.len() as u64);
+        varint(&mut f, rows);
+        varint(&mut f, pages);
+        f.extend_from_slice(&crc32(block).to_le_bytes());
+        out.extend_from_slice(block);
+    }
+    f.extend_from_slice(&footer.sections);
+    let footer_at = out.len() as u64;
+    out.extend_from_slice(&f);
+    out.extend_from_slice(&footer_at.to_le_bytes());
+    out.extend_from_slice(&crc32(&f).to_le_bytes());
+    out.extend_from_slice(b"TOCD");
+    out
+}
+
+fn blocks_of(file: &[u8], footer: &Footer) -> Vec<Vec<u8>> {
+    let mut at = 8;
+    footer
+        .entries
+        .iter()
+        .map(|&(len, ..)| {
+            let b = file[at..at + len as usize].to_vec();
+            at += len as usize;
+            b
+        })
+        .collect()
+}
+
+/// A version-5 file of one block: a stored page, then copies of it.
+fn one_block_of_copies() -> Vec<u8> {
+    let (rows, labels) = runs(1, 500, 500, 6);
+    let options = WriterOptions::default().with_segment_rows(500);
+    let file = write_bytes(&rows, &labels, options);
+    let footer = parse_footer(&file);
+    assert_eq!(footer.entries.len(), 1);
+    assert_eq!(footer.entries[0].2, 10, "ten pages");
+    let block = &blocks_of(&file, &footer)[0];
+    assert_eq!(&block[block.len() - 9..], &[0; 9], "nine copies");
+    file
+}
+
+#[test]
+fn forged_page_copies_break_one_rule_each() {
+    let good = one_block_of_copies();
+    let footer = parse_footer(&good);
+    assert_eq!(footer.at, 8 + footer.entries[0].0 as usize);
+    let block = blocks_of(&good, &footer).remove(0);
+    // Rebuilt as it was, the file is the same.
+    assert_eq!(rebuild(std::slice::from_ref(&block), &footer, 5), good);
+    read_back(good.clone()).unwrap();
+
+    // A block that starts with a copy: there is no page to copy.
+    let mut first = vec![0u8];
+    first.extend_from_slice(&block);
+    let mut f = parse_footer(&good);
+    f.entries[0].1 += 50;
+    f.entries[0].2 += 1;
+    f.head[1] += 50;
+    f.rest[2] += 1;
+    let e = read_back(rebuild(&[first], &f, 5)).unwrap_err();
+    assert!(
+        e.contains("block 0") && e.contains("needs a page before it") && e.contains("byte 0"),
+        "{e}"
+    );
+
+    // A copy past the rows the index gives the block.
+    let mut f = parse_footer(&good);
+    f.entries[0].1 -= 1;
+    f.head[1] -= 1;
+    let e = read_back(rebuild(std::slice::from_ref(&block), &f, 5)).unwrap_err();
+    let last = block.len() - 1;
+    assert!(
+        e.contains("rows of a page copy") && e.contains(&format!("byte {last}")),
+        "{e}"
+    );
+
+    // More rows than 8 a byte: held to the decode limit (a footer of
+    // 2^40 rows is refused before anything is read).
+    let mut f = parse_footer(&good);
+    f.entries[0].1 = 1 << 40;
+    f.head[1] = 1 << 40;
+    let e = read_back(rebuild(std::slice::from_ref(&block), &f, 5)).unwrap_err();
+    assert!(e.contains("rows one block holds"), "{e}");
+    // In version 4 the same claim is a field out of range.
+    let e = read_back(rebuild(std::slice::from_ref(&block), &f, 4)).unwrap_err();
+    assert!(e.contains("8 per byte of the block"), "{e}");
+
+    // A version-5 file called version 4: its copies are no pages (in a
+    // version-4 file, a zero byte is a page of no rows).
+    let mut v4 = good.clone();
+    v4[4] = 4;
+    assert!(read_back(v4).is_err());
+}
+
+#[test]
+fn every_truncation_of_a_file_of_copies_is_an_error() {
+    let good = one_block_of_copies();
+    for len in 0..good.len() {
+        let e = Dataset::from_memory(good[..len].to_vec(), "cut.toc")
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| panic!("cut at {len} opened"));
+        if len >= 8 {
+            assert!(e.contains("truncated"), "cut at {len}: {e}");
+        }
+    }
+}
