@@ -16,7 +16,7 @@ use std::sync::Arc;
 use tocpile::dataset::{Dataset, DatasetWriter, WriterOptions};
 use tocpile::formats::FormatKind;
 use tocpile::ingest::libsvm::{LibsvmOptions, LibsvmReader};
-use tocpile::loader::{Buffer, LoaderOptions, Mode, Strategy};
+use tocpile::loader::{LoaderOptions, Strategy};
 use tocpile::model::ModelKind;
 use tocpile::train::{TrainOptions, Trainer};
 use tocpile::SparseBatch;
@@ -40,8 +40,8 @@ const BATCH_ROWS: usize = 250;
 /// The seed of the one shuffle before cutting batches, and of training.
 const SEED: u64 = 42;
 /// The training step's dataset file: 50-row pages (five to a mini-batch)
-/// in blocks of about 1 KiB, so that the file has about 60 blocks and
-/// CorgiPile's 10% buffer holds six of them.
+/// in blocks of about 1 KiB, so that the file has a few dozen blocks
+/// (which the loader keeps whole: they fit its budget).
 const TRAIN_PAGE_ROWS: usize = 50;
 const TRAIN_BLOCK_BYTES: usize = 1 << 10;
 const TRAIN_EPOCHS: usize = 5;
@@ -55,8 +55,10 @@ const TRAIN_LR: f64 = 0.5;
 /// compression ratio of each format against dense f64 (DEN), then the time
 /// of the matrix operations of MGD on each format as a ratio to CSR.
 /// Finally writes the rows to a temporary dataset file and trains logistic
-/// regression on it for a few epochs with CorgiPile shuffling, printing
-/// loss and accuracy per epoch.
+/// regression on it for a few epochs with the loader's defaults
+/// (CorgiPile over rows kept as codes, the whole file when it fits),
+/// printing loss and accuracy per epoch and how many mini-batches the
+/// trainer computed on their TOC trees.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:\n  \
     tocpile demo\n  \
@@ -205,14 +207,13 @@ fn training_step(demo: &Demo) -> Outcome {
     let prepared = Trainer::new(ModelKind::Logistic)
         .options(options.clone())
         .loader(
+            // The default path: CorgiPile over rows kept as codes into the
+            // file's shared dictionaries, the whole file when it fits, the
+            // trainer handed TOC batches (or rows, where a batch's tree
+            // costs the kernels more work than its rows).
             LoaderOptions::default()
                 .with_strategy(Strategy::CorgiPile)
-                // Whole pages shuffled, the kernels on the file's TOC
-                // pages as they are (exact mode would decode rows and
-                // gather CSR batches).
-                .with_mode(Mode::Page)
-                .with_batch_rows(BATCH_ROWS)
-                .with_buffer(Buffer::Fraction(0.1)),
+                .with_batch_rows(BATCH_ROWS),
         )
         .seed(SEED)
         .prepare(&Arc::new(Dataset::open(&file.0)?))?;
@@ -222,17 +223,33 @@ fn training_step(demo: &Demo) -> Outcome {
         eval: false,
         strategy: false,
     };
+    let loader = &prepared.loaders()[0];
+    let choice = loader.buffer_choice();
+    let buffer = if choice.whole_file {
+        format!(
+            "the whole file ({} blocks, its rows kept as {}, {:.1} KiB): a full shuffle each \
+             epoch, each row decoded once",
+            choice.blocks,
+            choice.rows,
+            choice.whole_bytes as f64 / 1024.0
+        )
+    } else {
+        format!(
+            "a buffer of {} blocks, its rows kept as {}",
+            loader.buffer_blocks(),
+            choice.rows
+        )
+    };
     emit(&format!(
-        "\nTraining: logistic regression by mini-batch SGD, the gradient computed on the encoded \
-         pages.\nThe rows were written to a dataset file ({} pages of {TRAIN_PAGE_ROWS} rows in \
-         {} blocks, TOC_FULL) and are read with CorgiPile:\na random block order, a buffer of {} \
-         blocks (10%), its pages shuffled, {BATCH_ROWS}-row mini-batches of {} pages each.\nLearning \
-         rate {TRAIN_LR}, decaying by {} per epoch. Loss and accuracy are the running figures \
-         of each epoch;\nwait share = share of the epoch spent waiting for the loader.\n\n{}",
+        "\nTraining: logistic regression by mini-batch SGD with the loader's defaults.\nThe rows \
+         were written to a dataset file ({} pages of {TRAIN_PAGE_ROWS} rows in {} blocks, \
+         TOC_FULL against shared dictionaries) and are read with CorgiPile:\n{buffer};\n\
+         {BATCH_ROWS}-row mini-batches cut from the shuffled codes go to the trainer as TOC \
+         batches, or as rows where a batch's tree would cost the kernels more.\nLearning rate \
+         {TRAIN_LR}, decaying by {} per epoch. Loss and accuracy are the running figures of \
+         each epoch;\nwait share = share of the epoch spent waiting for the loader.\n\n{}",
         info.n_pages,
         info.n_blocks,
-        prepared.loaders()[0].buffer_blocks(),
-        BATCH_ROWS / TRAIN_PAGE_ROWS,
         options.decay,
         table.header()
     ))?;
@@ -244,9 +261,15 @@ fn training_step(demo: &Demo) -> Outcome {
     })?;
     printed?;
     let last = fitted[0].reports.last().expect("at least one epoch");
+    let (trees, rows) = fitted[0]
+        .reports
+        .iter()
+        .fold((0, 0), |(t, r), e| (t + e.tree_batches, r + e.row_batches));
     emit(&format!(
-        "\ntrained in {TRAIN_EPOCHS} epochs: training accuracy {:.2}% (loss {:.4})\n",
+        "\ntrained in {TRAIN_EPOCHS} epochs: training accuracy {:.2}% (loss {:.4}); of {} \
+         mini-batches, {trees} computed on their TOC trees and {rows} as rows\n",
         100.0 * last.train.accuracy,
-        last.train.loss
+        last.train.loss,
+        trees + rows
     ))
 }

@@ -35,6 +35,10 @@ fn demo_runs_and_every_batch_decodes() {
         out.contains("trained in 5 epochs: training accuracy"),
         "{out}"
     );
+    // The loader's default path: the whole (small) file, rows as codes,
+    // and the count of mini-batches by the form the trainer got.
+    assert!(out.contains("the whole file ("), "{out}");
+    assert!(out.contains("of 115 mini-batches, "), "{out}");
 }
 
 #[test]
