@@ -142,6 +142,7 @@ use shuffle::shuffle_file_mapped;
 #[doc(hidden)]
 pub use budget::{
     default_memory, memory_budget, AVAILABLE_SHARE_DIVISOR, DEFAULT_MEMORY, PROCESS_BYTES,
+    WHOLE_FILE_SHARE,
 };
 #[doc(hidden)]
 pub use options::{ModeChoice, AUTO_MIN_PAGES};
