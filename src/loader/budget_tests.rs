@@ -178,30 +178,7 @@ fn the_smallest_bound_of_the_tree_wins() {
 
 #[test]
 fn working_set_follows_the_buffer_and_the_measured_expansion() {
-    use crate::dataset::{DatasetWriter, WriterOptions};
-    use crate::SparseBatch;
-    let path = std::env::temp_dir().join(format!("tocpile-budget-ws-{}.toc", std::process::id()));
-    let rows: Vec<[f64; 4]> = (0..200_000u64)
-        .map(|i| {
-            [
-                1.0,
-                (i * 7919 % 1009) as f64,
-                0.0,
-                (i * 104_729 % 97) as f64,
-            ]
-        })
-        .collect();
-    let labels: Vec<f64> = (0..200_000).map(|i| (i % 2) as f64).collect();
-    let layout = WriterOptions {
-        page_rows: 50,
-        block_bytes: 512,
-        ..WriterOptions::default()
-    };
-    let mut writer = DatasetWriter::create(&path, 4, layout).unwrap();
-    writer
-        .push(&SparseBatch::from_dense_rows(4, &rows).unwrap(), &labels)
-        .unwrap();
-    writer.finish().unwrap();
+    let path = write_rows("ws", 200_000);
     let ds = Dataset::open(&path).unwrap();
     assert!(ds.n_blocks() > 20, "{} blocks", ds.n_blocks());
     // Exact mode holds blocks compressed and decodes a buffer into its row
@@ -293,33 +270,9 @@ fn loader_options_default_leaves_the_budget_automatic() {
 /// fixed buffer, several workers, or too little memory.
 #[test]
 fn auto_budget_takes_the_whole_file_within_three_quarters() {
-    use crate::dataset::{DatasetWriter, WriterOptions};
     use crate::loader::{Buffer, Loader};
-    use crate::SparseBatch;
     use std::sync::Arc;
-    let path =
-        std::env::temp_dir().join(format!("tocpile-budget-whole-{}.toc", std::process::id()));
-    let rows: Vec<[f64; 4]> = (0..500_000u64)
-        .map(|i| {
-            [
-                1.0,
-                (i * 7919 % 1009) as f64,
-                0.0,
-                (i * 104_729 % 97) as f64,
-            ]
-        })
-        .collect();
-    let labels: Vec<f64> = (0..500_000).map(|i| (i % 2) as f64).collect();
-    let layout = WriterOptions {
-        page_rows: 50,
-        block_bytes: 512,
-        ..WriterOptions::default()
-    };
-    let mut writer = DatasetWriter::create(&path, 4, layout).unwrap();
-    writer
-        .push(&SparseBatch::from_dense_rows(4, &rows).unwrap(), &labels)
-        .unwrap();
-    writer.finish().unwrap();
+    let path = write_rows("whole", 500_000);
     let ds = Arc::new(Dataset::open(&path).unwrap());
     let o = LoaderOptions::default();
     assert_eq!(o.buffer, Buffer::Auto);
@@ -382,4 +335,36 @@ fn auto_budget_takes_the_whole_file_within_three_quarters() {
     assert_eq!(within(available, &workers).whole_file, 0);
     drop(ds);
     std::fs::remove_file(&path).unwrap();
+}
+
+/// A dataset file of `n` 4-column rows (two of them varied, 1,009 and 97
+/// values) in 50-row pages and 512-byte blocks, in the temporary
+/// directory; its path.
+fn write_rows(name: &str, n: u64) -> std::path::PathBuf {
+    use crate::dataset::{DatasetWriter, WriterOptions};
+    use crate::SparseBatch;
+    let path =
+        std::env::temp_dir().join(format!("tocpile-budget-{name}-{}.toc", std::process::id()));
+    let rows: Vec<[f64; 4]> = (0..n)
+        .map(|i| {
+            [
+                1.0,
+                (i * 7919 % 1009) as f64,
+                0.0,
+                (i * 104_729 % 97) as f64,
+            ]
+        })
+        .collect();
+    let labels: Vec<f64> = (0..n).map(|i| (i % 2) as f64).collect();
+    let layout = WriterOptions {
+        page_rows: 50,
+        block_bytes: 512,
+        ..WriterOptions::default()
+    };
+    let mut writer = DatasetWriter::create(&path, 4, layout).unwrap();
+    writer
+        .push(&SparseBatch::from_dense_rows(4, &rows).unwrap(), &labels)
+        .unwrap();
+    writer.finish().unwrap();
+    path
 }
