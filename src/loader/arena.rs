@@ -33,7 +33,7 @@
 mod gather;
 mod record;
 
-use record::{split4, Widths, PLAIN_PAIRS};
+use record::{split4, Head, Widths, PLAIN_PAIRS};
 
 use hashbrown::HashMap;
 

@@ -3,7 +3,7 @@
 //! batches, pair-coded rows or plain rows, with the prefetches that let
 //! the next batch's records arrive while this one is expanded.
 
-use super::{past_fillers, CodeArena, ARENA, FILLER, PLAIN_PAIRS};
+use super::{past_fillers, CodeArena, Head, ARENA, FILLER, PLAIN_PAIRS};
 use crate::codec::CodeBatch;
 use crate::error::Result;
 use crate::limits::try_reserve;
@@ -40,13 +40,7 @@ impl CodeArena {
         try_reserve(&mut batch.starts, offsets.len(), ARENA)?;
         let mut used: Vec<u16> = Vec::new();
         for &o in offsets {
-            let (head, _) = self
-                .widths
-                .head_at(&self.words, &self.label_values, o as usize);
-            labels.push(head.label);
-            if self.widths.trace {
-                trace.push(head.row);
-            }
+            let head = self.labelled_head(o, labels, trace);
             let m = &mut map[head.slot as usize];
             if *m == 0 {
                 batch.dicts.push(self.dicts[head.slot as usize].clone());
@@ -73,22 +67,16 @@ impl CodeArena {
         (row_ends, cols, vals): (&mut Vec<u32>, &mut Vec<u32>, &mut Vec<f64>),
         (labels, trace): (&mut Vec<f64>, &mut Vec<u64>),
     ) -> Result<()> {
+        if self.widths == PLAIN_PAIRS {
+            return self.gather_plain_rows(offsets, (row_ends, cols, vals), labels);
+        }
         self.touch(offsets);
         try_reserve(labels, offsets.len(), ARENA)?;
         try_reserve(row_ends, offsets.len(), ARENA)?;
         let pairs = &self.pairs[..];
         let pair = |p: usize| pairs.get(p).copied().unwrap_or_default();
-        if self.widths == PLAIN_PAIRS {
-            return self.gather_plain_rows(offsets, (row_ends, cols, vals), labels);
-        }
         for &o in offsets {
-            let (head, _) = self
-                .widths
-                .head_at(&self.words, &self.label_values, o as usize);
-            labels.push(head.label);
-            if self.widths.trace {
-                trace.push(head.row);
-            }
+            let head = self.labelled_head(o, labels, trace);
             let w = &self.words[head.codes..];
             crate::limits::check_batch_nnz((cols.len() + head.n) as u64)?;
             try_reserve(cols, head.n, ARENA)?;
@@ -133,11 +121,7 @@ impl CodeArena {
         try_reserve(codes, offsets.len().saturating_mul(average + 1), ARENA)?;
         let w = &self.words[..];
         for &o in offsets {
-            let (head, _) = self.widths.head_at(w, &self.label_values, o as usize);
-            labels.push(head.label);
-            if self.widths.trace {
-                trace.push(head.row);
-            }
+            let head = self.labelled_head(o, labels, trace);
             // A pair code per entry: the batch's rows decoded, the decode
             // budget's; grown fallibly past the average.
             crate::limits::check_batch_nnz((codes.len() + head.n) as u64)?;
@@ -164,6 +148,8 @@ impl CodeArena {
         crate::limits::check_batch_nnz((cols.len() + total) as u64)?;
         try_reserve(cols, total, ARENA)?;
         try_reserve(vals, total, ARENA)?;
+        try_reserve(labels, offsets.len(), ARENA)?;
+        try_reserve(row_ends, offsets.len(), ARENA)?;
         for &o in offsets {
             let (head, _) = self.widths.head_at(w, &self.label_values, o as usize);
             labels.push(head.label);
@@ -223,6 +209,20 @@ impl CodeArena {
             };
         }
         total
+    }
+
+    /// The head of the record at `o`, its label appended to `labels` (and,
+    /// when tracing, its row's number to `trace`).
+    #[inline]
+    fn labelled_head(&self, o: u32, labels: &mut Vec<f64>, trace: &mut Vec<u64>) -> Head {
+        let (head, _) = self
+            .widths
+            .head_at(&self.words, &self.label_values, o as usize);
+        labels.push(head.label);
+        if self.widths.trace {
+            trace.push(head.row);
+        }
+        head
     }
 
     /// Touches the first word of each record at `offsets`. A shuffled
