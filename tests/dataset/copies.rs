@@ -7,7 +7,7 @@
 
 use proptest::prelude::*;
 
-use crate::support::forge::{crc32, varint};
+use crate::support::forge::{crc32, seal_footer, varint};
 use crate::support::temp_path;
 use tocpile::dataset::{Dataset, DatasetWriter, PageDecoder, WriterOptions};
 use tocpile::SparseBatch;
@@ -238,11 +238,7 @@ fn rebuild(blocks: &[Vec<u8>], footer: &Footer, version: u8) -> Vec<u8> {
         out.extend_from_slice(block);
     }
     f.extend_from_slice(&footer.sections);
-    let footer_at = out.len() as u64;
-    out.extend_from_slice(&f);
-    out.extend_from_slice(&footer_at.to_le_bytes());
-    out.extend_from_slice(&crc32(&f).to_le_bytes());
-    out.extend_from_slice(b"TOCD");
+    seal_footer(&mut out, &f);
     out
 }
 

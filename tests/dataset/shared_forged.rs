@@ -2,7 +2,7 @@
 //! checksum right: one file per rule the section can break, each an
 //! error naming the footer, a segment or the page.
 
-use crate::support::forge::{crc32, varint};
+use crate::support::forge::{crc32, seal_footer, varint};
 use crate::support::{load, temp_path};
 use tocpile::dataset::{Dataset, DatasetWriter, WriterOptions};
 use tocpile::{EncodeOptions, Encoder, SparseBatch};
@@ -31,10 +31,7 @@ fn with_section(file: &[u8], section: &[u8]) -> Vec<u8> {
     let mut new_footer = footer[..at].to_vec();
     new_footer.extend_from_slice(section);
     let mut out = file[..footer_at].to_vec();
-    out.extend_from_slice(&new_footer);
-    out.extend_from_slice(&(footer_at as u64).to_le_bytes());
-    out.extend_from_slice(&crc32(&new_footer).to_le_bytes());
-    out.extend_from_slice(b"TOCD");
+    seal_footer(&mut out, &new_footer);
     out
 }
 

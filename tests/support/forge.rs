@@ -214,7 +214,6 @@ pub fn dataset_with_copies(
     if let Some(last) = entries.last_mut() {
         last.1 = claims.n_rows.saturating_sub(others);
     }
-    let footer_at = file.len() as u64;
     let mut footer = b"TOCF".to_vec();
     for v in [claims.n_cols, claims.n_rows, claims.nnz] {
         varint(&mut footer, v);
@@ -233,10 +232,7 @@ pub fn dataset_with_copies(
         }
         footer.extend_from_slice(&crc.to_le_bytes());
     }
-    file.extend_from_slice(&footer);
-    file.extend_from_slice(&footer_at.to_le_bytes());
-    file.extend_from_slice(&crc32(&footer).to_le_bytes());
-    file.extend_from_slice(b"TOCD");
+    seal_footer(&mut file, &footer);
     file
 }
 
@@ -306,11 +302,18 @@ pub fn with_footer_sections(file: &[u8], section: &[u8]) -> Vec<u8> {
     let mut footer = file[footer_at..n - 16].to_vec();
     footer.extend_from_slice(section);
     let mut out = file[..footer_at].to_vec();
-    out.extend_from_slice(&footer);
-    out.extend_from_slice(&(footer_at as u64).to_le_bytes());
-    out.extend_from_slice(&crc32(&footer).to_le_bytes());
-    out.extend_from_slice(b"TOCD");
+    seal_footer(&mut out, &footer);
     out
+}
+
+/// Appends `footer` (from its `TOCF` tag) to `file`, whose blocks end
+/// here, then the footer's offset, its checksum and the closing magic.
+pub fn seal_footer(file: &mut Vec<u8>, footer: &[u8]) {
+    let footer_at = file.len() as u64;
+    file.extend_from_slice(footer);
+    file.extend_from_slice(&footer_at.to_le_bytes());
+    file.extend_from_slice(&crc32(footer).to_le_bytes());
+    file.extend_from_slice(b"TOCD");
 }
 
 /// A shared-dictionary section (`SHRD`, version 1) of `segments` (blocks,
