@@ -13,10 +13,20 @@ impl CodeArena {
     /// `out` in file order.
     pub(crate) fn block_records(&self, i: usize, out: &mut Vec<u32>) {
         let b = self.blocks[i];
-        let mut at = past_fillers(&self.words, b.start as usize);
+        let w = &self.words[..];
+        let mut at = past_fillers(w, b.start as usize);
+        if self.widths == PLAIN_PAIRS {
+            // Every epoch lists every record: the usual records' length
+            // is their first word (or the two after the long-row marker).
+            for _ in 0..b.rows {
+                out.push(at as u32);
+                at = past_fillers(w, plain_record(w, at).2);
+            }
+            return;
+        }
         for _ in 0..b.rows {
             out.push(at as u32);
-            at = self.widths.head(&self.words, &self.label_values, at).1;
+            at = self.widths.head(w, &self.label_values, at).1;
         }
     }
 
@@ -151,10 +161,9 @@ impl CodeArena {
         try_reserve(labels, offsets.len(), ARENA)?;
         try_reserve(row_ends, offsets.len(), ARENA)?;
         for &o in offsets {
-            let (head, _) = self.widths.head_at(w, &self.label_values, o as usize);
-            labels.push(head.label);
-            let ids = &w[head.codes..head.codes + head.n];
-            for &p in ids {
+            let (codes, label, end) = plain_record(w, o as usize);
+            labels.push(self.label_values.get(label).copied().unwrap_or(0.0));
+            for &p in &w[codes..end] {
                 let pair = pairs.get(p as usize).copied().unwrap_or_default();
                 cols.push(pair.col);
                 vals.push(pair.val);
@@ -181,14 +190,11 @@ impl CodeArena {
         try_reserve(codes, total, ARENA)?;
         try_reserve(labels, offsets.len(), ARENA)?;
         try_reserve(ends, offsets.len(), ARENA)?;
+        let label_values = &self.label_values[..];
         for &o in offsets {
-            let (head, _) = self.widths.head_at(w, &self.label_values, o as usize);
-            labels.push(head.label);
-            codes.extend(
-                w[head.codes..head.codes + head.n]
-                    .iter()
-                    .map(|&c| u32::from(c)),
-            );
+            let (start, label, end) = plain_record(w, o as usize);
+            labels.push(label_values.get(label).copied().unwrap_or(0.0));
+            codes.extend(w[start..end].iter().map(|&c| u32::from(c)));
             ends.push(codes.len() as u32);
         }
         Ok(())
@@ -247,4 +253,17 @@ impl CodeArena {
             crate::prefetch::prefetch(&self.words, o as usize);
         }
     }
+}
+
+/// A record of [`PLAIN_PAIRS`] widths at `at`: where its codes start, its
+/// label's id and where its codes end (the next record or filler). The
+/// general [`Widths::head_at`](super::record::Widths::head_at) branches
+/// on every width; this is the shuffled gather's inner step.
+#[inline(always)]
+fn plain_record(w: &[u16], at: usize) -> (usize, usize, usize) {
+    let (n, at) = match w[at] {
+        super::LONG_ROW => (w[at + 1] as usize | (w[at + 2] as usize) << 16, at + 3),
+        n => (n as usize, at + 1),
+    };
+    (at + 1, w[at] as usize, at + 1 + n)
 }
