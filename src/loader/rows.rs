@@ -42,6 +42,7 @@ use super::epoch::{fused_step, Produce, STREAM_TUPLES};
 use super::feed::Feed;
 use super::huge::reserve_huge;
 use super::resident::{packed_bytes, Packed, Resident};
+use super::step_shuffle::StepShuffle;
 use super::units::RowGather;
 use super::{MiniBatch, Plan, Strategy};
 use crate::codec::{BatchForm, CodeBatch, CodeBatchBuilder, RowsOut};
@@ -138,6 +139,8 @@ pub(crate) struct RowEpoch<S: Source + 'static> {
     shuffle: bool,
     /// The order the buffer's units leave in, and how many have left.
     order: Vec<u32>,
+    /// The tuple shuffle of `order`, done as far as batches have taken.
+    step: Option<StepShuffle>,
     next: usize,
     pending: Pending,
     /// Scratch of the value gather and of the code gather.
@@ -192,6 +195,7 @@ impl<S: Source + 'static> RowEpoch<S> {
             buffers: 0,
             shuffle,
             order: Vec::new(),
+            step: None,
             next: 0,
             pending: Pending {
                 rows: RowGather::default(),
@@ -271,15 +275,17 @@ impl<S: Source + 'static> RowEpoch<S> {
                 self.peak = self.peak.max(self.held_bytes() + streamed);
             }
         }
-        if self.shuffle {
+        // The tuple shuffle, drawn as the batches take their rows
+        // (`step_shuffle.rs`).
+        self.step = self.shuffle.then(|| {
             let labels = [
                 STREAM_TUPLES,
                 self.epoch,
                 self.plan.worker as u64,
                 self.buffers,
             ];
-            Rng::stream(self.plan.seed, &labels).shuffle(&mut units);
-        }
+            StepShuffle::new(Rng::stream(self.plan.seed, &labels))
+        });
         self.order = units;
         self.buffers += 1;
         self.next = 0;
@@ -290,6 +296,10 @@ impl<S: Source + 'static> RowEpoch<S> {
     /// Gathers the next `n` units of the order into the pending batch,
     /// the batch after it prefetched meanwhile.
     fn gather(&mut self, n: usize) -> Result<()> {
+        if let Some(step) = &mut self.step {
+            // This batch's rows and the next's (prefetched below).
+            step.fix(&mut self.order, self.next + n + self.plan.batch_rows);
+        }
         let pick = &self.order[self.next..self.next + n];
         let after = &self.order[self.next + n..];
         let after = &after[..after.len().min(self.plan.batch_rows)];
