@@ -80,7 +80,9 @@ struct KernelArgs {
     /// `toc-v3xK-apart`, the same pages' kernels run page by page. A
     /// `-tree` suffix on these keeps every page's kernels on its tree,
     /// where otherwise a batch whose tree costs more work than its rows
-    /// runs on the rows (as every TOC batch does).
+    /// runs on the rows (as every TOC batch does). `pairs`: each batch as
+    /// the loader hands pair codes to the trainer (a code per entry into
+    /// one table of the distinct pairs of all batches, shared by them).
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = KernelFormat::parse)]
     formats: Option<Vec<KernelFormat>>,
     /// Interleaved rounds (the median is reported).
@@ -194,7 +196,7 @@ fn dense_fits(
         .iter()
         .filter_map(|f| match f {
             KernelFormat::Batch(kind) => Some(*kind),
-            KernelFormat::Shared { .. } => None,
+            KernelFormat::Shared { .. } | KernelFormat::Pairs => None,
         })
         .filter(|f| {
             matches!(

@@ -18,6 +18,7 @@ use tocpile::{DecodeTree, Error, Result, SparseBatch, Workspace};
 
 use tocpile_bench_data::median;
 
+mod pairs;
 mod shared;
 pub use shared::KernelFormat;
 
@@ -268,6 +269,11 @@ pub fn kernel_table(batches: &[SparseBatch], config: &KernelBenchConfig) -> Resu
                     false => Subject::Tree(tree),
                 };
                 (trees.into_iter().map(subject).collect(), bytes)
+            }
+            KernelFormat::Pairs => {
+                let (coded, bytes) = pairs::encode_pairs(batches)?;
+                let subject = |b| Subject::Batch(Box::new(b));
+                (coded.into_iter().map(subject).collect(), bytes)
             }
         };
         encoded.push((format, pages, bytes));

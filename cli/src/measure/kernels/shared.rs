@@ -31,6 +31,9 @@ pub enum KernelFormat {
         /// form (`DecodeTree::settle_for_kernels`): for comparison.
         tree_only: bool,
     },
+    /// Each batch as the loader's pair codes (`Batch::Coded`): a code per
+    /// entry into one table of pairs that every batch shares (`pairs.rs`).
+    Pairs,
 }
 
 impl KernelFormat {
@@ -56,12 +59,14 @@ impl KernelFormat {
                 }
                 name
             }
+            KernelFormat::Pairs => "PAIRS".to_string(),
         }
     }
 
-    /// Parses a name of [`FormatKind::from_name`], `toc-v3`, `toc-v3xK`
-    /// (K from 1 to 1,000) or `toc-v3xK-apart`, each optionally ending in
-    /// `-tree`, ignoring case and `-` or `_`.
+    /// Parses a name of [`FormatKind::from_name`], `pairs` (or
+    /// `pair-codes`), `toc-v3`, `toc-v3xK` (K from 1 to 1,000) or
+    /// `toc-v3xK-apart`, these three optionally ending in `-tree`,
+    /// ignoring case and `-` or `_`.
     ///
     /// # Errors
     /// A message naming the formats for anything else.
@@ -74,6 +79,9 @@ impl KernelFormat {
             .filter(|c| !matches!(c, '-' | '_'))
             .collect::<String>()
             .to_ascii_lowercase();
+        if plain == "pairs" || plain == "paircodes" {
+            return Ok(KernelFormat::Pairs);
+        }
         let (plain, tree_only) = match plain.strip_suffix("tree") {
             Some(rest) => (rest.to_string(), true),
             None => (plain, false),
@@ -100,7 +108,8 @@ impl KernelFormat {
             format!(
                 "unknown format {text:?} (toc, toc-v3, toc-v3xK for K version-3 pages a batch, \
                  toc-v3xK-apart for their kernels page by page, any of these ending in -tree \
-                 for kernels on the tree whatever it costs, or one of {})",
+                 for kernels on the tree whatever it costs, pairs for the loader's pair codes, \
+                 or one of {})",
                 names.join(", ")
             )
         })
@@ -225,6 +234,7 @@ mod tests {
                 apart: true,
                 tree_only: true,
             },
+            KernelFormat::Pairs,
         ] {
             assert_eq!(KernelFormat::parse(&f.name()), Ok(f));
         }
@@ -244,6 +254,7 @@ mod tests {
                 tree_only: false,
             })
         );
+        assert_eq!(KernelFormat::parse("pair-codes"), Ok(KernelFormat::Pairs));
         assert_eq!(
             KernelFormat::parse("toc"),
             Ok(KernelFormat::Batch(FormatKind::TocFull))
