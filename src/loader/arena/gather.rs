@@ -3,7 +3,7 @@
 //! batches, pair-coded rows or plain rows, with the prefetches that let
 //! the next batch's records arrive while this one is expanded.
 
-use super::{past_fillers, CodeArena, Head, ARENA, FILLER, PLAIN_PAIRS};
+use super::{past_fillers, CodeArena, Head, ARENA, PLAIN_PAIRS};
 use crate::codec::CodeBatch;
 use crate::error::Result;
 use crate::limits::try_reserve;
@@ -200,21 +200,16 @@ impl CodeArena {
         Ok(())
     }
 
-    /// The entries of the records at `offsets` (of [`PLAIN_PAIRS`] widths:
-    /// a one-word count, or the long-row marker and two).
+    /// The entries of the records at `offsets` (of [`PLAIN_PAIRS`] widths).
     fn plain_entries(&self, offsets: &[u32]) -> usize {
         let w = &self.words[..];
-        let mut total = 0usize;
-        for &o in offsets {
-            let o = o as usize;
-            let n = w[o];
-            total += if n < FILLER {
-                n as usize
-            } else {
-                w[o + 1] as usize | (w[o + 2] as usize) << 16
-            };
-        }
-        total
+        offsets
+            .iter()
+            .map(|&o| {
+                let (start, _, end) = plain_record(w, o as usize);
+                end - start
+            })
+            .sum()
     }
 
     /// The head of the record at `o`, its label appended to `labels` (and,
