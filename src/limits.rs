@@ -259,7 +259,7 @@ pub fn check_block_nnz(nnz: u64) -> Result<()> {
     )
 }
 
-/// Checks the rows one block of a version-5 dataset file claims, where
+/// Checks the rows one block of a version-5 or 6 dataset file claims, where
 /// they are more than 8 per byte of the block (page copies repeat a
 /// page's rows for one byte), against [`Limits::max_decode_nnz`]: the
 /// block's labels are read whole, 8 bytes a row.

@@ -8,8 +8,8 @@ decodes.
 
 It reads TOC pages only (formats TOC_SPARSE, TOC_LOGICAL and TOC_FULL:
 the batches of versions 1 and 2, the version-3 pages and the compact
-pages of versions 4 and 5, against their segments' shared dictionaries,
-and version 5's page copies) and
+pages of versions 4 to 6, against their segments' shared dictionaries,
+version 5's page copies and version 6's runs of them) and
 checks the file's checksums; it trusts the rest (a validator it is not).
 
     python3 tests/format_reader.py FILE.toc    # prints one row a line
@@ -28,9 +28,10 @@ GRAMMAR = [
     "page3        := magic 0x03 flags n_cols row_lengths codes",
     "page4        := 0x01 lens_width:u8 lens:bits{rows * lens_width}",
     "dict         := pairs_len:varint pairs:u8{pairs_len} parents:escaped keys:packed",
-    "page       := rows:varint labels payload_len:varint payload      rows >= 1 in version 5",
+    "page       := rows:varint labels payload_len:varint payload      rows >= 1 in versions 5 and 6",
     "            | 0x00                                               version 5: a page copy",
-    "            | 0x00 float_labels | 0x01 int_labels                versions 2 to 5",
+    "            | 0x00 copies:varint                                 version 6: a run of page copies, copies >= 1",
+    "            | 0x00 float_labels | 0x01 int_labels                versions 2 to 6",
     "shared     := \"SHRD\" version:u8(=1) n:varint segment{n}",
     "segment    := blocks:varint dict_len:varint dict:u8{dict_len}",
 ]
@@ -272,7 +273,7 @@ def read_file(data):
     column count."""
     assert data[:4] == b"TOCD" and data[-4:] == b"TOCD", "magic"
     version = data[4]
-    assert 1 <= version <= 5 and data[5:8] == b"\0\0\0", "header"
+    assert 1 <= version <= 6 and data[5:8] == b"\0\0\0", "header"
     footer_at, footer_crc = struct.unpack("<QI", data[-16:-4])
     footer = data[footer_at:-16]
     assert zlib.crc32(footer) == footer_crc, "footer checksum"
@@ -320,10 +321,16 @@ def read_file(data):
         offset += length
         b = Reader(block)
         previous = None
-        for _ in range(pages):
+        page = 0
+        while page < pages:
+            copies = 1
             if version >= 5 and block[b.at] == 0:
-                # A page copy: the block's previous page again.
+                # A page copy: the block's previous page again; in version
+                # 6 a run of `copies` of them.
                 b.u8()
+                if version >= 6:
+                    copies = b.varint()
+                    assert 1 <= copies <= pages - page, "copies in a run"
                 assert previous is not None, "a page copy first in its block"
                 rows, labels, payload = previous
             else:
@@ -331,8 +338,9 @@ def read_file(data):
                 labels = read_labels(b, rows, version)
                 payload = b.take(b.varint())
                 previous = (rows, labels, payload)
-            for label, row in zip(labels, page_rows(payload, rows, dictionary)):
-                out.append((label, row))
+            decoded = list(zip(labels, page_rows(payload, rows, dictionary)))
+            out.extend(decoded * copies)
+            page += copies
         assert b.at == len(block)
     assert offset == footer_at and len(out) == n_rows
     assert sum(len(row) for _, row in out) == nnz

@@ -177,10 +177,10 @@ pub struct InfoJson {
 }
 
 /// The segments of a dataset file and their shared dictionaries (format
-/// versions 3 to 5; zero segments in files of earlier versions).
+/// versions 3 to 6; zero segments in files of earlier versions).
 #[derive(Debug, Serialize)]
 pub struct SegmentsJson {
-    /// The file's format version (1 to 5).
+    /// The file's format version (1 to 6).
     pub version: u8,
     /// Segments (runs of consecutive blocks).
     pub count: usize,

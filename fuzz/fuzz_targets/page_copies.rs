@@ -1,5 +1,6 @@
-//! A version-5 dataset file whose blocks hold page copies (a zero byte
-//! for a page equal to the block's previous one), generated from
+//! A version-5 or 6 dataset file whose blocks hold page copies (a zero
+//! byte for a page equal to the block's previous one; in version 6 a
+//! zero byte and a count for a run of them), generated from
 //! arbitrary rows as the writer lays it out, then its pages, row counts,
 //! copies or version mutated, every length and checksum recomputed.
 //! Opening, reading, decoding every page, verifying, holding a block's

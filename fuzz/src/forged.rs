@@ -269,11 +269,12 @@ pub fn arbitrary_v4_file(u: &mut Unstructured<'_>) -> Result<(Vec<u8>, Option<Sp
     Ok((file, (!mutated).then_some(rows)))
 }
 
-/// A version-5 file whose blocks hold page copies: arbitrary rows in
+/// A version-5 or 6 file whose blocks hold page copies: arbitrary rows in
 /// compact pages coded against a segment's dictionary, each page followed
-/// by 0 to 3 copies of itself (one zero byte each); then its pages, row
-/// counts, copies (added where no page precedes, or dropped) or version
-/// (4) mutated, every length and checksum recomputed. Returns the file
+/// by 0 to 3 copies of itself (one zero byte each in version 5, one run
+/// in version 6); then its pages, row counts, copies (added where no
+/// page precedes, or dropped) or version (one less) mutated, every
+/// length and checksum recomputed. Returns the file
 /// and, if unmutated, the rows it holds (the copied pages' rows again).
 pub fn arbitrary_v5_file_with_copies(
     u: &mut Unstructured<'_>,
@@ -312,7 +313,7 @@ pub fn arbitrary_v5_file_with_copies(
     // Copies must not open a block: blocks end after a stored page's run.
     let per_block = u.int_in_range(1usize..=8)?;
     let what = u.int_in_range(0u8..=15)?;
-    let mut version = 5;
+    let mut version = if u.arbitrary()? { 6 } else { 5 };
     if what & 1 != 0 && !pages.is_empty() {
         let k = u.choose_index(pages.len())?;
         if let Some(page) = &mut pages[k] {
@@ -334,7 +335,7 @@ pub fn arbitrary_v5_file_with_copies(
         }
     }
     if what & 8 != 0 {
-        version = 4;
+        version -= 1;
     }
     let stored_blocks_ok = pages
         .chunks(per_block)

@@ -44,7 +44,7 @@ struct PageSpan {
     /// Byte offset of the page's labels section in the block.
     labels_at: usize,
     payload: Range<usize>,
-    /// Whether the page is a copy of the previous one (version 5): its
+    /// Whether the page is a copy of the previous one (version 5 on): its
     /// labels and payload are the previous page's bytes.
     copy: bool,
 }
@@ -106,19 +106,40 @@ impl Block {
         let mut scratch = Vec::new();
         let mut labels = Vec::new();
         let mut rows_seen = 0u64;
-        for _ in 0..entry.pages {
+        let mut page = 0u64;
+        while page < entry.pages {
             let rows_at = r.offset();
             if self.form.copies && r.blob().get(rows_at) == Some(&0) {
-                // A page copy: one zero byte, the previous page again.
+                // Page copies: one zero byte (and in version 6 how many),
+                // the previous page again that many times.
                 r.u8("page copy")?;
-                push_copy(
-                    (&mut self.pages, &mut self.labels),
-                    rows_at,
-                    entry.rows - rows_seen,
-                )?;
-                rows_seen += self.pages.last().map_or(0, |p| p.rows as u64);
+                let run = if self.form.runs {
+                    let at = r.offset();
+                    let n = r.varint_max("page copies in a run", entry.pages - page)?;
+                    if n == 0 {
+                        return Err(Error::FieldBelowMinimum {
+                            what: "page copies in a run",
+                            offset: at,
+                            value: 0,
+                            min: 1,
+                        });
+                    }
+                    n
+                } else {
+                    1
+                };
+                for _ in 0..run {
+                    push_copy(
+                        (&mut self.pages, &mut self.labels),
+                        rows_at,
+                        entry.rows - rows_seen,
+                    )?;
+                    rows_seen += self.pages.last().map_or(0, |p| p.rows as u64);
+                }
+                page += run;
                 continue;
             }
+            page += 1;
             let rows = r.varint_max("page rows", entry.rows - rows_seen)? as usize;
             let labels_at = r.offset();
             read_labels(&mut r, rows, self.form.labels, &mut labels, &mut scratch)?;
@@ -237,7 +258,7 @@ impl Block {
     }
 
     /// Whether page `j` is stored as a copy of the page before it (a
-    /// version-5 file's zero byte; it reads as that page's rows and
+    /// zero byte of a version-5 or 6 file; it reads as that page's rows and
     /// labels).
     ///
     /// # Panics

@@ -280,7 +280,14 @@ pub(super) fn parse_footer(
         } else {
             r.varint_max("block rows (8 per byte of the block)", len * 8)?
         };
-        let block_pages = r.varint_max("block pages", len)?;
+        // A stored page takes a byte or more, and so did a version-5
+        // copy; a version-6 run of copies takes a few bytes for any number
+        // of pages, each of at least one row: pages are held to the rows.
+        let block_pages = if version >= super::RUNS_VERSION {
+            r.varint_max("block pages (one row or more each)", block_rows.max(len))?
+        } else {
+            r.varint_max("block pages", len)?
+        };
         let crc = r.u32("block checksum")?;
         index.push(BlockEntry {
             offset,

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! file    = header block* footer trailer
-//! header  = "TOCD" version(1 to 5) 0 0 0
+//! header  = "TOCD" version(1 to 6) 0 0 0
 //! block   = page*                      checksummed as a whole (CRC-32)
 //! page    = rows labels payload        payload: one encoded batch;
 //!                                      labels: version 2 adds an integer form;
@@ -13,6 +13,7 @@
 //!                                      compact form
 //!         | 0x00                       version 5: a copy of the block's
 //!                                      previous page (rows, labels, payload)
+//!         | 0x00 count                 version 6: `count` such copies
 //! footer  = index of blocks, column count, page format, schema,
 //!           optional sections (the column scaling)
 //! trailer = footer offset, footer CRC-32, "TOCD"
@@ -78,15 +79,20 @@ pub const FILE_MAGIC: [u8; 4] = *b"TOCD";
 /// coded against a segment's dictionary in a compact form (no batch
 /// header, no counts: `docs/FORMAT.md`). Version 5 adds page copies: a
 /// page equal to the previous page of its block (rows, labels and
-/// payload) is stored as one zero byte; it is what a file with segments
-/// is written as.
+/// payload) is stored as one zero byte. Version 6 stores a run of such
+/// copies as one zero byte and their count (military's 26,604 copies
+/// were 582 runs); it is what a file with segments is written as.
 ///
 /// Not part of the API (hidden): may change in any release.
 #[doc(hidden)]
-pub const FILE_VERSION: u8 = 5;
+pub const FILE_VERSION: u8 = 6;
 
 /// The first file version whose blocks may hold page copies.
 pub(crate) const COPIES_VERSION: u8 = 5;
+
+/// The first file version whose page copies come in runs: the zero byte
+/// is followed by the number of copies (a varint, at least 1).
+pub(crate) const RUNS_VERSION: u8 = 6;
 
 /// What the footer says about a dataset file.
 #[derive(Debug, Clone, PartialEq)]
@@ -201,9 +207,11 @@ pub(crate) type PageContext = (
 pub(crate) struct PageListForm {
     /// How each page stores its labels.
     pub(crate) labels: labels::LabelsForm,
-    /// Whether a page may be a copy (version 5): a zero byte where a
+    /// Whether a page may be a copy (version 5 on): a zero byte where a
     /// page's row count would be, standing for the block's previous page.
     pub(crate) copies: bool,
+    /// Whether the zero byte is followed by a count of copies (version 6).
+    pub(crate) runs: bool,
 }
 
 impl PageListForm {
@@ -212,6 +220,7 @@ impl PageListForm {
         PageListForm {
             labels: labels::LabelsForm::of_version(version),
             copies: version >= COPIES_VERSION,
+            runs: version >= RUNS_VERSION,
         }
     }
 }

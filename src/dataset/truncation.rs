@@ -33,6 +33,7 @@ pub(super) fn lower_bound<S: Source>(
 ) -> Option<u64> {
     let tagged = LabelsForm::of_version(version) == LabelsForm::Tagged;
     let copies = version >= super::COPIES_VERSION;
+    let runs = version >= super::RUNS_VERSION;
     let mut at = HEADER_LEN;
     for _ in 0..MAX_PAGES {
         let head = window(source, at, len)?;
@@ -49,9 +50,14 @@ pub(super) fn lower_bound<S: Source>(
             // Every page is there; the footer or trailer is cut.
             return footer_end(source, at, len, version).checked_add(TRAILER_LEN);
         }
-        // A page copy (version 5) is one zero byte.
+        // A page copy (version 5) is one zero byte; a run of them
+        // (version 6) the zero byte and a varint.
         let step = if copies && head.first() == Some(&0) {
-            Step::Next(at + 1)
+            if runs {
+                run_end(&head, at)
+            } else {
+                Step::Next(at + 1)
+            }
         } else {
             page_end(source, at, len, tagged)
         };
@@ -74,6 +80,16 @@ enum Step {
     CutInHeader,
     /// The bytes are not a page.
     Garbage,
+}
+
+/// The end of a run of page copies at `at` whose bytes from `at` on
+/// are `head`: the zero byte, then a varint.
+fn run_end(head: &[u8], at: u64) -> Step {
+    match head[1..].iter().position(|&b| b < 0x80) {
+        Some(i) if i < 10 => Step::Next(at + 2 + i as u64),
+        None if (head.len() as u64) < WINDOW => Step::CutInHeader,
+        _ => Step::Garbage,
+    }
 }
 
 /// Up to [`WINDOW`] bytes from `at`, fewer at the end of the file.

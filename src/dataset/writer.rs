@@ -48,7 +48,7 @@ pub const DEFAULT_BLOCK_BYTES: usize = 2 << 10;
 
 /// Default rows per segment of a TOC_FULL file: the pages of a segment
 /// share one dictionary (pairs, values and prefix-tree nodes learned from
-/// the segment's rows; file version 5). Measured in `docs/archive/RESULTS-HISTORY.md`
+/// the segment's rows; file version 6). Measured in `docs/archive/RESULTS-HISTORY.md`
 /// (section 24): against 4,096 rows, 65,536 makes label-sorted flights3m's
 /// file 29% smaller (19.1 to 13.6 MB) and its training's peak memory
 /// 22% lower (162 to 126 MB: fewer, larger dictionaries repeat fewer
@@ -83,7 +83,7 @@ pub struct WriterOptions {
     /// Rows per segment (default [`DEFAULT_SEGMENT_ROWS`], rounded up to
     /// whole pages): a TOC_FULL file's pages of one segment are coded
     /// against a dictionary learned from the segment's rows, where that
-    /// makes the page smaller (file version 5). 0: every page
+    /// makes the page smaller (file version 6). 0: every page
     /// self-contained (version 2). Other formats ignore it.
     pub segment_rows: usize,
 }
@@ -128,8 +128,12 @@ pub struct DatasetWriter {
     segments: Vec<Segment>,
     segment_blocks: u64,
     /// The bytes of the block's last page as stored in full (a page equal
-    /// to it is written as a copy, version 5); empty at a block's start.
+    /// to it is written as a copy, version 5 and up); empty at a block's
+    /// start.
     last_page: Vec<u8>,
+    /// Copies of `last_page` not yet written (version 6 writes a run of
+    /// them as one zero byte and their count when the run ends).
+    copies_run: u64,
 }
 
 impl DatasetWriter {
@@ -188,6 +192,7 @@ impl DatasetWriter {
             segments: Vec::new(),
             segment_blocks: 0,
             last_page: Vec::new(),
+            copies_run: 0,
         };
         writer.write_raw(&header(writer.version()))?;
         debug_assert_eq!(writer.offset, HEADER_LEN);
@@ -322,8 +327,8 @@ impl DatasetWriter {
         Ok(())
     }
 
-    /// The file version the writer writes: 5 (compact pages, page
-    /// copies) with segments.
+    /// The file version the writer writes: 6 (compact pages, runs of
+    /// page copies) with segments.
     fn version(&self) -> u8 {
         if self.segment_rows > 0 {
             FILE_VERSION
@@ -404,15 +409,21 @@ impl DatasetWriter {
     /// Appends one encoded page (of `labels.len()` rows) to the block,
     /// closing the block when it reaches its size. In version 5 a page
     /// equal to the block's previous page, byte for byte (rows, labels
-    /// and payload), is written as a copy: one zero byte. Such a block
+    /// and payload), is written as a copy: one zero byte; in version 6 a
+    /// run of copies is one zero byte and their count. Such a block
     /// also closes at [`ROWS_PER_BLOCK_BYTE`] rows per target byte, so that
     /// its rows are never more than stored pages could have put there
     /// (the block is the loader's unit of shuffling).
     fn append_page(&mut self, page: &[u8], payload: usize, labels: &[f64]) -> Result<()> {
         let copies = self.version() >= super::COPIES_VERSION;
         if copies && self.block_pages > 0 && page == self.last_page.as_slice() {
-            self.block.push(0);
+            if self.version() >= super::RUNS_VERSION {
+                self.copies_run += 1;
+            } else {
+                self.block.push(0);
+            }
         } else {
+            self.end_copies_run();
             self.block.extend_from_slice(page);
             self.payload_bytes += payload as u64;
             if copies {
@@ -433,10 +444,21 @@ impl DatasetWriter {
         Ok(())
     }
 
+    /// Writes the pending run of page copies, if any: a zero byte and
+    /// the number of copies (version 6).
+    fn end_copies_run(&mut self) {
+        if self.copies_run > 0 {
+            self.block.push(0);
+            write_varint(&mut self.block, self.copies_run);
+            self.copies_run = 0;
+        }
+    }
+
     fn close_block(&mut self) -> Result<()> {
         if self.block_pages == 0 {
             return Ok(());
         }
+        self.end_copies_run();
         self.segment_blocks += 1;
         let entry = BlockEntry {
             offset: self.offset,

@@ -1,6 +1,6 @@
 //! Page copies (dataset file version 5): a page equal to the previous
 //! page of its block, rows, labels and payload, is stored as one zero
-//! byte. Round trips through every reading path (owned pages, the
+//! byte; in version 6 a run of copies is one zero byte and their count. Round trips through every reading path (owned pages, the
 //! loader's packed blocks, the verifier) on random rows with many
 //! repeats; one forged file per rule, every checksum right; every
 //! truncation detected.
@@ -93,7 +93,7 @@ fn as_rows(batch: &SparseBatch) -> Rows {
 fn repeated_pages_are_stored_as_copies_and_read_back() {
     let (rows, labels) = runs(4, 400, 2000, 12);
     let bytes = write_bytes(&rows, &labels, WriterOptions::default());
-    assert_eq!(bytes[4], 5, "version 5");
+    assert_eq!(bytes[4], 6, "version 6");
     let len = bytes.len();
     let (read, read_labels, copies) = read_back(bytes).unwrap();
     assert_eq!(read, as_rows(&rows));
@@ -255,7 +255,8 @@ fn blocks_of(file: &[u8], footer: &Footer) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// A version-5 file of one block: a stored page, then copies of it.
+/// A version-6 file of one block: a stored page, then a run of copies of
+/// it.
 fn one_block_of_copies() -> Vec<u8> {
     let (rows, labels) = runs(1, 500, 500, 6);
     let options = WriterOptions::default().with_segment_rows(500);
@@ -264,7 +265,7 @@ fn one_block_of_copies() -> Vec<u8> {
     assert_eq!(footer.entries.len(), 1);
     assert_eq!(footer.entries[0].2, 10, "ten pages");
     let block = &blocks_of(&file, &footer)[0];
-    assert_eq!(&block[block.len() - 9..], &[0; 9], "nine copies");
+    assert_eq!(&block[block.len() - 2..], &[0, 9], "a run of nine copies");
     file
 }
 
@@ -275,50 +276,105 @@ fn forged_page_copies_break_one_rule_each() {
     assert_eq!(footer.at, 8 + footer.entries[0].0 as usize);
     let block = blocks_of(&good, &footer).remove(0);
     // Rebuilt as it was, the file is the same.
-    assert_eq!(rebuild(std::slice::from_ref(&block), &footer, 5), good);
+    assert_eq!(rebuild(std::slice::from_ref(&block), &footer, 6), good);
     read_back(good.clone()).unwrap();
+    let run_at = block.len() - 2;
 
     // A block that starts with a copy: there is no page to copy.
-    let mut first = vec![0u8];
+    let mut first = vec![0u8, 1];
     first.extend_from_slice(&block);
     let mut f = parse_footer(&good);
     f.entries[0].1 += 50;
     f.entries[0].2 += 1;
     f.head[1] += 50;
     f.rest[2] += 1;
-    let e = read_back(rebuild(&[first], &f, 5)).unwrap_err();
+    let e = read_back(rebuild(&[first], &f, 6)).unwrap_err();
     assert!(
         e.contains("block 0") && e.contains("needs a page before it") && e.contains("byte 0"),
         "{e}"
     );
 
-    // A copy past the rows the index gives the block.
+    // A copy past the rows the index gives the block (the run's last).
     let mut f = parse_footer(&good);
     f.entries[0].1 -= 1;
     f.head[1] -= 1;
-    let e = read_back(rebuild(std::slice::from_ref(&block), &f, 5)).unwrap_err();
-    let last = block.len() - 1;
+    let e = read_back(rebuild(std::slice::from_ref(&block), &f, 6)).unwrap_err();
     assert!(
-        e.contains("rows of a page copy") && e.contains(&format!("byte {last}")),
+        e.contains("rows of a page copy") && e.contains(&format!("byte {run_at}")),
         "{e}"
     );
+
+    // A run of no copies.
+    let mut zero = block.clone();
+    zero[run_at + 1] = 0;
+    let e = read_back(rebuild(&[zero], &footer, 6)).unwrap_err();
+    assert!(
+        e.contains("page copies in a run") && e.contains(&format!("byte {}", run_at + 1)),
+        "{e}"
+    );
+
+    // A run longer than the pages the index gives the block.
+    let mut long = block.clone();
+    long[run_at + 1] = 10;
+    let e = read_back(rebuild(&[long], &footer, 6)).unwrap_err();
+    assert!(
+        e.contains("page copies in a run") && e.contains(&format!("byte {}", run_at + 1)),
+        "{e}"
+    );
+
+    // A run of 2^40 copies and a footer that claims them: the footer's
+    // rows are held to the decode limit before anything is read.
+    let mut huge = block[..run_at + 1].to_vec();
+    varint(&mut huge, 1 << 40);
+    let mut f = parse_footer(&good);
+    f.entries[0].1 = 50 + 50 * (1 << 40);
+    f.entries[0].2 = 1 + (1 << 40);
+    f.head[1] = f.entries[0].1;
+    f.rest[2] = f.entries[0].2;
+    let e = read_back(rebuild(&[huge], &f, 6)).unwrap_err();
+    assert!(e.contains("rows one block holds"), "{e}");
+
+    // More pages than rows: refused at open.
+    let mut f = parse_footer(&good);
+    f.entries[0].2 = f.entries[0].1 + 1;
+    f.rest[2] = f.entries[0].2;
+    let e = read_back(rebuild(std::slice::from_ref(&block), &f, 6)).unwrap_err();
+    assert!(e.contains("block pages"), "{e}");
 
     // More rows than 8 a byte: held to the decode limit (a footer of
     // 2^40 rows is refused before anything is read).
     let mut f = parse_footer(&good);
     f.entries[0].1 = 1 << 40;
     f.head[1] = 1 << 40;
-    let e = read_back(rebuild(std::slice::from_ref(&block), &f, 5)).unwrap_err();
+    let e = read_back(rebuild(std::slice::from_ref(&block), &f, 6)).unwrap_err();
     assert!(e.contains("rows one block holds"), "{e}");
     // In version 4 the same claim is a field out of range.
     let e = read_back(rebuild(std::slice::from_ref(&block), &f, 4)).unwrap_err();
     assert!(e.contains("8 per byte of the block"), "{e}");
 
-    // A version-5 file called version 4: its copies are no pages (in a
-    // version-4 file, a zero byte is a page of no rows).
-    let mut v4 = good.clone();
-    v4[4] = 4;
-    assert!(read_back(v4).is_err());
+    // A version-6 file called version 5 or 4: its run is no single copy
+    // (version 5 reads the count as the next page's rows) and no page
+    // (in a version-4 file, a zero byte is a page of no rows).
+    for version in [5, 4] {
+        let mut old = good.clone();
+        old[4] = version;
+        assert!(read_back(old).is_err(), "version {version}");
+    }
+}
+
+/// Version 5's copies, one zero byte each, still read.
+#[test]
+fn version_5_copies_one_byte_each_still_read() {
+    let good = one_block_of_copies();
+    let footer = parse_footer(&good);
+    let mut block = blocks_of(&good, &footer).remove(0);
+    block.truncate(block.len() - 2);
+    block.extend_from_slice(&[0; 9]);
+    let (rows, labels, copies) = read_back(rebuild(&[block], &footer, 5)).unwrap();
+    assert_eq!(copies, 9);
+    let (want, want_labels) = runs(1, 500, 500, 6);
+    assert_eq!(rows, as_rows(&want));
+    assert_eq!(labels, want_labels);
 }
 
 #[test]

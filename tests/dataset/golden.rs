@@ -1,6 +1,6 @@
 //! Golden dataset files of format versions 1 and 2, one per page format,
 //! committed once under `tests/golden/v1/dataset/` (and `v2/dataset/`;
-//! versions 3 to 5, TOC_FULL only, in `v3/dataset/` to `v5/dataset/`)
+//! versions 3 to 6, TOC_FULL only, in `v3/dataset/` to `v6/dataset/`)
 //! and never regenerated:
 //! every later build must open them and read back exactly the rows,
 //! labels and footer they were written with. The footer's format byte is
@@ -267,11 +267,12 @@ fn options_v5() -> WriterOptions {
         .with_segment_rows(20)
 }
 
-/// Reads a version-5 golden file back: its rows and labels, through
-/// owned pages and the loader's packed blocks, and the page copies.
-fn check_v5(path: &Path) {
+/// Reads a version-5 or 6 golden file back (`version`): its rows and
+/// labels, through owned pages and the loader's packed blocks, and the
+/// page copies (one each in version 5, one run in version 6).
+fn check_copies(path: &Path, version: u8) {
     let ds = Dataset::open(path).unwrap();
-    assert_eq!(ds.info().version, 5);
+    assert_eq!(ds.info().version, version);
     ds.verify(|_| {}).unwrap();
     let (want, want_labels) = rows_v5();
     let mut got = SparseBatch::with_cols(9).unwrap();
@@ -303,16 +304,28 @@ fn check_v5(path: &Path) {
 #[test]
 fn golden_v5_dataset_file_reads() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v5/dataset");
-    check_v5(&dir.join(file_name(FormatKind::TocFull)));
+    check_copies(&dir.join(file_name(FormatKind::TocFull)), 5);
 }
 
-/// Writes the version-5 golden file (to `TOCPILE_GOLDEN_OUT/v5` when
-/// set, else a temporary directory) and reads it back.
+/// Version 6 (runs of page copies: the three copies are one zero byte
+/// and a 3), committed under `tests/golden/v6/dataset/`.
 #[test]
-fn golden_v5_generator_reads_back() {
+fn golden_v6_dataset_file_reads() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v6/dataset");
+    let path = dir.join(file_name(FormatKind::TocFull));
+    check_copies(&path, 6);
+    let bytes = std::fs::read(&path).unwrap();
+    assert!(bytes.windows(2).any(|w| w == [0, 3]), "a run of 3 copies");
+}
+
+/// Writes the version-6 golden file (to `TOCPILE_GOLDEN_OUT/v6` when
+/// set, else a temporary directory), reads it back, and checks that it
+/// is the committed one byte for byte.
+#[test]
+fn golden_v6_generator_reads_back() {
     let dir = match std::env::var_os("TOCPILE_GOLDEN_OUT") {
-        Some(dir) => PathBuf::from(dir).join("v5"),
-        None => crate::support::temp_path("golden-v5"),
+        Some(dir) => PathBuf::from(dir).join("v6"),
+        None => crate::support::temp_path("golden-v6"),
     };
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(file_name(FormatKind::TocFull));
@@ -320,7 +333,14 @@ fn golden_v5_generator_reads_back() {
     let mut writer = DatasetWriter::create(&path, 9, options_v5()).unwrap();
     writer.push(&rows, &labels).unwrap();
     writer.finish().unwrap();
-    check_v5(&path);
+    check_copies(&path, 6);
+    let committed = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden/v6/dataset")
+        .join(file_name(FormatKind::TocFull));
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        std::fs::read(committed).unwrap()
+    );
     if std::env::var_os("TOCPILE_GOLDEN_OUT").is_none() {
         std::fs::remove_dir_all(&dir).unwrap();
     }

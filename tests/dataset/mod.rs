@@ -467,8 +467,8 @@ fn forged_integer_labels_are_read_or_refused() {
         .read_block(0)
         .is_err());
     assert!(matches!(
-        file(6, int_labels(&[0, 1], &[1, 0, 0, 1])),
-        Err(Error::InFile { error, .. }) if matches!(*error, Error::UnsupportedVersion { found: 6, .. })
+        file(7, int_labels(&[0, 1], &[1, 0, 0, 1])),
+        Err(Error::InFile { error, .. }) if matches!(*error, Error::UnsupportedVersion { found: 7, .. })
     ));
 }
 
@@ -484,7 +484,7 @@ fn shared_dictionary_files_read_back_through_every_path() {
         let path = temp_path("shared");
         let options = WriterOptions::default().with_segment_rows(1500);
         let info = write(&path, &all, &labels, options);
-        assert_eq!(info.version, 5, "{name}");
+        assert_eq!(info.version, 6, "{name}");
         let ds = Dataset::open(&path).unwrap();
         let (with_dict, segments) = ds.n_segments();
         assert_eq!(segments, 4, "{name}");

@@ -159,14 +159,15 @@ fn with_block0(file: &[u8], edit: impl FnOnce(&mut [u8])) -> Vec<u8> {
     out
 }
 
-/// Version 4's compact pages (in the version-5 files written now), every checksum right: each page form is
+/// Version 4's compact pages (in the version-6 files written now), every
+/// checksum right: each page form is
 /// read only in files of its version, and a compact page's form byte is
 /// checked (the rules of its bytes: `tests/codec/compact.rs`).
 #[test]
 fn forged_compact_pages_and_versions_are_refused() {
     let good = file();
     let ds = Dataset::from_memory(good.clone(), "good.toc").unwrap();
-    assert_eq!(ds.info().version, 5);
+    assert_eq!(ds.info().version, 6);
     let block = ds.read_block(0).unwrap();
     let mut tree = tocpile::DecodeTree::default();
     let view = block.toc_view(0, &mut tree).unwrap();
@@ -198,8 +199,8 @@ fn forged_compact_pages_and_versions_are_refused() {
     let e = read(v4).unwrap_err();
     assert!(e.contains("a version-3 page"), "{e}");
     // A later version is refused by name.
-    let mut v6 = good;
-    v6[4] = 6;
-    let e = read(v6).unwrap_err();
-    assert!(e.contains('6'), "{e}");
+    let mut v7 = good;
+    v7[4] = 7;
+    let e = read(v7).unwrap_err();
+    assert!(e.contains('7'), "{e}");
 }

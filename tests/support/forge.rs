@@ -175,7 +175,8 @@ pub fn dataset_versioned(
 
 /// [`dataset_versioned`] where a page may be a copy (`None`: one zero
 /// byte, version 5's copy of the block's previous page, whose rows it
-/// counts again; a copy first in its block counts none).
+/// counts again; a copy first in its block counts none). From version 6
+/// on, consecutive copies are written as one run (a zero byte, a count).
 pub fn dataset_with_copies(
     format: u8,
     version: u8,
@@ -190,7 +191,21 @@ pub fn dataset_with_copies(
     for group in pages.chunks(per_block.max(1)) {
         let mut block = Vec::new();
         let (mut rows, mut last) = (0u64, None);
-        for page in group {
+        // Version 6 writes consecutive copies as one run: a zero byte and
+        // their count.
+        let runs = version >= 6;
+        let mut run = 0u64;
+        for (i, page) in group.iter().enumerate() {
+            if runs && page.is_none() {
+                run += 1;
+                rows += last.unwrap_or(0);
+                if group.get(i + 1).is_none_or(|p| p.is_some()) {
+                    block.push(0);
+                    varint(&mut block, run);
+                    run = 0;
+                }
+                continue;
+            }
             match page {
                 Some((n, labels, payload)) => {
                     varint(&mut block, *n);
