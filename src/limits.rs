@@ -278,6 +278,27 @@ pub fn check_block_rows(rows: u64) -> Result<()> {
     )
 }
 
+/// Checks the pages one block of a version-6 dataset file claims, where
+/// they are more than its bytes (a run of page copies stands for any
+/// number of pages in a few bytes), against an eighth of
+/// [`Limits::max_decode_nnz`]: a block keeps a span of about 56 bytes a
+/// page, so a block's pages cost at most what its labels may (8 bytes a
+/// row, [`check_block_rows`]).
+///
+/// # Errors
+/// [`Error::LimitExceeded`] above the ceiling.
+///
+/// Not part of the API (hidden): may change in any release.
+#[doc(hidden)]
+pub fn check_block_pages(pages: u64) -> Result<()> {
+    check_limit(
+        "pages one block holds (more than its bytes: runs of page copies)",
+        pages,
+        MAX_DECODE_NNZ.load(Ordering::Relaxed) / 8,
+        RAISE_BLOCK_NNZ,
+    )
+}
+
 /// How a user raises the limit on what one mini-batch's rows decode to.
 const RAISE_BATCH_NNZ: &str =
     "--max-decode-nnz N, or a smaller --batch-size (library: tocpile::limits::set_limits)";

@@ -128,6 +128,14 @@ impl Block {
                 } else {
                     1
                 };
+                // Within the footer's pages, which the decode limit holds
+                // where they pass the block's bytes; refused, not an abort.
+                self.pages
+                    .try_reserve(run as usize)
+                    .map_err(|_| Error::OutOfMemory {
+                        what: "the pages of a run of page copies",
+                        bytes: run.saturating_mul(std::mem::size_of::<PageSpan>() as u64),
+                    })?;
                 for _ in 0..run {
                     push_copy(
                         (&mut self.pages, &mut self.labels),

@@ -284,7 +284,11 @@ pub(super) fn parse_footer(
         // copy; a version-6 run of copies takes a few bytes for any number
         // of pages, each of at least one row: pages are held to the rows.
         let block_pages = if version >= super::RUNS_VERSION {
-            r.varint_max("block pages (one row or more each)", block_rows.max(len))?
+            let pages = r.varint_max("block pages (one row or more each)", block_rows.max(len))?;
+            if pages > len {
+                crate::limits::check_block_pages(pages)?;
+            }
+            pages
         } else {
             r.varint_max("block pages", len)?
         };

@@ -334,6 +334,16 @@ fn forged_page_copies_break_one_rule_each() {
     let e = read_back(rebuild(&[huge], &f, 6)).unwrap_err();
     assert!(e.contains("rows one block holds"), "{e}");
 
+    // 2^26 pages of one row each in a block of a few bytes: their spans
+    // (56 bytes a page) are held to an eighth of the decode limit.
+    let mut f = parse_footer(&good);
+    f.entries[0].1 = 1 << 26;
+    f.entries[0].2 = 1 << 26;
+    f.head[1] = 1 << 26;
+    f.rest[2] = 1 << 26;
+    let e = read_back(rebuild(std::slice::from_ref(&block), &f, 6)).unwrap_err();
+    assert!(e.contains("pages one block holds"), "{e}");
+
     // More pages than rows: refused at open.
     let mut f = parse_footer(&good);
     f.entries[0].2 = f.entries[0].1 + 1;
