@@ -320,7 +320,8 @@ fn golden_v6_dataset_file_reads() {
 
 /// Writes the version-6 golden file (to `TOCPILE_GOLDEN_OUT/v6` when
 /// set, else a temporary directory), reads it back, and checks that it
-/// is the committed one byte for byte.
+/// is the committed file byte for byte (the writer's output depends on
+/// its input only: `writers_output_is_the_same_every_run`).
 #[test]
 fn golden_v6_generator_reads_back() {
     let dir = match std::env::var_os("TOCPILE_GOLDEN_OUT") {
