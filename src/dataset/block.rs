@@ -114,17 +114,7 @@ impl Block {
                 // the previous page again that many times.
                 r.u8("page copy")?;
                 let run = if self.form.runs {
-                    let at = r.offset();
-                    let n = r.varint_max("page copies in a run", entry.pages - page)?;
-                    if n == 0 {
-                        return Err(Error::FieldBelowMinimum {
-                            what: "page copies in a run",
-                            offset: at,
-                            value: 0,
-                            min: 1,
-                        });
-                    }
-                    n
+                    r.varint_nonzero("page copies in a run", entry.pages - page)?
                 } else {
                     1
                 };

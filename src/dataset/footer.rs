@@ -153,16 +153,7 @@ fn read_segments(r: &mut Reader<'_>, n_blocks: u64) -> Result<Vec<Segment>> {
     let mut segments = Vec::with_capacity(n as usize);
     let mut covered = 0u64;
     for _ in 0..n {
-        let at = r.offset();
-        let blocks = r.varint_max("blocks of a segment", n_blocks - covered)?;
-        if blocks == 0 {
-            return Err(Error::FieldBelowMinimum {
-                what: "blocks of a segment",
-                offset: at,
-                value: 0,
-                min: 1,
-            });
-        }
+        let blocks = r.varint_nonzero("blocks of a segment", n_blocks - covered)?;
         covered += blocks;
         let len = r.varint("shared dictionary length")?;
         let dict = r.bytes(len, "shared dictionary")?.to_vec();

@@ -157,16 +157,7 @@ pub fn plan_from_bytes(
     let n_packets = r.varint_max("packet count", r.remaining() as u64 / 3)? as usize;
     let mut packets = Vec::with_capacity(n_packets);
     for _ in 0..n_packets {
-        let at = r.offset();
-        let n_parts = r.varint_max("parts of a packet", n_workers as u64)? as usize;
-        if n_parts == 0 {
-            return Err(Error::FieldBelowMinimum {
-                what: "parts of a packet",
-                offset: at,
-                value: 0,
-                min: 1,
-            });
-        }
+        let n_parts = r.varint_nonzero("parts of a packet", n_workers as u64)? as usize;
         let mut parts = Vec::with_capacity(n_parts);
         for _ in 0..n_parts {
             let at = r.offset();

@@ -180,6 +180,22 @@ impl<'a> Reader<'a> {
         })
     }
 
+    /// A varint of at least 1 and at most `max` (a count of things that
+    /// must not be empty): 0 is [`Error::FieldBelowMinimum`], above `max`
+    /// [`Error::FieldOutOfRange`], both at the varint's first byte.
+    pub(crate) fn varint_nonzero(&mut self, what: &'static str, max: u64) -> Result<u64> {
+        let offset = self.pos;
+        match self.varint_max(what, max)? {
+            0 => Err(Error::FieldBelowMinimum {
+                what,
+                offset,
+                value: 0,
+                min: 1,
+            }),
+            value => Ok(value),
+        }
+    }
+
     /// A varint that must not exceed `max`.
     pub(crate) fn varint_max(&mut self, what: &'static str, max: u64) -> Result<u64> {
         let offset = self.pos;

@@ -246,16 +246,7 @@ impl AnsModel {
         let mut freqs = Vec::with_capacity(n);
         let mut sum = escape_freq;
         for _ in 0..n {
-            let at = r.offset();
-            let f = r.varint_max("entropy model frequency", slots - sum)?;
-            if f == 0 {
-                return Err(Error::FieldBelowMinimum {
-                    what: "entropy model frequency",
-                    offset: at,
-                    value: 0,
-                    min: 1,
-                });
-            }
+            let f = r.varint_nonzero("entropy model frequency", slots - sum)?;
             sum += f;
             freqs.push(f as u32);
         }
