@@ -150,6 +150,22 @@ pub fn check_page_nnz(nnz: u64, rows: usize, cols: usize) -> Result<()> {
     )
 }
 
+/// Checks the codes the rows of one page add up to before they are
+/// allocated (a page of row ids repeats its distinct rows' codes): each
+/// code decodes to a non-zero at least, so they are held to
+/// [`Limits::max_page_nnz`].
+///
+/// # Errors
+/// [`Error::LimitExceeded`].
+pub(crate) fn check_page_codes(codes: u64) -> Result<()> {
+    check_limit(
+        "codes the rows of a page repeat (each decodes to a non-zero at least)",
+        codes,
+        limits().max_page_nnz,
+        RAISE_PAGE_NNZ,
+    )
+}
+
 /// Checks the non-zeros a dataset footer claims against what its pages
 /// may decode to under the page limit.
 ///

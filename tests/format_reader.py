@@ -8,8 +8,9 @@ decodes.
 
 It reads TOC pages only (formats TOC_SPARSE, TOC_LOGICAL and TOC_FULL:
 the batches of versions 1 and 2, the version-3 pages and the compact
-pages of versions 4 to 6, against their segments' shared dictionaries,
-version 5's page copies and version 6's runs of them) and
+pages of versions 4 to 7 and version 7's pages of row ids, against their
+segments' shared dictionaries, version 5's page copies and the runs of
+them from version 6) and
 checks the file's checksums; it trusts the rest (a validator it is not).
 
     python3 tests/format_reader.py FILE.toc    # prints one row a line
@@ -27,11 +28,12 @@ GRAMMAR = [
     "batch        := magic version flags n_cols row_lengths pair_cols values codes?",
     "page3        := magic 0x03 flags n_cols row_lengths codes",
     "page4        := 0x01 lens_width:u8 lens:bits{rows * lens_width}",
+    "page7ids     := 0x02 distinct:varint lens_width:u8 lens:bits{distinct * lens_width}",
     "dict         := pairs_len:varint pairs:u8{pairs_len} parents:escaped keys:packed",
-    "page       := rows:varint labels payload_len:varint payload      rows >= 1 in versions 5 and 6",
+    "page       := rows:varint labels payload_len:varint payload      rows >= 1 in versions 5 to 7",
     "            | 0x00                                               version 5: a page copy",
-    "            | 0x00 copies:varint                                 version 6: a run of page copies, copies >= 1",
-    "            | 0x00 float_labels | 0x01 int_labels                versions 2 to 6",
+    "            | 0x00 copies:varint                                 versions 6 and 7: a run of page copies, copies >= 1",
+    "            | 0x00 float_labels | 0x01 int_labels                versions 2 to 7",
     "shared     := \"SHRD\" version:u8(=1) n:varint segment{n}",
     "segment    := blocks:varint dict_len:varint dict:u8{dict_len}",
 ]
@@ -246,6 +248,16 @@ def page_rows(payload, rows, dictionary):
         r.varint()  # n_cols: the dictionary's
         row_lengths = r.packed()
         codes = r.packed()
+    elif payload[0] == 0x02:
+        # A page of row ids: the distinct rows, then which one each row is.
+        r.u8()
+        distinct = r.varint()
+        lengths = r.bits(distinct, r.u8())
+        table = r.bits(sum(lengths), r.u8())
+        ids = r.bits(rows, r.u8())
+        starts = [sum(lengths[:i]) for i in range(distinct + 1)]
+        row_lengths = [lengths[i] for i in ids]
+        codes = [c for i in ids for c in table[starts[i] : starts[i + 1]]]
     else:
         assert r.u8() == 0x01, "compact page form"
         row_lengths = r.bits(rows, r.u8())
@@ -273,7 +285,7 @@ def read_file(data):
     column count."""
     assert data[:4] == b"TOCD" and data[-4:] == b"TOCD", "magic"
     version = data[4]
-    assert 1 <= version <= 6 and data[5:8] == b"\0\0\0", "header"
+    assert 1 <= version <= 7 and data[5:8] == b"\0\0\0", "header"
     footer_at, footer_crc = struct.unpack("<QI", data[-16:-4])
     footer = data[footer_at:-16]
     assert zlib.crc32(footer) == footer_crc, "footer checksum"

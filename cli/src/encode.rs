@@ -180,7 +180,7 @@ pub struct InfoJson {
 /// versions 3 to 6; zero segments in files of earlier versions).
 #[derive(Debug, Serialize)]
 pub struct SegmentsJson {
-    /// The file's format version (1 to 6).
+    /// The file's format version (1 to 7).
     pub version: u8,
     /// Segments (runs of consecutive blocks).
     pub count: usize,

@@ -233,7 +233,8 @@ fn item9_messages_say_what_was_wrong() {
     let write = |name: &str, bytes: &[u8]| std::fs::write(dir.join(name), bytes).unwrap();
     // "expected a a compact page ... page, found a a page".
     let labels = forge::int_labels(&[0], &[0]);
-    let page = vec![(1, labels, vec![2, 1, 1, 2, 1])];
+    // (First byte 3: no form; 2 is a page of row ids, named as such.)
+    let page = vec![(1, labels, vec![3, 1, 1, 2, 1])];
     let claims = forge::Claims {
         n_cols: 4,
         n_rows: 1,

@@ -1,6 +1,7 @@
 //! A segment's shared dictionary and a page coded against it (a
-//! version-3 page, or a compact page of a version-4 file, whose row
-//! count comes from its page header), each with a few byte mutations: the dictionary
+//! version-3 page, or a compact page of a file of version 4 to 7, a
+//! page of row ids where that is smaller, whose row count comes from
+//! its page header), each with a few byte mutations: the dictionary
 //! must be rejected with an error or accepted, and the page then
 //! rejected or accepted as a valid batch against it, never a panic.
 //! Accepted pages are decoded within a budget linear in the input;
@@ -53,7 +54,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = mutate(&mut bytes, &mut u);
     }
     let dict = match SharedDict::from_bytes(dict.clone()) {
-        Ok(dict) => Arc::new(dict.with_compact_pages(compact)),
+        Ok(dict) => Arc::new(dict.with_compact_pages(compact).with_row_id_pages(compact)),
         Err(e) => {
             assert!(
                 dict != model.dict().as_bytes(),

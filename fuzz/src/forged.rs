@@ -208,7 +208,8 @@ pub fn read_everything(file: Vec<u8>) -> Option<Dataset<Vec<u8>>> {
 
 /// A version-4 file generated from arbitrary rows as the writer lays it
 /// out (one segment whose dictionary the pages are coded against, as
-/// compact pages, in blocks), then mutated as a whole: the dictionary's
+/// compact pages, in blocks; version 7 where a page is a page of row
+/// ids), then mutated as a whole: the dictionary's
 /// bytes and every page's bytes and row count, the lengths and every
 /// checksum recomputed (by the forge) so that the mutations reach the
 /// decoders rather than a checksum. Returns the file and, when nothing
@@ -230,6 +231,12 @@ pub fn arbitrary_v4_file(u: &mut Unstructured<'_>) -> Result<(Vec<u8>, Option<Sp
         };
         pages.push((batch.n_rows() as u64, page.into_bytes()));
     }
+    // A page of row ids (first byte 2) needs a file of version 7.
+    let version = if pages.iter().any(|p| p.1.first() == Some(&2)) {
+        7
+    } else {
+        4
+    };
     // What to mutate: the dictionary, pages, row counts (bits 0 to 2).
     let what = u.int_in_range(0u8..=7)?;
     let mut mutated = false;
@@ -264,15 +271,15 @@ pub fn arbitrary_v4_file(u: &mut Unstructured<'_>) -> Result<(Vec<u8>, Option<Sp
     };
     let per_block = u.int_in_range(1usize..=4)?;
     let n_blocks = labelled.len().div_ceil(per_block) as u64;
-    let file = dataset_versioned(9, 4, &labelled, per_block, claims);
+    let file = dataset_versioned(9, version, &labelled, per_block, claims);
     let file = with_footer_sections(&file, &shared_section(&[(n_blocks, dict)]));
     Ok((file, (!mutated).then_some(rows)))
 }
 
-/// A version-5 or 6 file whose blocks hold page copies: arbitrary rows in
-/// compact pages coded against a segment's dictionary, each page followed
-/// by 0 to 3 copies of itself (one zero byte each in version 5, one run
-/// in version 6); then its pages, row counts, copies (added where no
+/// A version-5, 6 or 7 file whose blocks hold page copies: arbitrary rows
+/// in compact pages (or pages of row ids, in version 7) coded against a
+/// segment's dictionary, each page followed by 0 to 3 copies of itself
+/// (one zero byte each in version 5, one run from version 6); then its pages, row counts, copies (added where no
 /// page precedes, or dropped) or version (one less) mutated, every
 /// length and checksum recomputed. Returns the file
 /// and, if unmutated, the rows it holds (the copied pages' rows again).
@@ -313,7 +320,13 @@ pub fn arbitrary_v5_file_with_copies(
     // Copies must not open a block: blocks end after a stored page's run.
     let per_block = u.int_in_range(1usize..=8)?;
     let what = u.int_in_range(0u8..=15)?;
-    let mut version = if u.arbitrary()? { 6 } else { 5 };
+    // Versions 5 to 7; a page of row ids (first byte 2) needs 7.
+    let ids = pages.iter().flatten().any(|p| p.2.first() == Some(&2));
+    let mut version = match u.int_in_range(0u8..=2)? {
+        0 if !ids => 5,
+        1 if !ids => 6,
+        _ => 7,
+    };
     if what & 1 != 0 && !pages.is_empty() {
         let k = u.choose_index(pages.len())?;
         if let Some(page) = &mut pages[k] {

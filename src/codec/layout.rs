@@ -52,6 +52,12 @@ pub(crate) const COMPACT_PAGE: u8 = 1;
 /// The version [`Layout::version`] reports for a compact page: that of
 /// the dataset files that hold them.
 pub(crate) const COMPACT_VERSION: u8 = 4;
+/// First byte of a page of row ids (dataset file version 7): a compact
+/// page whose rows each name one of a table of the page's distinct rows
+/// (`row_ids.rs`).
+pub(crate) const ROW_IDS_PAGE: u8 = 2;
+/// The version [`Layout::version`] reports for a page of row ids.
+pub(crate) const ROW_IDS_VERSION: u8 = 7;
 
 /// Flags defined by each version (index: version).
 const KNOWN_FLAGS: [u8; 4] = [
@@ -115,12 +121,29 @@ pub(crate) struct Layout {
     pub(crate) pair_cols: Packed,
     pub(crate) values: Values,
     /// The encoded table `D`, all rows concatenated (tree batches only).
+    /// With `row_ids`, the distinct rows' codes.
     pub(crate) codes: Option<Packed>,
+    /// A page of row ids: `row_lengths` and `codes` are its distinct
+    /// rows, and each row of the page names one of them.
+    pub(crate) row_ids: Option<RowIds>,
+}
+
+/// Where a page's rows name its distinct rows (see [`ROW_IDS_PAGE`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct RowIds {
+    /// One id per row of the page, each below `row_lengths.count`.
+    pub(crate) ids: Packed,
+    /// The codes of the page's rows, as the ids repeat the distinct
+    /// rows' codes.
+    pub(crate) codes: usize,
 }
 
 impl Layout {
     pub(crate) fn n_rows(&self) -> usize {
-        self.row_lengths.count
+        match self.row_ids {
+            Some(ids) => ids.ids.count,
+            None => self.row_lengths.count,
+        }
     }
 
     pub(crate) fn n_pairs(&self) -> usize {
@@ -266,6 +289,7 @@ pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
         pair_cols,
         values,
         codes,
+        row_ids: None,
     })
 }
 
@@ -275,15 +299,40 @@ pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
 /// page does not store: `rows` row lengths, and as many codes as they
 /// add up to. Allocates nothing; the content rules are the version-3
 /// page's (`shared_tree.rs`, `check.rs`).
-pub(crate) fn parse_compact(blob: &[u8], rows: u64, n_cols: usize) -> Result<Layout> {
+pub(crate) fn parse_compact(
+    blob: &[u8],
+    rows: u64,
+    n_cols: usize,
+    row_ids_allowed: bool,
+) -> Result<Layout> {
     let mut r = Reader::new(blob);
     let form = r.u8("page form")?;
-    if form != COMPACT_PAGE {
+    if form != COMPACT_PAGE && form != ROW_IDS_PAGE {
         return Err(Error::WrongFormat {
-            expected: "a compact page (first byte 1) or a self-contained TOC batch (\"TOCB\")",
+            expected: if row_ids_allowed {
+                "a compact page (first byte 1 or 2) or a self-contained TOC batch (\"TOCB\")"
+            } else {
+                "a compact page (first byte 1) or a self-contained TOC batch (\"TOCB\")"
+            },
             found: "a page of another first byte",
         });
     }
+    check_compact_rows(rows)?;
+    // A page of row ids is parsed by `row_ids.rs` (`super::compact_layout`).
+    if form == ROW_IDS_PAGE {
+        return Err(Error::WrongFormat {
+            expected: "a compact page of its rows (first byte 1)",
+            found: "a page of row ids (first byte 2)",
+        });
+    }
+    let (row_lengths, codes) =
+        read_rows(&mut r, blob, rows, "row lengths (one per row of the page)")?;
+    let flags = FLAG_TREE | FLAG_SHARED;
+    shared_layout(&r, COMPACT_VERSION, flags, n_cols, row_lengths, codes)
+}
+
+/// A compact page's row count (the page header's) as a packed count.
+pub(super) fn check_compact_rows(rows: u64) -> Result<()> {
     if rows > MAX_COUNT {
         return Err(Error::TooLarge {
             what: "rows of a compact page",
@@ -291,8 +340,20 @@ pub(crate) fn parse_compact(blob: &[u8], rows: u64, n_cols: usize) -> Result<Lay
             max: MAX_COUNT,
         });
     }
-    let row_lengths = read_packed_of(&mut r, "row lengths (one per row of the page)", rows, false)?;
-    // Bounded by the input: every code takes at least one bit below.
+    Ok(())
+}
+
+/// The row lengths of `rows` rows (`what`) and their codes, as a compact
+/// page stores them: each a width byte and its payload, the codes' count
+/// the sum of the lengths (taken in place, bounded by the input: every
+/// code takes at least one bit).
+pub(super) fn read_rows(
+    r: &mut Reader<'_>,
+    blob: &[u8],
+    rows: u64,
+    what: &'static str,
+) -> Result<(Packed, Packed)> {
+    let row_lengths = read_packed_of(r, what, rows, false)?;
     let n_codes = sum_packed(
         row_lengths.payload(blob),
         row_lengths.width,
@@ -305,15 +366,14 @@ pub(crate) fn parse_compact(blob: &[u8], rows: u64, n_cols: usize) -> Result<Lay
             max: MAX_COUNT,
         });
     }
-    let codes = read_packed_of(&mut r, "codes (the sum of the row lengths)", n_codes, false)?;
-    let flags = FLAG_TREE | FLAG_SHARED;
-    shared_layout(&r, COMPACT_VERSION, flags, n_cols, row_lengths, codes)
+    let codes = read_packed_of(r, "codes (the sum of the row lengths)", n_codes, false)?;
+    Ok((row_lengths, codes))
 }
 
 /// The layout of a page coded against a shared dictionary (a version-3
 /// batch or a compact page), whose row lengths and codes `r` has just
 /// read: nothing may follow them; no pairs or values of its own.
-fn shared_layout(
+pub(super) fn shared_layout(
     r: &Reader<'_>,
     version: u8,
     flags: u8,
@@ -343,6 +403,7 @@ fn shared_layout(
         pair_cols: none,
         values: Values::Inline { start: r.offset() },
         codes: Some(codes),
+        row_ids: None,
     })
 }
 
@@ -352,7 +413,7 @@ fn shared_layout(
 /// anywhere: a compact page's code count is the sum of its row lengths,
 /// taken on every decode. At most `2^32 - 1` values below `2^32`: no
 /// overflow.
-fn sum_packed(payload: &[u8], width: u8, count: usize) -> u64 {
+pub(super) fn sum_packed(payload: &[u8], width: u8, count: usize) -> u64 {
     let w = width as usize;
     if w == 0 || count == 0 {
         return 0;
@@ -434,6 +495,9 @@ pub(crate) fn packed_arrays(layout: &Layout) -> Vec<(&'static str, Packed)> {
     }
     if let Some(codes) = layout.codes {
         arrays.push(("codes", codes));
+    }
+    if let Some(row_ids) = layout.row_ids {
+        arrays.push(("row ids", row_ids.ids));
     }
     arrays
 }

@@ -25,6 +25,7 @@ mod gaps;
 mod layout;
 mod pairs;
 mod physical;
+mod row_ids;
 mod shared;
 mod shared_tree;
 mod tree;
@@ -45,7 +46,7 @@ pub(crate) fn page_layout(blob: &[u8], rows: usize, dict: Option<&SharedDict>) -
     match dict {
         Some(dict) if dict.compact_pages() => {
             if layout::is_compact(blob) {
-                return layout::parse_compact(blob, rows as u64, dict.n_cols());
+                return compact_layout(blob, rows, dict.n_cols(), dict.row_id_pages());
             }
             let layout = layout::parse(blob)?;
             if layout.is_shared() {
@@ -59,6 +60,21 @@ pub(crate) fn page_layout(blob: &[u8], rows: usize, dict: Option<&SharedDict>) -
         _ => layout::parse(blob),
     }
 }
+/// The layout of a compact page of `rows` rows (the page header's count)
+/// against a dictionary of `n_cols` columns: a page of its rows, or, where
+/// `row_ids` (a file of version 7), a page of row ids.
+pub(crate) fn compact_layout(
+    blob: &[u8],
+    rows: usize,
+    n_cols: usize,
+    row_ids: bool,
+) -> Result<Layout> {
+    if row_ids && blob.first() == Some(&layout::ROW_IDS_PAGE) {
+        return row_ids::parse_row_ids(blob, rows as u64, n_cols);
+    }
+    layout::parse_compact(blob, rows as u64, n_cols, row_ids)
+}
+
 pub(crate) use layout::packed_arrays;
 
 pub(crate) use check::check_page;
@@ -302,6 +318,9 @@ impl<B: AsRef<[u8]>> TocBatch<B> {
 
     /// Number of codes in the encoded table `D`.
     pub fn n_codes(&self) -> usize {
+        if let Some(row_ids) = self.layout.row_ids {
+            return row_ids.codes;
+        }
         match self.layout.codes {
             Some(codes) => codes.count,
             None => self.layout.n_pairs(),

@@ -43,6 +43,9 @@ pub struct SharedDict {
     /// Whether its pages are compact (a dictionary of a version-4 file)
     /// rather than version-3 batches.
     compact: bool,
+    /// Whether a compact page may also be a page of row ids (a
+    /// dictionary of a version-7 file).
+    row_ids: bool,
     /// The complete tree (node `i` has Algorithm 2's id `i`).
     pub(super) tree: DecodeTree,
 }
@@ -107,6 +110,7 @@ impl SharedDict {
         Ok(SharedDict {
             bytes,
             compact: false,
+            row_ids: false,
             tree,
         })
     }
@@ -124,6 +128,21 @@ impl SharedDict {
     /// [`with_compact_pages`](Self::with_compact_pages)).
     pub fn compact_pages(&self) -> bool {
         self.compact
+    }
+
+    /// The dictionary, for compact pages that may also be pages of row
+    /// ids (`row_ids`: a dictionary of a dataset file of version 7, whose
+    /// pages store each distinct row once and an id per row where that
+    /// is smaller; `docs/FORMAT.md`, "Pages of row ids").
+    pub fn with_row_id_pages(mut self, row_ids: bool) -> SharedDict {
+        self.row_ids = row_ids;
+        self
+    }
+
+    /// Whether its compact pages may be pages of row ids (see
+    /// [`with_row_id_pages`](Self::with_row_id_pages)).
+    pub fn row_id_pages(&self) -> bool {
+        self.compact && self.row_ids
     }
 
     /// The dictionary as stored.
@@ -250,8 +269,10 @@ impl Encoder {
 
     /// As [`learn_segment`](Self::learn_segment), the dictionary for
     /// pages in the compact form when `compact_pages` (what a dataset
-    /// file of version 4 holds; see [`SharedDict::with_compact_pages`]):
-    /// [`encode_shared`](Self::encode_shared) then writes compact pages.
+    /// file of version 7 holds; see [`SharedDict::with_compact_pages`]
+    /// and [`SharedDict::with_row_id_pages`]):
+    /// [`encode_shared`](Self::encode_shared) then writes compact pages,
+    /// or pages of row ids where those are smaller.
     ///
     /// # Errors
     /// As `learn_segment`.
@@ -351,7 +372,11 @@ impl Encoder {
         let (width, _) = best_width(&parents, false);
         write_escaped(&mut out, &parents, width, &mut self.scratch);
         write_packed(&mut out, &keys, bits_needed(n_first - 1));
-        let dict = Arc::new(SharedDict::from_bytes(out)?.with_compact_pages(compact_pages));
+        let dict = Arc::new(
+            SharedDict::from_bytes(out)?
+                .with_compact_pages(compact_pages)
+                .with_row_id_pages(compact_pages),
+        );
         debug_assert_eq!(dict.n_nodes(), next as usize);
         Ok(Some(SegmentModel {
             dict,
@@ -431,10 +456,13 @@ impl Encoder {
         let layout = if model.dict.compact_pages() {
             // The compact form: the counts are the page's rows and the
             // sum of its row lengths, the columns the dictionary's.
-            out.push(layout::COMPACT_PAGE);
-            write_packed_payload(&mut out, &self.row_lens, lens_width);
-            write_packed_payload(&mut out, &self.codes, codes_width);
-            layout::parse_compact(&out, batch.n_rows() as u64, batch.n_cols())
+            let row_ids = model.dict.row_id_pages();
+            if !(row_ids && self.write_row_ids(lens_width, codes_width, &mut out)) {
+                out.push(layout::COMPACT_PAGE);
+                write_packed_payload(&mut out, &self.row_lens, lens_width);
+                write_packed_payload(&mut out, &self.codes, codes_width);
+            }
+            super::compact_layout(&out, batch.n_rows(), batch.n_cols(), row_ids)
         } else {
             out.extend_from_slice(&MAGIC);
             out.push(3);

@@ -291,6 +291,9 @@ impl DecodeTree {
     /// flat batch, the identity codes `1..=nnz`).
     pub(super) fn load_rows(&mut self, blob: &[u8], layout: &Layout) -> Result<()> {
         self.pending_scale = None;
+        if let Some(row_ids) = layout.row_ids {
+            return self.load_row_ids(blob, layout, row_ids);
+        }
         let lens = &layout.row_lengths;
         unpack_into(
             lens.payload(blob),

@@ -10,7 +10,8 @@
 //!                                      labels: version 2 adds an integer form;
 //!                                      version 3 a page coded against its
 //!                                      segment's dictionary, version 4 its
-//!                                      compact form
+//!                                      compact form, version 7 a compact
+//!                                      page of row ids
 //!         | 0x00                       version 5: a copy of the block's
 //!                                      previous page (rows, labels, payload)
 //!         | 0x00 count                 version 6: `count` such copies
@@ -81,11 +82,17 @@ pub const FILE_MAGIC: [u8; 4] = *b"TOCD";
 /// page equal to the previous page of its block (rows, labels and
 /// payload) is stored as one zero byte. Version 6 stores a run of such
 /// copies as one zero byte and their count (military's 26,604 copies
-/// were 582 runs); it is what a file with segments is written as.
+/// were 582 runs). Version 7 adds pages of row ids: a compact page that
+/// stores each distinct row once and an id per row (wvs_bribe's pages hold
+/// about one distinct row each); it is what a file with segments is
+/// written as.
 ///
 /// Not part of the API (hidden): may change in any release.
 #[doc(hidden)]
-pub const FILE_VERSION: u8 = 6;
+pub const FILE_VERSION: u8 = 7;
+
+/// The first file version whose compact pages may be pages of row ids.
+pub(crate) const ROW_IDS_VERSION: u8 = 7;
 
 /// The first file version whose blocks may hold page copies.
 pub(crate) const COPIES_VERSION: u8 = 5;

@@ -170,10 +170,14 @@ impl<S: Source> Dataset<S> {
                 dicts.push(None);
                 continue;
             }
-            // The pages of a file of version 4 or 5 that use the
-            // dictionary are compact.
+            // The pages of a file of version 4 or later that use the
+            // dictionary are compact; from version 7 they may be pages
+            // of row ids.
             let dict = SharedDict::from_bytes(segment.dict)
-                .map(|dict| dict.with_compact_pages(version >= 4))
+                .map(|dict| {
+                    dict.with_compact_pages(version >= 4)
+                        .with_row_id_pages(version >= super::ROW_IDS_VERSION)
+                })
                 .and_then(|dict| {
                     if dict.n_cols() != info.n_cols {
                         return Err(Error::LengthMismatch {

@@ -327,8 +327,8 @@ impl DatasetWriter {
         Ok(())
     }
 
-    /// The file version the writer writes: 6 (compact pages, runs of
-    /// page copies) with segments.
+    /// The file version the writer writes: 7 (compact pages, runs of
+    /// page copies, pages of row ids) with segments.
     fn version(&self) -> u8 {
         if self.segment_rows > 0 {
             FILE_VERSION

@@ -391,6 +391,30 @@ pub(crate) fn write_packed_payload(out: &mut Vec<u8>, values: &[u32], width: u8)
     }
 }
 
+/// Value `i` of `width`-bit values packed least significant bit first in
+/// `payload` (which holds at least `i + 1` of them), without unpacking
+/// the others.
+pub(crate) fn packed_get(payload: &[u8], width: u8, i: usize) -> u32 {
+    if width == 0 {
+        return 0;
+    }
+    let bit = i * width as usize;
+    let from = bit / 8;
+    // A whole word where the payload has one (a fixed-size load), else
+    // the last bytes (a value of 32 bits or less spans 5 bytes at most).
+    let word = match payload.get(from..from + 8) {
+        Some(b) => u64::from_le_bytes(b.try_into().expect("8 bytes")),
+        None => {
+            let mut word = [0u8; 8];
+            let to = payload.len().min(from + 8);
+            word[..to - from].copy_from_slice(&payload[from..to]);
+            u64::from_le_bytes(word)
+        }
+    };
+    let v = word >> (bit % 8);
+    (v & ((1u64 << width) - 1)) as u32
+}
+
 /// Unpacks `count` values of `width` bits from `payload` into `out`
 /// (cleared first). `payload` must hold at least
 /// `payload_len(count, width)` bytes, as [`read_packed`] guarantees.

@@ -27,6 +27,13 @@ fn pack_unpack_every_width() {
             let mut out = Vec::new();
             unpack_into(p.payload(&buf), p.width, p.count, &mut out);
             assert_eq!(out, values, "width {width} count {count}");
+            for (i, &v) in values.iter().enumerate() {
+                assert_eq!(
+                    packed_get(p.payload(&buf), width, i),
+                    v,
+                    "width {width} at {i}"
+                );
+            }
         }
     }
 }

@@ -13,7 +13,7 @@ use crate::support::{load, Sets};
 use tocpile::{DecodeTree, EncodeOptions, Encoder, Error, SharedDict, SparseBatch, TocBatch};
 
 /// A forged input, named, its row count, and what its error must match.
-type Case = (&'static str, Vec<u8>, usize, fn(&Error) -> bool);
+pub(super) type Case = (&'static str, Vec<u8>, usize, fn(&Error) -> bool);
 
 /// The dictionary of `rows` for both page forms, and each page of
 /// `page` rows in both forms: (version-3 page, compact page).
@@ -126,8 +126,8 @@ fn forged_compact_pages_break_one_rule_each() {
             |e| matches!(e, Error::WrongFormat { .. }),
         ),
         (
-            "form byte 2",
-            [vec![2], ok[1..].to_vec()].concat(),
+            "form byte 3",
+            [vec![3], ok[1..].to_vec()].concat(),
             3,
             |e| matches!(e, Error::WrongFormat { .. }),
         ),
@@ -188,24 +188,30 @@ fn forged_compact_pages_break_one_rule_each() {
             matches!(e, Error::WrongFormat { .. })
         }),
     ];
+    refused_alike(&dict, cases);
+    // Error messages name what was expected.
+    let e = read(&dict, &[7, 1, 1], 1).unwrap_err().to_string();
+    assert!(e.contains("compact page"), "{e}");
+    let e = read(&dict, &ok, 1 << 33).unwrap_err().to_string();
+    assert!(e.contains("rows of a compact page"), "{e}");
+}
+
+/// Each forged page of `cases` refused with its error, and by the
+/// loader's check (no decode tree) with the same one.
+pub(super) fn refused_alike(dict: &Arc<SharedDict>, cases: Vec<Case>) {
     let mut trees = (DecodeTree::default(), DecodeTree::default());
     for (name, blob, rows, expected) in cases {
-        let e = read(&dict, &blob, rows).expect_err(name);
+        let e = read(dict, &blob, rows).expect_err(name);
         assert!(expected(&e), "{name}: {e:?}");
         // The loader's check refuses it with the same error.
-        let built = TocBatch::from_bytes_shared(&blob[..], rows, &dict, &mut trees.0);
-        let checked = tocpile::internals::check_page(&blob, rows, Some(&dict), &mut trees.1);
+        let built = TocBatch::from_bytes_shared(&blob[..], rows, dict, &mut trees.0);
+        let checked = tocpile::internals::check_page(&blob, rows, Some(dict), &mut trees.1);
         assert_eq!(
             format!("{:?}", built.map(|_| ())),
             format!("{:?}", checked.map(|_| ())),
             "{name}"
         );
     }
-    // Error messages name what was expected.
-    let e = read(&dict, &[7, 1, 1], 1).unwrap_err().to_string();
-    assert!(e.contains("compact page"), "{e}");
-    let e = read(&dict, &ok, 1 << 33).unwrap_err().to_string();
-    assert!(e.contains("rows of a compact page"), "{e}");
 }
 
 /// Every single-bit flip of real compact pages, read with their row

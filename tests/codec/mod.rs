@@ -7,4 +7,5 @@ mod golden;
 mod integrity;
 mod paper_example;
 pub mod roundtrip;
+mod row_ids;
 mod shared;

@@ -1,6 +1,6 @@
 //! Golden dataset files of format versions 1 and 2, one per page format,
 //! committed once under `tests/golden/v1/dataset/` (and `v2/dataset/`;
-//! versions 3 to 6, TOC_FULL only, in `v3/dataset/` to `v6/dataset/`)
+//! versions 3 to 7, TOC_FULL only, in `v3/dataset/` to `v7/dataset/`)
 //! and never regenerated:
 //! every later build must open them and read back exactly the rows,
 //! labels and footer they were written with. The footer's format byte is
@@ -267,23 +267,30 @@ fn options_v5() -> WriterOptions {
         .with_segment_rows(20)
 }
 
-/// Reads a version-5 or 6 golden file back (`version`): its rows and
-/// labels, through owned pages and the loader's packed blocks, and the
-/// page copies (one each in version 5, one run in version 6).
-fn check_copies(path: &Path, version: u8) {
+/// Reads a golden file of version 5 to 7 back (`version`): its rows and
+/// labels (`want`), through owned pages and the loader's packed blocks,
+/// and the page copies (one each in version 5, one run from version 6).
+/// Returns the version of each TOC page it holds (a page's view).
+fn check_copies(path: &Path, version: u8, want: (SparseBatch, Vec<f64>)) -> Vec<u8> {
     let ds = Dataset::open(path).unwrap();
     assert_eq!(ds.info().version, version);
     ds.verify(|_| {}).unwrap();
-    let (want, want_labels) = rows_v5();
+    let (want, want_labels) = want;
     let mut got = SparseBatch::with_cols(9).unwrap();
-    let (mut labels, mut copies) = (Vec::new(), 0);
+    let (mut labels, mut copies, mut versions) = (Vec::new(), 0, Vec::new());
     let mut decoder = tocpile::dataset::PageDecoder::new();
+    let mut tree = DecodeTree::default();
     for b in 0..ds.n_blocks() {
         let block = ds.read_block(b).unwrap();
         labels.extend_from_slice(block.labels());
         copies += (0..block.n_pages())
             .filter(|&j| block.page_is_copy(j))
             .count();
+        for p in 0..block.n_pages() {
+            if let Ok(view) = block.toc_view(p, &mut tree) {
+                versions.push(view.batch.version());
+            }
+        }
         for page in block.pages().unwrap() {
             for (c, v) in page.batch().decode().rows() {
                 got.push_row(c, v).unwrap();
@@ -298,13 +305,14 @@ fn check_copies(path: &Path, version: u8) {
     assert_eq!(bits(&got), bits(&want));
     assert_eq!(labels, want_labels);
     assert_eq!(copies, 3, "pages 1 to 3 copy page 0");
+    versions
 }
 
 /// Version 5 (page copies), committed under `tests/golden/v5/dataset/`.
 #[test]
 fn golden_v5_dataset_file_reads() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v5/dataset");
-    check_copies(&dir.join(file_name(FormatKind::TocFull)), 5);
+    check_copies(&dir.join(file_name(FormatKind::TocFull)), 5, rows_v5());
 }
 
 /// Version 6 (runs of page copies: the three copies are one zero byte
@@ -313,30 +321,70 @@ fn golden_v5_dataset_file_reads() {
 fn golden_v6_dataset_file_reads() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v6/dataset");
     let path = dir.join(file_name(FormatKind::TocFull));
-    check_copies(&path, 6);
+    check_copies(&path, 6, rows_v5());
     let bytes = std::fs::read(&path).unwrap();
     assert!(bytes.windows(2).any(|w| w == [0, 3]), "a run of 3 copies");
 }
 
-/// Writes the version-6 golden file (to `TOCPILE_GOLDEN_OUT/v6` when
+/// Version 7's rows: version 5's with a page of five equal one-entry
+/// rows after the copies, which the writer stores as a page of row ids
+/// (one distinct row, ids of no bits).
+fn rows_v7() -> (SparseBatch, Vec<f64>) {
+    let (all, labels) = (rows(), labels());
+    let mut out = SparseBatch::with_cols(9).unwrap();
+    let mut out_labels = Vec::new();
+    let order = (0..4)
+        .flat_map(|_| 0..5)
+        .map(Some)
+        .chain(std::iter::repeat_n(None, 5))
+        .chain((5..23).map(Some));
+    for r in order {
+        let (row, label) = match r {
+            Some(r) => (all.rows().nth(r).unwrap(), labels[r]),
+            None => ((&[3u32][..], &[2.5][..]), 1.0),
+        };
+        out.push_row(row.0, row.1).unwrap();
+        out_labels.push(label);
+    }
+    (out, out_labels)
+}
+
+/// Reads the version-7 golden file back as [`check_copies`] does, and
+/// finds its one page of row ids.
+fn check_row_ids(path: &Path) {
+    let versions = check_copies(path, 7, rows_v7());
+    let ids = versions.iter().filter(|&&v| v == 7).count();
+    assert_eq!(ids, 1, "one page of row ids: {versions:?}");
+}
+
+/// Version 7 (a page of row ids beside the run of copies), committed
+/// under `tests/golden/v7/dataset/`.
+#[test]
+fn golden_v7_dataset_file_reads() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v7/dataset");
+    check_row_ids(&dir.join(file_name(FormatKind::TocFull)));
+}
+
+/// Writes the version-7 golden file (to `TOCPILE_GOLDEN_OUT/v7` when
 /// set, else a temporary directory), reads it back, and checks that it
 /// is the committed file byte for byte (the writer's output depends on
-/// its input only: `writers_output_is_the_same_every_run`).
+/// its input only: `writers_output_is_the_same_every_run`). The files of
+/// versions 5 and 6 were written by this test's earlier forms.
 #[test]
-fn golden_v6_generator_reads_back() {
+fn golden_v7_generator_reads_back() {
     let dir = match std::env::var_os("TOCPILE_GOLDEN_OUT") {
-        Some(dir) => PathBuf::from(dir).join("v6"),
-        None => crate::support::temp_path("golden-v6"),
+        Some(dir) => PathBuf::from(dir).join("v7"),
+        None => crate::support::temp_path("golden-v7"),
     };
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(file_name(FormatKind::TocFull));
-    let (rows, labels) = rows_v5();
+    let (rows, labels) = rows_v7();
     let mut writer = DatasetWriter::create(&path, 9, options_v5()).unwrap();
     writer.push(&rows, &labels).unwrap();
     writer.finish().unwrap();
-    check_copies(&path, 6);
+    check_row_ids(&path);
     let committed = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden/v6/dataset")
+        .join("tests/golden/v7/dataset")
         .join(file_name(FormatKind::TocFull));
     assert_eq!(
         std::fs::read(&path).unwrap(),

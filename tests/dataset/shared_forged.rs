@@ -159,7 +159,7 @@ fn with_block0(file: &[u8], edit: impl FnOnce(&mut [u8])) -> Vec<u8> {
     out
 }
 
-/// Version 4's compact pages (in the version-6 files written now), every
+/// Version 4's compact pages (in the version-7 files written now), every
 /// checksum right: each page form is
 /// read only in files of its version, and a compact page's form byte is
 /// checked (the rules of its bytes: `tests/codec/compact.rs`).
@@ -167,7 +167,7 @@ fn with_block0(file: &[u8], edit: impl FnOnce(&mut [u8])) -> Vec<u8> {
 fn forged_compact_pages_and_versions_are_refused() {
     let good = file();
     let ds = Dataset::from_memory(good.clone(), "good.toc").unwrap();
-    assert_eq!(ds.info().version, 6);
+    assert_eq!(ds.info().version, 7);
     let block = ds.read_block(0).unwrap();
     let mut tree = tocpile::DecodeTree::default();
     let view = block.toc_view(0, &mut tree).unwrap();
@@ -177,10 +177,20 @@ fn forged_compact_pages_and_versions_are_refused() {
     // Rebuilt with the same bytes, the file is the same.
     assert_eq!(with_block0(&good, |_| {}), good);
 
-    let form = with_block0(&good, |b| b[at] = 2);
+    let form = with_block0(&good, |b| b[at] = 3);
     let e = read(form).unwrap_err();
     assert!(
-        e.contains("block 0, page 0") && e.contains("compact page"),
+        e.contains("block 0, page 0") && e.contains("compact page (first byte 1 or 2)"),
+        "{e}"
+    );
+    // Form byte 2 is a page of row ids from version 7 on (its rules:
+    // `tests/codec/row_ids.rs`); in a version-6 file it is refused by
+    // name.
+    let mut ids = with_block0(&good, |b| b[at] = 2);
+    ids[4] = 6;
+    let e = read(ids).unwrap_err();
+    assert!(
+        e.contains("block 0, page 0") && e.contains("found a page of row ids"),
         "{e}"
     );
     // A version-4 file called version 3: its compact pages are no
@@ -199,8 +209,8 @@ fn forged_compact_pages_and_versions_are_refused() {
     let e = read(v4).unwrap_err();
     assert!(e.contains("a version-3 page"), "{e}");
     // A later version is refused by name.
-    let mut v7 = good;
-    v7[4] = 7;
-    let e = read(v7).unwrap_err();
-    assert!(e.contains('7'), "{e}");
+    let mut v8 = good;
+    v8[4] = 8;
+    let e = read(v8).unwrap_err();
+    assert!(e.contains('8'), "{e}");
 }

@@ -161,3 +161,23 @@ pub fn figure3() -> SparseBatch {
     )
     .unwrap()
 }
+
+/// Rows drawn from `pool` distinct rows in runs of `run` identical rows
+/// (labels with them: row `k` of the pool has label `k % 3`).
+pub fn runs(pool: usize, run: usize, n_rows: usize, n_cols: u32) -> (SparseBatch, Vec<f64>) {
+    let mut rows = SparseBatch::with_cols(n_cols as usize).unwrap();
+    let mut labels = Vec::new();
+    for i in 0..n_rows {
+        let k = (i / run) % pool;
+        let cols: Vec<u32> = (0..n_cols)
+            .filter(|c| !(c + k as u32).is_multiple_of(3))
+            .collect();
+        let vals: Vec<f64> = cols
+            .iter()
+            .map(|&c| 1.0 + (c as usize + k) as f64)
+            .collect();
+        rows.push_row(&cols, &vals).unwrap();
+        labels.push((k % 3) as f64);
+    }
+    (rows, labels)
+}
