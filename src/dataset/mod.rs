@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! file    = header block* footer trailer
-//! header  = "TOCD" version(1 to 6) 0 0 0
+//! header  = "TOCD" version(1 to 7) 0 0 0
 //! block   = page*                      checksummed as a whole (CRC-32)
 //! page    = rows labels payload        payload: one encoded batch;
 //!                                      labels: version 2 adds an integer form;
