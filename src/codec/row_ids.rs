@@ -43,22 +43,11 @@ const ROWS: &str = "the rows of a page of row ids";
 /// allocates nothing.
 pub(super) fn parse_row_ids(blob: &[u8], rows: u64, n_cols: usize) -> Result<Layout> {
     let mut r = Reader::new(blob);
-    if r.u8("page form")? != ROW_IDS_PAGE {
-        return Err(Error::WrongFormat {
-            expected: "a page of row ids (first byte 2)",
-            found: "a page of another first byte",
-        });
-    }
+    // The form byte: `super::compact_layout` calls this for 2 only.
+    r.u8("page form")?;
     check_compact_rows(rows)?;
-    let distinct = r.varint_nonzero("distinct rows of a page of row ids", rows.max(1))?;
-    if rows == 0 {
-        return Err(Error::FieldOutOfRange {
-            what: "distinct rows of a page of row ids (a page of no rows has none)",
-            offset: 1,
-            value: distinct,
-            max: 0,
-        });
-    }
+    // At least one, at most one a row (a page of no rows has none).
+    let distinct = r.varint_nonzero("distinct rows of a page of row ids", rows)?;
     let (lengths, codes) = read_rows(&mut r, blob, distinct, "row lengths (one per distinct row)")?;
     let ids = read_packed_of(&mut r, "row ids (one per row of the page)", rows, true)?;
     let (lens, id_bytes) = (lengths.payload(blob), ids.payload(blob));

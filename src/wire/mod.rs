@@ -472,18 +472,10 @@ fn unpack_bits(payload: &[u8], width: u8, count: usize, out: &mut Vec<u32>) {
         };
     }
     by_width!(1 2 3 4 5 6 7 9 10 11 12 13 14 15 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
-    let w = width as usize;
-    let mask = (1u64 << w) - 1;
+    // Tail values, one at a time (the layout checked that the payload
+    // holds `ceil(count * width / 8)` bytes).
     for i in out.len()..count {
-        let bit = i * w;
-        let at = bit >> 3;
-        // Tail values: up to eight bytes from the value's first, zeros past
-        // the payload (the layout checked it holds `ceil(count * w / 8)`).
-        let mut word = [0u8; 8];
-        let rest = payload.get(at..).unwrap_or(&[]);
-        let keep = rest.len().min(8);
-        word[..keep].copy_from_slice(&rest[..keep]);
-        out.push(((u64::from_le_bytes(word) >> (bit & 7)) & mask) as u32);
+        out.push(packed_get(payload, width, i));
     }
 }
 
