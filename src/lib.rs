@@ -156,7 +156,7 @@ pub mod internals {
 
     /// The packed arrays `layout` finds in `blob`, in stored order.
     fn arrays<'a>(layout: &crate::codec::Layout, blob: &'a [u8]) -> Vec<PackedArray<'a>> {
-        crate::codec::packed_arrays(layout)
+        crate::codec::packed_arrays(blob, layout)
             .into_iter()
             .map(|(name, p)| PackedArray {
                 name,

@@ -8,9 +8,10 @@ decodes.
 
 It reads TOC pages only (formats TOC_SPARSE, TOC_LOGICAL and TOC_FULL:
 the batches of versions 1 and 2, the version-3 pages and the compact
-pages of versions 4 to 7 and version 7's pages of row ids, against their
-segments' shared dictionaries, version 5's page copies and the runs of
-them from version 6) and
+pages of versions 4 to 8 and the pages of row ids from version 7,
+against their segments' shared dictionaries, whose values may be grouped
+from version 8, version 5's page copies and the runs of them from
+version 6, and the scaled labels of version 8) and
 checks the file's checksums; it trusts the rest (a validator it is not).
 
     python3 tests/format_reader.py FILE.toc    # prints one row a line
@@ -30,10 +31,14 @@ GRAMMAR = [
     "page4        := 0x01 lens_width:u8 lens:bits{rows * lens_width}",
     "page7ids     := 0x02 distinct:varint lens_width:u8 lens:bits{distinct * lens_width}",
     "dict         := pairs_len:varint pairs:u8{pairs_len} parents:escaped keys:packed",
-    "page       := rows:varint labels payload_len:varint payload      rows >= 1 in versions 5 to 7",
+    "              | 0x03 groups:u8 group{groups} raw_len:varint f64le{raw_len}",
+    "group        := exponent:u8 base:zigzag-varint deltas:escaped",
+    "page       := rows:varint labels payload_len:varint payload      rows >= 1 in versions 5 to 8",
     "            | 0x00                                               version 5: a page copy",
-    "            | 0x00 copies:varint                                 versions 6 and 7: a run of page copies, copies >= 1",
-    "            | 0x00 float_labels | 0x01 int_labels                versions 2 to 7",
+    "            | 0x00 copies:varint                                 versions 6 to 8: a run of page copies, copies >= 1",
+    "            | 0x00 float_labels | 0x01 int_labels                versions 2 to 8",
+    "            | 0x02 scaled_labels                                 version 8",
+    "scaled_labels := exponent:u8 base:zigzag-varint width:u8 offsets:bits{rows * width}",
     "shared     := \"SHRD\" version:u8(=1) n:varint segment{n}",
     "segment    := blocks:varint dict_len:varint dict:u8{dict_len}",
 ]
@@ -114,6 +119,18 @@ class Reader:
 FLAG_TREE, FLAG_INDEXED, FLAG_GAPS, FLAG_SHARED = 1, 2, 4, 8
 
 
+def scaled_entries(r):
+    """A scaled dictionary (or a group): exponent, base, escaped deltas;
+    entry k is (base + deltas[0] + ... + deltas[k]) / 10^exponent."""
+    exponent = r.u8()
+    base = r.zigzag()
+    entries, n = [], base
+    for delta in r.escaped():
+        n += delta
+        entries.append(float(n) / float(10**exponent))
+    return entries
+
+
 def read_values(r, n_pairs, version):
     """`values`: indexed (value ids and a dictionary) or inline f64s."""
     ids = r.packed()
@@ -124,12 +141,15 @@ def read_values(r, n_pairs, version):
         base = r.zigzag()
         dictionary = [float(base + o) for o in r.packed()]
     elif kind == 0x02:
-        exponent = r.u8()
-        base = r.zigzag()
-        dictionary, n = [], base
-        for delta in r.escaped():
-            n += delta
-            dictionary.append(float(n) / float(10**exponent))
+        dictionary = scaled_entries(r)
+    elif kind == 0x03:
+        # Grouped (a shared dictionary's pairs, file version 8): each
+        # group a scaled dictionary, then raw f64s; ids run through them
+        # in that order.
+        dictionary = []
+        for _ in range(r.u8()):
+            dictionary += scaled_entries(r)
+        dictionary += [r.f64() for _ in range(r.varint())]
     else:
         raise ValueError(f"dictionary kind {kind}")
     return [dictionary[i] for i in ids]
@@ -273,6 +293,11 @@ def read_labels(r, rows, version):
     if kind == 0:
         dictionary = [r.f64() for _ in range(r.varint())]
         return [dictionary[i] for i in r.packed()]
+    if kind == 2:
+        # scaled_labels (version 8): an offset of `width` bits per row.
+        assert version >= 8, "scaled labels before version 8"
+        exponent, base, width = r.u8(), r.zigzag(), r.u8()
+        return [float(base + o) / float(10**exponent) for o in r.bits(rows, width)]
     n = r.varint()
     values = [r.zigzag() for _ in range(n)]
     width = max(1, (n - 1).bit_length())
@@ -285,7 +310,7 @@ def read_file(data):
     column count."""
     assert data[:4] == b"TOCD" and data[-4:] == b"TOCD", "magic"
     version = data[4]
-    assert 1 <= version <= 7 and data[5:8] == b"\0\0\0", "header"
+    assert 1 <= version <= 8 and data[5:8] == b"\0\0\0", "header"
     footer_at, footer_crc = struct.unpack("<QI", data[-16:-4])
     footer = data[footer_at:-16]
     assert zlib.crc32(footer) == footer_crc, "footer checksum"

@@ -78,9 +78,9 @@ fn encode_writes_a_file_inspect_reads() {
         assert_eq!(inspected[field], encoded[field], "{field}");
     }
     assert_eq!(inspected["verified_blocks"], 1);
-    // Format version 7: one segment; its dictionary's bytes, if kept.
+    // Format version 8: one segment; its dictionary's bytes, if kept.
     let segments = &inspected["segments"];
-    assert_eq!(segments["version"], 7, "{inspected}");
+    assert_eq!(segments["version"], 8, "{inspected}");
     assert_eq!(segments["count"], 1, "{inspected}");
     let kept = segments["with_dictionary"].as_u64().unwrap();
     let in_file = segments["dictionary_file_bytes"].as_u64().unwrap();
@@ -90,7 +90,7 @@ fn encode_writes_a_file_inspect_reads() {
     let text = ok(&["inspect", "small.toc"], &dir);
     assert!(
         text.contains(&format!(
-            "format version 7: 1 segment, {kept} with a shared dictionary ({in_file} bytes in \
+            "format version 8: 1 segment, {kept} with a shared dictionary ({in_file} bytes in \
              the file, {resident} resident"
         )),
         "{text}"
@@ -124,7 +124,7 @@ fn encode_takes_options_and_other_page_formats() {
     assert_eq!(info["page_format"], "CSR");
     assert_eq!(info["cols"], 10);
     assert!(info["blocks"].as_u64().unwrap() > 1, "{info}");
-    // Only TOC_FULL files are written with segments (version 7).
+    // Only TOC_FULL files are written with segments (version 8).
     assert_eq!(info["segments"]["count"], 0, "{info}");
     let text = ok(&["inspect", "csr.toc"], &dir);
     assert!(

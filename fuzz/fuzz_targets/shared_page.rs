@@ -1,5 +1,5 @@
 //! A segment's shared dictionary and a page coded against it (a
-//! version-3 page, or a compact page of a file of version 4 to 7, a
+//! version-3 page, or a compact page of a file of version 4 to 8, a
 //! page of row ids where that is smaller, whose row count comes from
 //! its page header), each with a few byte mutations: the dictionary
 //! must be rejected with an error or accepted, and the page then

@@ -36,7 +36,7 @@ pub fn set_fuzz_limits() {
 /// a footer whose totals are the truth or arbitrary.
 pub fn arbitrary_file(u: &mut Unstructured<'_>) -> Result<Vec<u8>> {
     let format = *u.choose(&[9u8, 9, 8, 7])?;
-    let version = *u.choose(&[1u8, 2, 2])?;
+    let version = *u.choose(&[1u8, 2, 2, 8])?;
     let n_pages = u.int_in_range(1usize..=4)?;
     let mut pages = Vec::with_capacity(n_pages);
     let (mut true_rows, mut true_nnz, mut n_cols) = (0u64, 0u64, 1u64);
@@ -114,12 +114,35 @@ pub fn arbitrary_file(u: &mut Unstructured<'_>) -> Result<Vec<u8>> {
 /// A page's labels section: version 1, the float form; version 2, the
 /// float form after kind 0, a valid integer form (up to 4 integers of any
 /// size, ascending or not, ids in or out of range), or a kind byte and
-/// arbitrary bytes.
+/// arbitrary bytes; version 8 also the scaled form (any exponent, base
+/// and width, offsets of any bits, cut short or not).
 fn arbitrary_labels(u: &mut Unstructured<'_>, version: u8, rows: u64) -> Result<Vec<u8>> {
     if version == 1 {
         return Ok(float_labels(rows, 0.0));
     }
-    Ok(match u.int_in_range(0u8..=3)? {
+    let last = if version >= 8 { 4 } else { 3 };
+    Ok(match u.int_in_range(0u8..=last)? {
+        4 => {
+            let mut out = vec![2, u.int_in_range(0u8..=23)?];
+            let base: i64 = match u.int_in_range(0u8..=2)? {
+                0 => u.int_in_range(-300i64..=300)?,
+                1 => u.int_in_range(-(1i64 << 53) - 1..=(1i64 << 53) + 1)?,
+                _ => u.arbitrary()?,
+            };
+            crate::forge::varint(&mut out, ((base << 1) ^ (base >> 63)) as u64);
+            let width = u.int_in_range(0u8..=33)?;
+            out.push(width);
+            let len = (rows.min(4096) * width as u64).div_ceil(8) as usize;
+            let len = if u.ratio(1u8, 8u8)? {
+                len.saturating_sub(1)
+            } else {
+                len
+            };
+            for _ in 0..len {
+                out.push(u.arbitrary()?);
+            }
+            out
+        }
         0 => {
             let mut out = vec![0];
             out.extend(float_labels(rows, 0.0));
@@ -209,7 +232,7 @@ pub fn read_everything(file: Vec<u8>) -> Option<Dataset<Vec<u8>>> {
 /// A version-4 file generated from arbitrary rows as the writer lays it
 /// out (one segment whose dictionary the pages are coded against, as
 /// compact pages, in blocks; version 7 where a page is a page of row
-/// ids), then mutated as a whole: the dictionary's
+/// ids, 8 where the dictionary is grouped), then mutated as a whole: the dictionary's
 /// bytes and every page's bytes and row count, the lengths and every
 /// checksum recomputed (by the forge) so that the mutations reach the
 /// decoders rather than a checksum. Returns the file and, when nothing
@@ -231,8 +254,11 @@ pub fn arbitrary_v4_file(u: &mut Unstructured<'_>) -> Result<(Vec<u8>, Option<Sp
         };
         pages.push((batch.n_rows() as u64, page.into_bytes()));
     }
-    // A page of row ids (first byte 2) needs a file of version 7.
-    let version = if pages.iter().any(|p| p.1.first() == Some(&2)) {
+    // A page of row ids (first byte 2) needs a file of version 7, a
+    // grouped dictionary one of version 8.
+    let version = if model.dict().grouped_values() {
+        8
+    } else if pages.iter().any(|p| p.1.first() == Some(&2)) {
         7
     } else {
         4
@@ -276,7 +302,7 @@ pub fn arbitrary_v4_file(u: &mut Unstructured<'_>) -> Result<(Vec<u8>, Option<Sp
     Ok((file, (!mutated).then_some(rows)))
 }
 
-/// A version-5, 6 or 7 file whose blocks hold page copies: arbitrary rows
+/// A version-5 to 8 file whose blocks hold page copies: arbitrary rows
 /// in compact pages (or pages of row ids, in version 7) coded against a
 /// segment's dictionary, each page followed by 0 to 3 copies of itself
 /// (one zero byte each in version 5, one run from version 6); then its pages, row counts, copies (added where no
@@ -320,12 +346,15 @@ pub fn arbitrary_v5_file_with_copies(
     // Copies must not open a block: blocks end after a stored page's run.
     let per_block = u.int_in_range(1usize..=8)?;
     let what = u.int_in_range(0u8..=15)?;
-    // Versions 5 to 7; a page of row ids (first byte 2) needs 7.
+    // Versions 5 to 8; a page of row ids (first byte 2) needs 7, a
+    // grouped dictionary 8.
     let ids = pages.iter().flatten().any(|p| p.2.first() == Some(&2));
-    let mut version = match u.int_in_range(0u8..=2)? {
-        0 if !ids => 5,
-        1 if !ids => 6,
-        _ => 7,
+    let grouped = model.dict().grouped_values();
+    let mut version = match u.int_in_range(0u8..=3)? {
+        0 if !ids && !grouped => 5,
+        1 if !ids && !grouped => 6,
+        2 if !grouped => 7,
+        _ => 8,
     };
     if what & 1 != 0 && !pages.is_empty() {
         let k = u.choose_index(pages.len())?;

@@ -1,8 +1,9 @@
 """docs/FORMAT.md is exact (issue 34, item 8): `tests/format_reader.py`,
 a reader written from the document alone, parses the golden files of
 every version that holds TOC pages (version-3 pages, version-4 compact
-pages and their shared dictionaries, version-5 page copies, version-6 runs of them
-and version-7 pages of row ids included) down to their rows, which
+pages and their shared dictionaries, version-5 page copies, version-6 runs of them,
+version-7 pages of row ids and version-8 grouped dictionaries and scaled
+labels included) down to their rows, which
 are the rows the crate decodes, bit for bit."""
 
 import importlib.util
@@ -19,7 +20,7 @@ spec.loader.exec_module(format_reader)
 
 GOLDEN = sorted(
     str(p.relative_to(REPO))
-    for version in ("v1", "v2", "v3", "v4", "v5", "v6", "v7", "scaling")
+    for version in ("v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "scaling")
     for p in (REPO / "tests" / "golden" / version).rglob("*.toc")
     # Dataset files (not bare batches) of TOC pages.
     if p.read_bytes()[:4] == b"TOCD" and tocpile.Dataset(p).format.startswith("TOC")
@@ -32,12 +33,13 @@ def test_the_document_says_what_the_reader_reads():
         assert line in text, f"docs/FORMAT.md lacks {line!r}"
 
 
-def test_the_golden_files_of_versions_3_to_7_are_read():
+def test_the_golden_files_of_versions_3_to_8_are_read():
     assert "tests/golden/v3/dataset/toc_full.toc" in GOLDEN
     assert "tests/golden/v4/dataset/toc_full.toc" in GOLDEN
     assert "tests/golden/v5/dataset/toc_full.toc" in GOLDEN
     assert "tests/golden/v6/dataset/toc_full.toc" in GOLDEN
     assert "tests/golden/v7/dataset/toc_full.toc" in GOLDEN
+    assert "tests/golden/v8/dataset/toc_full.toc" in GOLDEN
 
 
 @pytest.mark.parametrize("name", GOLDEN)

@@ -170,6 +170,9 @@ pub struct Encoder {
     pub(super) flat_gaps: Vec<u64>,
     /// First-layer permutation scratch (sorting by column).
     order: Vec<u32>,
+    /// Whether the value dictionary may be grouped: set while a shared
+    /// dictionary's pairs are written for a file of version 8.
+    pub(super) grouped_dictionary: bool,
 }
 
 impl Encoder {

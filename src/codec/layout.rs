@@ -13,6 +13,8 @@
 //! batch header or the counts ([`parse_compact`], given the page
 //! header's row count).
 
+pub(crate) use super::dict_layout::grouped_groups;
+use super::dict_layout::{read_grouped, read_scaled};
 use crate::error::{Error, Result};
 use crate::sparse::MAX_COLS;
 use crate::wire::{read_packed, read_packed_of, unzigzag, Packed, Reader, MAX_COUNT};
@@ -74,9 +76,11 @@ pub(crate) const DICT_INT: u8 = 1;
 /// Dictionary kind (version 2): scaled integers, `(base + prefix sums of
 /// escape-coded deltas) / 10^exponent`.
 pub(crate) const DICT_SCALED: u8 = 2;
-/// Largest exponent of a scaled dictionary: `10^22` is the largest power
-/// of ten an `f64` holds exactly.
-pub(crate) const MAX_EXPONENT: u8 = 22;
+/// Dictionary kind (the pairs of a shared dictionary of a dataset file of
+/// version 8, [`parse_pairs`]): groups of scaled integers, each with its
+/// own exponent, then raw `f64` values (`docs/FORMAT.md`).
+pub(crate) const DICT_GROUPED: u8 = 3;
+pub(crate) use super::dict_layout::MAX_EXPONENT;
 
 /// How the values of the pairs are stored.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -101,6 +105,16 @@ pub(crate) enum Dict {
         exponent: u8,
         base: i64,
         deltas: Packed,
+    },
+    /// `groups` groups from byte `start`, each as [`Dict::Scaled`] stores
+    /// its exponent, base and deltas (exponents strictly ascending; read
+    /// again by [`grouped_groups`]), their values in stored order, then
+    /// `raw_len` raw `f64` values from byte `raw_start`.
+    Grouped {
+        groups: u8,
+        start: usize,
+        raw_start: usize,
+        raw_len: usize,
     },
 }
 
@@ -168,6 +182,17 @@ impl Layout {
 
 /// Checks the structure of `blob` and returns its layout.
 pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
+    parse_in(blob, false)
+}
+
+/// As [`parse`], for the pairs of a shared dictionary, whose value
+/// dictionary may also be grouped ([`DICT_GROUPED`]; what the dataset
+/// reader allows only in a file of version 8 or later).
+pub(crate) fn parse_pairs(blob: &[u8]) -> Result<Layout> {
+    parse_in(blob, true)
+}
+
+fn parse_in(blob: &[u8], grouped_allowed: bool) -> Result<Layout> {
     let mut r = Reader::new(blob);
     r.magic(&MAGIC)?;
     let version = r.u8("version")?;
@@ -231,31 +256,34 @@ pub(crate) fn parse(blob: &[u8]) -> Result<Layout> {
                 Dict::Int { base, offsets }
             }
             DICT_SCALED if version >= 2 => {
-                let exponent_at = r.offset();
-                let exponent = r.u8("dictionary exponent")?;
-                if exponent > MAX_EXPONENT {
-                    return Err(Error::FieldOutOfRange {
-                        what: "dictionary exponent",
-                        offset: exponent_at,
-                        value: exponent as u64,
-                        max: MAX_EXPONENT as u64,
-                    });
-                }
-                let base = unzigzag(r.varint("dictionary base")?);
-                let deltas = read_packed(&mut r, "dictionary deltas", false)?;
+                let (exponent, base, deltas) = read_scaled(&mut r, None)?;
                 Dict::Scaled {
                     exponent,
                     base,
                     deltas,
                 }
             }
+            DICT_GROUPED if version >= 2 && grouped_allowed => {
+                let (groups, start, raw_start, raw_len) = read_grouped(&mut r)?;
+                Dict::Grouped {
+                    groups,
+                    start,
+                    raw_start,
+                    raw_len,
+                }
+            }
             kind => {
+                let max = match version {
+                    1 => DICT_INT,
+                    _ if grouped_allowed => DICT_GROUPED,
+                    _ => DICT_SCALED,
+                };
                 return Err(Error::FieldOutOfRange {
                     what: "dictionary kind",
                     offset: kind_at,
                     value: kind as u64,
-                    max: if version >= 2 { DICT_SCALED } else { DICT_INT } as u64,
-                })
+                    max: max as u64,
+                });
             }
         };
         Values::Indexed { ids, dict }
@@ -480,7 +508,7 @@ pub(crate) fn is_compact(blob: &[u8]) -> bool {
 /// The packed arrays of a structurally valid blob, in stored order, as
 /// (section name, array): what the bit unpacker meets on every decode
 /// (measured by `examples/unpack.rs`).
-pub(crate) fn packed_arrays(layout: &Layout) -> Vec<(&'static str, Packed)> {
+pub(crate) fn packed_arrays(blob: &[u8], layout: &Layout) -> Vec<(&'static str, Packed)> {
     let mut arrays = vec![("row lengths", layout.row_lengths)];
     if !layout.is_shared() {
         arrays.push(("pair columns", layout.pair_cols));
@@ -490,6 +518,10 @@ pub(crate) fn packed_arrays(layout: &Layout) -> Vec<(&'static str, Packed)> {
         match dict {
             Dict::Int { offsets, .. } => arrays.push(("dictionary offsets", offsets)),
             Dict::Scaled { deltas, .. } => arrays.push(("dictionary deltas", deltas)),
+            Dict::Grouped { groups, start, .. } => arrays.extend(
+                grouped_groups(blob, groups, start)
+                    .map(|(_, _, deltas)| ("dictionary deltas", deltas)),
+            ),
             Dict::Float { .. } => {}
         }
     }

@@ -16,6 +16,7 @@
 mod check;
 mod code_batch;
 mod code_rows;
+mod dict_layout;
 mod encoder;
 // Measured and kept out of every file version (history §38): public for
 // its examples and benchmark, hidden from the API's documentation.
@@ -32,9 +33,11 @@ mod tree;
 mod trusted;
 mod values;
 
-/// The layout of a blob, structure checked (for [`crate::internals`]).
+/// The layout of a blob, structure checked (for [`crate::internals`]; a
+/// shared dictionary's pairs among them, whose value dictionary may be
+/// grouped).
 pub(crate) fn layout_of(blob: &[u8]) -> Result<layout::Layout> {
-    layout::parse(blob)
+    layout::parse_pairs(blob)
 }
 
 /// The layout of a page of a dataset file, structure checked: `rows` is
@@ -76,6 +79,8 @@ pub(crate) fn compact_layout(
 }
 
 pub(crate) use layout::packed_arrays;
+pub(crate) use pairs::{scaled_value, POW10};
+pub(crate) use values::decimal_exponent;
 
 pub(crate) use check::check_page;
 // Not part of the API (hidden): what the loader's check of a page found

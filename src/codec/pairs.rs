@@ -3,16 +3,18 @@
 //! as stored (version 1) or as escape-coded gaps (version 2, `GAPS`);
 //! values inline or through a dictionary of raw `f64`s, integers, or
 //! scaled integers (decimals, in the spirit of ALP: Afroozeh et al.,
-//! SIGMOD 2024). Every column is checked against `n_cols` and every value
+//! SIGMOD 2024), or groups of scaled integers of several exponents and
+//! raw exceptions (a shared dictionary's, file version 8). Every column is checked against `n_cols` and every value
 //! against zero and for being finite (a NaN would turn every score it
 //! touches into NaN) on the way.
 
+use super::dict_layout::grouped_groups;
 use super::gaps::{count_elements, running_totals};
 use super::layout::{Dict, Layout, Values};
 use super::DecodeTree;
 use crate::error::{Error, Result};
 use crate::sparse::is_zero;
-use crate::wire::{f64_at, unpack_into};
+use crate::wire::{f64_at, unpack_into, Packed};
 
 thread_local! {
     /// A value-indexed batch's dictionary, resolved to `f64`s.
@@ -180,20 +182,7 @@ fn resolve_dict(
         index,
     };
     match *dict {
-        Dict::Float { start, len } => {
-            out.reserve(len);
-            for i in 0..len {
-                let v = f64_at(blob, start + 8 * i);
-                if is_zero(v) {
-                    return Err(zero(i));
-                }
-                if !v.is_finite() {
-                    return Err(not_finite("dictionary value", i, start + 8 * i, v));
-                }
-                out.push(v);
-            }
-            Ok(())
-        }
+        Dict::Float { start, len } => push_floats(blob, start, len, out),
         Dict::Int { base, offsets } => {
             unpack_into(offsets.payload(blob), offsets.width, offsets.count, scratch);
             out.reserve(offsets.count);
@@ -217,30 +206,77 @@ fn resolve_dict(
             exponent,
             base,
             deltas,
+        } => push_scaled(blob, exponent, base, &deltas, scratch, totals, out),
+        Dict::Grouped {
+            groups,
+            start,
+            raw_start,
+            raw_len,
         } => {
-            unpack_into(deltas.payload(blob), deltas.width, deltas.count, scratch);
-            // The dictionary holds as many entries as the deltas end.
-            let len = count_elements(scratch, deltas.width);
-            let what = "dictionary deltas (escape-coded)";
-            running_totals(scratch, &deltas, len, what, totals)?;
-            out.reserve(len);
-            for (i, &t) in totals.iter().enumerate() {
-                // Entry i is base + the running total of the deltas.
-                let int = i64::try_from(t)
-                    .ok()
-                    .and_then(|t| base.checked_add(t))
-                    .ok_or_else(|| Error::FieldOutOfRange {
-                        what: "dictionary base + deltas",
-                        offset: deltas.start,
-                        value: t,
-                        max: i64::MAX.saturating_sub(base) as u64,
-                    })?;
-                if int == 0 {
-                    return Err(zero(i));
-                }
-                out.push(scaled_value(int, exponent));
+            for (exponent, base, deltas) in grouped_groups(blob, groups, start) {
+                push_scaled(blob, exponent, base, &deltas, scratch, totals, out)?;
             }
-            Ok(())
+            push_floats(blob, raw_start, raw_len, out)
         }
     }
+}
+
+/// Appends `len` raw `f64` values from byte `start` to `out`, each
+/// neither zero nor NaN nor infinite.
+fn push_floats(blob: &[u8], start: usize, len: usize, out: &mut Vec<f64>) -> Result<()> {
+    out.reserve(len);
+    for i in 0..len {
+        let v = f64_at(blob, start + 8 * i);
+        if is_zero(v) {
+            return Err(Error::ZeroValue {
+                what: "dictionary value",
+                index: out.len(),
+            });
+        }
+        if !v.is_finite() {
+            return Err(not_finite("dictionary value", out.len(), start + 8 * i, v));
+        }
+        out.push(v);
+    }
+    Ok(())
+}
+
+/// Appends the entries of a scaled dictionary (or a group of a grouped
+/// one) to `out`: `(base + running total of the deltas) / 10^exponent`,
+/// none zero, and no total past `i64`.
+fn push_scaled(
+    blob: &[u8],
+    exponent: u8,
+    base: i64,
+    deltas: &Packed,
+    scratch: &mut Vec<u32>,
+    totals: &mut Vec<u64>,
+    out: &mut Vec<f64>,
+) -> Result<()> {
+    unpack_into(deltas.payload(blob), deltas.width, deltas.count, scratch);
+    // The dictionary holds as many entries as the deltas end.
+    let len = count_elements(scratch, deltas.width);
+    let what = "dictionary deltas (escape-coded)";
+    running_totals(scratch, deltas, len, what, totals)?;
+    out.reserve(len);
+    for &t in totals.iter() {
+        // Entry i is base + the running total of the deltas.
+        let int = i64::try_from(t)
+            .ok()
+            .and_then(|t| base.checked_add(t))
+            .ok_or_else(|| Error::FieldOutOfRange {
+                what: "dictionary base + deltas",
+                offset: deltas.start,
+                value: t,
+                max: i64::MAX.saturating_sub(base) as u64,
+            })?;
+        if int == 0 {
+            return Err(Error::ZeroValue {
+                what: "dictionary value",
+                index: out.len(),
+            });
+        }
+        out.push(scaled_value(int, exponent));
+    }
+    Ok(())
 }

@@ -118,6 +118,7 @@ impl Encoder {
             int,
             scaled: int && self.options.adaptive.scaled_dictionary,
             bytes,
+            grouped: self.grouped_dictionary,
         });
         for id in &mut self.ids {
             *id = self.dict.final_id(*id);

@@ -46,6 +46,9 @@ pub struct SharedDict {
     /// Whether a compact page may also be a page of row ids (a
     /// dictionary of a version-7 file).
     row_ids: bool,
+    /// Whether its pairs' value dictionary is grouped (what only a file
+    /// of version 8 may hold).
+    grouped: bool,
     /// The complete tree (node `i` has Algorithm 2's id `i`).
     pub(super) tree: DecodeTree,
 }
@@ -68,7 +71,7 @@ impl SharedDict {
         let mut r = Reader::new(&bytes);
         let pairs_len = r.varint("shared pairs length")?;
         let pairs = r.bytes(pairs_len, "shared pairs")?;
-        let layout = layout::parse(pairs)?;
+        let layout = layout::parse_pairs(pairs)?;
         let not_pairs = layout.is_shared()
             || !layout.has_tree()
             || layout.flags & layout::FLAG_INDEXED == 0
@@ -79,6 +82,13 @@ impl SharedDict {
                 found: "another TOC batch",
             });
         }
+        let grouped = matches!(
+            layout.values,
+            layout::Values::Indexed {
+                dict: layout::Dict::Grouped { .. },
+                ..
+            }
+        );
         let mut tree = DecodeTree::default();
         tree.build(pairs, &layout, false)?;
         let parents = read_packed(&mut r, "shared node parents (escape-coded gaps)", false)?;
@@ -111,8 +121,16 @@ impl SharedDict {
             bytes,
             compact: false,
             row_ids: false,
+            grouped,
             tree,
         })
+    }
+
+    /// Whether the pairs' value dictionary is grouped (scaled integers of
+    /// several exponents and raw values): a dictionary of a dataset file
+    /// of version 8 or later.
+    pub fn grouped_values(&self) -> bool {
+        self.grouped
     }
 
     /// The dictionary, for pages in the compact form (`compact`: a
@@ -269,10 +287,11 @@ impl Encoder {
 
     /// As [`learn_segment`](Self::learn_segment), the dictionary for
     /// pages in the compact form when `compact_pages` (what a dataset
-    /// file of version 7 holds; see [`SharedDict::with_compact_pages`]
-    /// and [`SharedDict::with_row_id_pages`]):
-    /// [`encode_shared`](Self::encode_shared) then writes compact pages,
-    /// or pages of row ids where those are smaller.
+    /// file of version 8 holds; see [`SharedDict::with_compact_pages`]
+    /// and [`SharedDict::with_row_id_pages`]): its values may then be
+    /// grouped by exponent ([`SharedDict::grouped_values`]), and
+    /// [`encode_shared`](Self::encode_shared) writes compact pages, or
+    /// pages of row ids where those are smaller.
     ///
     /// # Errors
     /// As `learn_segment`.
@@ -360,12 +379,14 @@ impl Encoder {
         let saved = self.options;
         self.options = super::EncodeOptions::default();
         self.options.adaptive.flat_pages = false;
+        self.grouped_dictionary = compact_pages;
         let mut pairs = Vec::new();
         pairs.extend_from_slice(&MAGIC);
         pairs.push(1);
         let empty = SparseBatch::with_cols(rows.n_cols())?;
         self.full(&empty, &mut pairs);
         self.options = saved;
+        self.grouped_dictionary = false;
         let mut out = Vec::new();
         write_varint(&mut out, pairs.len() as u64);
         out.extend_from_slice(&pairs);

@@ -20,6 +20,7 @@
 //! checks (codes in range when their row starts, ascending columns),
 //! which the first validation made.
 
+use super::dict_layout::grouped_groups;
 use super::gaps::escape;
 use super::layout::{Dict, Layout, Values};
 use super::pairs::scaled_value;
@@ -27,7 +28,7 @@ use super::DecodeTree;
 use crate::error::Result;
 use crate::limits::try_reserve;
 use crate::sparse::SparseBatch;
-use crate::wire::{f64_at, unpack_into};
+use crate::wire::{f64_at, unpack_into, Packed};
 
 const DECODED_PAGE: &str = "a decoded page";
 
@@ -318,16 +319,38 @@ fn resolve_dict_trusted(blob: &[u8], dict: &Dict, scratch: &mut Vec<u32>, out: &
             exponent,
             base,
             deltas,
+        } => push_scaled_trusted(blob, exponent, base, &deltas, scratch, out),
+        Dict::Grouped {
+            groups,
+            start,
+            raw_start,
+            raw_len,
         } => {
-            unpack_into(deltas.payload(blob), deltas.width, deltas.count, scratch);
-            let e = escape(deltas.width) as u32;
-            let mut total = 0u64;
-            for &sym in scratch.iter() {
-                total += sym as u64;
-                if sym != e {
-                    out.push(scaled_value(base.wrapping_add(total as i64), exponent));
-                }
+            for (exponent, base, deltas) in grouped_groups(blob, groups, start) {
+                push_scaled_trusted(blob, exponent, base, &deltas, scratch, out);
             }
+            out.extend((0..raw_len).map(|i| f64_at(blob, raw_start + 8 * i)));
+        }
+    }
+}
+
+/// The entries of a scaled dictionary (or group) of validated bytes,
+/// appended to `out`.
+fn push_scaled_trusted(
+    blob: &[u8],
+    exponent: u8,
+    base: i64,
+    deltas: &Packed,
+    scratch: &mut Vec<u32>,
+    out: &mut Vec<f64>,
+) {
+    unpack_into(deltas.payload(blob), deltas.width, deltas.count, scratch);
+    let e = escape(deltas.width) as u32;
+    let mut total = 0u64;
+    for &sym in scratch.iter() {
+        total += sym as u64;
+        if sym != e {
+            out.push(scaled_value(base.wrapping_add(total as i64), exponent));
         }
     }
 }

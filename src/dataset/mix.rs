@@ -212,7 +212,7 @@ mod tests {
     /// The classes' sums are added in one fixed order: the same labels
     /// give the same bits whatever order the map (seeded afresh for each
     /// writer) keeps them in. The footer, and so the whole file, is then
-    /// the same every run (the version-7 golden test compares bytes).
+    /// the same every run (the version-8 golden test compares bytes).
     #[test]
     fn writers_output_is_the_same_every_run() {
         let mut rng = Rng::new(5);

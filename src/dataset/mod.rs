@@ -4,14 +4,16 @@
 //!
 //! ```text
 //! file    = header block* footer trailer
-//! header  = "TOCD" version(1 to 7) 0 0 0
+//! header  = "TOCD" version(1 to 8) 0 0 0
 //! block   = page*                      checksummed as a whole (CRC-32)
 //! page    = rows labels payload        payload: one encoded batch;
-//!                                      labels: version 2 adds an integer form;
+//!                                      labels: version 2 adds an integer form,
+//!                                      version 8 a scaled one (an offset a row);
 //!                                      version 3 a page coded against its
 //!                                      segment's dictionary, version 4 its
 //!                                      compact form, version 7 a compact
-//!                                      page of row ids
+//!                                      page of row ids, version 8 grouped
+//!                                      values in the segment's dictionary
 //!         | 0x00                       version 5: a copy of the block's
 //!                                      previous page (rows, labels, payload)
 //!         | 0x00 count                 version 6: `count` such copies
@@ -84,12 +86,23 @@ pub const FILE_MAGIC: [u8; 4] = *b"TOCD";
 /// copies as one zero byte and their count (military's 26,604 copies
 /// were 582 runs). Version 7 adds pages of row ids: a compact page that
 /// stores each distinct row once and an id per row (wvs_bribe's pages hold
-/// about one distinct row each); it is what a file with segments is
-/// written as.
+/// about one distinct row each). Version 8 lets a shared dictionary's
+/// values be grouped by exponent (countymurders' 162,329 decimals of
+/// 0 to 16 digits were raw `f64`s) and a page's labels be scaled
+/// integers with an offset per row (birthdays' daily counts); it is what
+/// a file with segments is written as.
 ///
 /// Not part of the API (hidden): may change in any release.
 #[doc(hidden)]
-pub const FILE_VERSION: u8 = 7;
+pub const FILE_VERSION: u8 = 8;
+
+/// The first file version whose shared dictionaries may hold grouped
+/// value dictionaries.
+pub(crate) const GROUPED_VERSION: u8 = 8;
+
+/// The first file version whose pages' labels may be in the scaled form
+/// (an offset per row, no dictionary).
+pub(crate) const SCALED_LABELS_VERSION: u8 = 8;
 
 /// The first file version whose compact pages may be pages of row ids.
 pub(crate) const ROW_IDS_VERSION: u8 = 7;

@@ -172,13 +172,19 @@ impl<S: Source> Dataset<S> {
             }
             // The pages of a file of version 4 or later that use the
             // dictionary are compact; from version 7 they may be pages
-            // of row ids.
+            // of row ids; from version 8 its values may be grouped.
             let dict = SharedDict::from_bytes(segment.dict)
                 .map(|dict| {
                     dict.with_compact_pages(version >= 4)
                         .with_row_id_pages(version >= super::ROW_IDS_VERSION)
                 })
                 .and_then(|dict| {
+                    if dict.grouped_values() && version < super::GROUPED_VERSION {
+                        return Err(Error::WrongFormat {
+                            expected: "a value dictionary of kind 0 to 2 (a file before version 8)",
+                            found: "a grouped value dictionary (kind 3)",
+                        });
+                    }
                     if dict.n_cols() != info.n_cols {
                         return Err(Error::LengthMismatch {
                             what: "columns of a shared dictionary (the file's)",

@@ -31,7 +31,7 @@ pub(super) fn lower_bound<S: Source>(
     len: u64,
     (version, trailer): (u8, &[u8]),
 ) -> Option<u64> {
-    let tagged = LabelsForm::of_version(version) == LabelsForm::Tagged;
+    let form = LabelsForm::of_version(version);
     let copies = version >= super::COPIES_VERSION;
     let runs = version >= super::RUNS_VERSION;
     let mut at = HEADER_LEN;
@@ -59,7 +59,7 @@ pub(super) fn lower_bound<S: Source>(
                 Step::Next(at + 1)
             }
         } else {
-            page_end(source, at, len, tagged)
+            page_end(source, at, len, form)
         };
         match step {
             Step::Next(end) if end <= len => at = end,
@@ -103,7 +103,8 @@ fn window<S: Source>(source: &S, at: u64, len: u64) -> Option<Vec<u8>> {
 /// Where the page starting at `at` ends: `rows labels payload_len payload`
 /// (`labels = dict_len f64{dict_len} count width ids`, after a kind byte
 /// 0 in version 2; or, version 2, `0x01 n int{n} ids` with `rows` ids).
-fn page_end<S: Source>(source: &S, at: u64, len: u64, tagged: bool) -> Step {
+fn page_end<S: Source>(source: &S, at: u64, len: u64, form: LabelsForm) -> Step {
+    let tagged = form.tagged();
     let step = |pos: u64, parse: &dyn Fn(&mut Reader<'_>) -> Result<u64>| -> Step {
         let Some(bytes) = window(source, pos, len) else {
             return Step::Garbage;
@@ -125,19 +126,31 @@ fn page_end<S: Source>(source: &S, at: u64, len: u64, tagged: bool) -> Step {
     // then the ids (rows of them, width from n), then the payload length.
     // The window holds the varints of small dictionaries only; a larger
     // one reads as garbage (the walk is a diagnosis, not a parser).
+    // The scaled form (version 8): rows, kind, exponent, base, width,
+    // then the offsets (rows of them).
     let int_end = step(at, &|r| {
         let rows = r.varint("page rows")?;
-        if !tagged || r.u8("labels kind")? != 1 {
-            return Err(Error::BadArgument {
-                what: "labels kind",
-                expected: "the integer form",
-            });
-        }
-        let n = r.varint("integer label dictionary length")?;
-        for _ in 0..n {
-            r.varint("integer label")?;
-        }
-        let width = (64 - n.saturating_sub(1).leading_zeros()).max(1) as u64;
+        let kind = if tagged { r.u8("labels kind")? } else { 0 };
+        let width = match kind {
+            1 => {
+                let n = r.varint("integer label dictionary length")?;
+                for _ in 0..n {
+                    r.varint("integer label")?;
+                }
+                (64 - n.saturating_sub(1).leading_zeros()).max(1) as u64
+            }
+            2 if form == LabelsForm::Scaled => {
+                r.u8("label exponent")?;
+                r.varint("label base")?;
+                r.u8("label offset width")? as u64
+            }
+            _ => {
+                return Err(Error::BadArgument {
+                    what: "labels kind",
+                    expected: "the integer or scaled form",
+                })
+            }
+        };
         Ok(rows.saturating_mul(width).div_ceil(8))
     });
     if let Step::Next(ids_end) = int_end {

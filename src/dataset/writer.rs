@@ -327,8 +327,9 @@ impl DatasetWriter {
         Ok(())
     }
 
-    /// The file version the writer writes: 7 (compact pages, runs of
-    /// page copies, pages of row ids) with segments.
+    /// The file version the writer writes: 8 (compact pages, runs of
+    /// page copies, pages of row ids, grouped dictionaries) with
+    /// segments.
     fn version(&self) -> u8 {
         if self.segment_rows > 0 {
             FILE_VERSION
@@ -573,7 +574,8 @@ fn encode_page(
 ) -> Result<(Vec<u8>, usize)> {
     let mut out = Vec::new();
     write_varint(&mut out, batch.n_rows() as u64);
-    write_labels(labels, LabelsForm::of_version(FILE_VERSION), &mut out)?;
+    // A file without segments is written as version 2.
+    write_labels(labels, LabelsForm::of_version(2), &mut out)?;
     let mut payload = Vec::new();
     match encoder {
         Some(encoder) => encoder.encode_into(batch, &mut payload)?,

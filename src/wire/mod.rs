@@ -26,6 +26,14 @@ impl<'a> Reader<'a> {
         Reader { buf, pos: 0 }
     }
 
+    /// A reader of `buf` from byte `pos` (at most its length).
+    pub(crate) fn at(buf: &'a [u8], pos: usize) -> Self {
+        Reader {
+            buf,
+            pos: pos.min(buf.len()),
+        }
+    }
+
     /// The whole input this reader walks.
     pub(crate) fn blob(&self) -> &'a [u8] {
         self.buf

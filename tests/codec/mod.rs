@@ -4,6 +4,7 @@ mod datasets;
 mod errors;
 mod errors_v2;
 mod golden;
+mod grouped;
 mod integrity;
 mod paper_example;
 pub mod roundtrip;

@@ -73,7 +73,7 @@ fn as_rows(batch: &SparseBatch) -> Rows {
 fn repeated_pages_are_stored_as_copies_and_read_back() {
     let (rows, labels) = runs(4, 400, 2000, 12);
     let bytes = write_bytes(&rows, &labels, WriterOptions::default());
-    assert_eq!(bytes[4], 7, "version 7");
+    assert_eq!(bytes[4], 8, "version 8");
     let len = bytes.len();
     let (read, read_labels, copies) = read_back(bytes).unwrap();
     assert_eq!(read, as_rows(&rows));
@@ -235,10 +235,22 @@ fn blocks_of(file: &[u8], footer: &Footer) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// A version-7 file of one block: a stored page, then a run of copies of
+/// `runs(50, 1, 500, 6)` with labels -1 and 1: pages whose labels take
+/// the integer form (their scaled form is larger), which every version
+/// from 2 reads, so that the file's blocks may be called version 5.
+fn runs_of_two_labels() -> (SparseBatch, Vec<f64>) {
+    let (rows, labels) = runs(50, 1, 500, 6);
+    let labels = labels
+        .iter()
+        .map(|&l| if l == 0.0 { -1.0 } else { 1.0 })
+        .collect();
+    (rows, labels)
+}
+
+/// A version-8 file of one block: a stored page, then a run of copies of
 /// it.
 fn one_block_of_copies() -> Vec<u8> {
-    let (rows, labels) = runs(50, 1, 500, 6);
+    let (rows, labels) = runs_of_two_labels();
     let options = WriterOptions::default().with_segment_rows(500);
     let file = write_bytes(&rows, &labels, options);
     let footer = parse_footer(&file);
@@ -256,7 +268,7 @@ fn forged_page_copies_break_one_rule_each() {
     assert_eq!(footer.at, 8 + footer.entries[0].0 as usize);
     let block = blocks_of(&good, &footer).remove(0);
     // Rebuilt as it was, the file is the same.
-    assert_eq!(rebuild(std::slice::from_ref(&block), &footer, 7), good);
+    assert_eq!(rebuild(std::slice::from_ref(&block), &footer, 8), good);
     read_back(good.clone()).unwrap();
     let run_at = block.len() - 2;
 
@@ -268,7 +280,7 @@ fn forged_page_copies_break_one_rule_each() {
     f.entries[0].2 += 1;
     f.head[1] += 50;
     f.rest[2] += 1;
-    let e = read_back(rebuild(&[first], &f, 7)).unwrap_err();
+    let e = read_back(rebuild(&[first], &f, 8)).unwrap_err();
     assert!(
         e.contains("block 0") && e.contains("needs a page before it") && e.contains("byte 0"),
         "{e}"
@@ -278,7 +290,7 @@ fn forged_page_copies_break_one_rule_each() {
     let mut f = parse_footer(&good);
     f.entries[0].1 -= 1;
     f.head[1] -= 1;
-    let e = read_back(rebuild(std::slice::from_ref(&block), &f, 7)).unwrap_err();
+    let e = read_back(rebuild(std::slice::from_ref(&block), &f, 8)).unwrap_err();
     assert!(
         e.contains("rows of a page copy") && e.contains(&format!("byte {run_at}")),
         "{e}"
@@ -287,7 +299,7 @@ fn forged_page_copies_break_one_rule_each() {
     // A run of no copies.
     let mut zero = block.clone();
     zero[run_at + 1] = 0;
-    let e = read_back(rebuild(&[zero], &footer, 7)).unwrap_err();
+    let e = read_back(rebuild(&[zero], &footer, 8)).unwrap_err();
     assert!(
         e.contains("page copies in a run") && e.contains(&format!("byte {}", run_at + 1)),
         "{e}"
@@ -296,7 +308,7 @@ fn forged_page_copies_break_one_rule_each() {
     // A run longer than the pages the index gives the block.
     let mut long = block.clone();
     long[run_at + 1] = 10;
-    let e = read_back(rebuild(&[long], &footer, 7)).unwrap_err();
+    let e = read_back(rebuild(&[long], &footer, 8)).unwrap_err();
     assert!(
         e.contains("page copies in a run") && e.contains(&format!("byte {}", run_at + 1)),
         "{e}"
@@ -311,7 +323,7 @@ fn forged_page_copies_break_one_rule_each() {
     f.entries[0].2 = 1 + (1 << 40);
     f.head[1] = f.entries[0].1;
     f.rest[2] = f.entries[0].2;
-    let e = read_back(rebuild(&[huge], &f, 7)).unwrap_err();
+    let e = read_back(rebuild(&[huge], &f, 8)).unwrap_err();
     assert!(e.contains("rows one block holds"), "{e}");
 
     // 2^26 pages of one row each in a block of a few bytes: their spans
@@ -321,14 +333,14 @@ fn forged_page_copies_break_one_rule_each() {
     f.entries[0].2 = 1 << 26;
     f.head[1] = 1 << 26;
     f.rest[2] = 1 << 26;
-    let e = read_back(rebuild(std::slice::from_ref(&block), &f, 7)).unwrap_err();
+    let e = read_back(rebuild(std::slice::from_ref(&block), &f, 8)).unwrap_err();
     assert!(e.contains("pages one block holds"), "{e}");
 
     // More pages than rows: refused at open.
     let mut f = parse_footer(&good);
     f.entries[0].2 = f.entries[0].1 + 1;
     f.rest[2] = f.entries[0].2;
-    let e = read_back(rebuild(std::slice::from_ref(&block), &f, 7)).unwrap_err();
+    let e = read_back(rebuild(std::slice::from_ref(&block), &f, 8)).unwrap_err();
     assert!(e.contains("block pages"), "{e}");
 
     // More rows than 8 a byte: held to the decode limit (a footer of
@@ -336,13 +348,13 @@ fn forged_page_copies_break_one_rule_each() {
     let mut f = parse_footer(&good);
     f.entries[0].1 = 1 << 40;
     f.head[1] = 1 << 40;
-    let e = read_back(rebuild(std::slice::from_ref(&block), &f, 7)).unwrap_err();
+    let e = read_back(rebuild(std::slice::from_ref(&block), &f, 8)).unwrap_err();
     assert!(e.contains("rows one block holds"), "{e}");
     // In version 4 the same claim is a field out of range.
     let e = read_back(rebuild(std::slice::from_ref(&block), &f, 4)).unwrap_err();
     assert!(e.contains("8 per byte of the block"), "{e}");
 
-    // A version-7 file called version 5 or 4: its run is no single copy
+    // A version-8 file called version 5 or 4: its run is no single copy
     // (version 5 reads the count as the next page's rows) and no page
     // (in a version-4 file, a zero byte is a page of no rows).
     for version in [5, 4] {
@@ -362,7 +374,7 @@ fn version_5_copies_one_byte_each_still_read() {
     block.extend_from_slice(&[0; 9]);
     let (rows, labels, copies) = read_back(rebuild(&[block], &footer, 5)).unwrap();
     assert_eq!(copies, 9);
-    let (want, want_labels) = runs(50, 1, 500, 6);
+    let (want, want_labels) = runs_of_two_labels();
     assert_eq!(rows, as_rows(&want));
     assert_eq!(labels, want_labels);
 }

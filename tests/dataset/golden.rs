@@ -349,10 +349,10 @@ fn rows_v7() -> (SparseBatch, Vec<f64>) {
     (out, out_labels)
 }
 
-/// Reads the version-7 golden file back as [`check_copies`] does, and
-/// finds its one page of row ids.
-fn check_row_ids(path: &Path) {
-    let versions = check_copies(path, 7, rows_v7());
+/// Reads the golden file of `version` (7 or later) back as
+/// [`check_copies`] does, and finds its one page of row ids.
+fn check_row_ids(path: &Path, version: u8) {
+    let versions = check_copies(path, version, rows_v7());
     let ids = versions.iter().filter(|&&v| v == 7).count();
     assert_eq!(ids, 1, "one page of row ids: {versions:?}");
 }
@@ -362,19 +362,46 @@ fn check_row_ids(path: &Path) {
 #[test]
 fn golden_v7_dataset_file_reads() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v7/dataset");
-    check_row_ids(&dir.join(file_name(FormatKind::TocFull)));
+    check_row_ids(&dir.join(file_name(FormatKind::TocFull)), 7);
 }
 
-/// Writes the version-7 golden file (to `TOCPILE_GOLDEN_OUT/v7` when
+/// Version 8: version 7's rows, whose dictionaries' values (1, 7, -2.5,
+/// 0.125, 1e300, a subnormal) are grouped (integers, one and three
+/// decimals, raw) and whose pages of labels 0, 1 and 2 take the scaled
+/// form. Called version 7, the file is refused at its first grouped
+/// dictionary; its labels are the scaled form's.
+fn check_v8(path: &Path) {
+    check_row_ids(path, 8);
+    let mut v7 = std::fs::read(path).unwrap();
+    v7[4] = 7;
+    let e = Dataset::from_memory(v7, "v7.toc").unwrap_err().to_string();
+    assert!(e.contains("a grouped value dictionary (kind 3)"), "{e}");
+    let (_, labels) = rows_v7();
+    let bytes = std::fs::read(path).unwrap();
+    // The first page: 5 rows, labels 0 1 2 0 1 as kind 2, exponent 0,
+    // base 0, width 2, offsets packed from the low bits: 00 01 10 00,
+    // then 01.
+    assert_eq!(labels[..5], [0.0, 1.0, 2.0, 0.0, 1.0]);
+    assert_eq!(bytes[8..15], [5, 2, 0, 0, 2, 0b0010_0100, 0b01]);
+}
+
+/// Version 8, committed under `tests/golden/v8/dataset/`.
+#[test]
+fn golden_v8_dataset_file_reads() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v8/dataset");
+    check_v8(&dir.join(file_name(FormatKind::TocFull)));
+}
+
+/// Writes the version-8 golden file (to `TOCPILE_GOLDEN_OUT/v8` when
 /// set, else a temporary directory), reads it back, and checks that it
 /// is the committed file byte for byte (the writer's output depends on
 /// its input only: `writers_output_is_the_same_every_run`). The files of
-/// versions 5 and 6 were written by this test's earlier forms.
+/// versions 5 to 7 were written by this test's earlier forms.
 #[test]
-fn golden_v7_generator_reads_back() {
+fn golden_v8_generator_reads_back() {
     let dir = match std::env::var_os("TOCPILE_GOLDEN_OUT") {
-        Some(dir) => PathBuf::from(dir).join("v7"),
-        None => crate::support::temp_path("golden-v7"),
+        Some(dir) => PathBuf::from(dir).join("v8"),
+        None => crate::support::temp_path("golden-v8"),
     };
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(file_name(FormatKind::TocFull));
@@ -382,9 +409,9 @@ fn golden_v7_generator_reads_back() {
     let mut writer = DatasetWriter::create(&path, 9, options_v5()).unwrap();
     writer.push(&rows, &labels).unwrap();
     writer.finish().unwrap();
-    check_row_ids(&path);
+    check_v8(&path);
     let committed = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden/v7/dataset")
+        .join("tests/golden/v8/dataset")
         .join(file_name(FormatKind::TocFull));
     assert_eq!(
         std::fs::read(&path).unwrap(),

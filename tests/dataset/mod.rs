@@ -468,9 +468,29 @@ fn forged_integer_labels_are_read_or_refused() {
         .read_block(0)
         .is_err());
     assert!(matches!(
-        file(8, int_labels(&[0, 1], &[1, 0, 0, 1])),
-        Err(Error::InFile { error, .. }) if matches!(*error, Error::UnsupportedVersion { found: 8, .. })
+        file(9, int_labels(&[0, 1], &[1, 0, 0, 1])),
+        Err(Error::InFile { error, .. }) if matches!(*error, Error::UnsupportedVersion { found: 9, .. })
     ));
+    // Version 8's scaled form (exponent 1, base -15, width 5: offsets 0,
+    // 22, 30, 15): -1.5, 0.7, 1.5, 0; kind 2 in version 7 names the
+    // kinds it has.
+    let offsets: u32 = 22 << 5 | 30 << 10 | 15 << 15;
+    let mut scaled = vec![2, 1, 29, 5];
+    scaled.extend_from_slice(&offsets.to_le_bytes()[..3]);
+    let ds = file(8, scaled.clone()).unwrap();
+    let block = ds.read_block(0).unwrap();
+    assert_eq!(block.labels(), &[-1.5, 0.7, 1.5, 0.0]);
+    let packed = block.pack().unwrap();
+    assert_eq!(packed.page(0).unwrap().labels(), &[-1.5, 0.7, 1.5, 0.0]);
+    let e = file(7, scaled)
+        .unwrap()
+        .read_block(0)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("block 0") && e.contains("labels kind") && e.contains("at most 1"),
+        "{e}"
+    );
 }
 
 /// A version-4 file reads back the same rows through every path: owned
@@ -485,7 +505,7 @@ fn shared_dictionary_files_read_back_through_every_path() {
         let path = temp_path("shared");
         let options = WriterOptions::default().with_segment_rows(1500);
         let info = write(&path, &all, &labels, options);
-        assert_eq!(info.version, 7, "{name}");
+        assert_eq!(info.version, 8, "{name}");
         let ds = Dataset::open(&path).unwrap();
         let (with_dict, segments) = ds.n_segments();
         assert_eq!(segments, 4, "{name}");

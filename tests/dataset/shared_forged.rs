@@ -159,7 +159,7 @@ fn with_block0(file: &[u8], edit: impl FnOnce(&mut [u8])) -> Vec<u8> {
     out
 }
 
-/// Version 4's compact pages (in the version-7 files written now), every
+/// Version 4's compact pages (in the version-8 files written now), every
 /// checksum right: each page form is
 /// read only in files of its version, and a compact page's form byte is
 /// checked (the rules of its bytes: `tests/codec/compact.rs`).
@@ -167,7 +167,7 @@ fn with_block0(file: &[u8], edit: impl FnOnce(&mut [u8])) -> Vec<u8> {
 fn forged_compact_pages_and_versions_are_refused() {
     let good = file();
     let ds = Dataset::from_memory(good.clone(), "good.toc").unwrap();
-    assert_eq!(ds.info().version, 7);
+    assert_eq!(ds.info().version, 8);
     let block = ds.read_block(0).unwrap();
     let mut tree = tocpile::DecodeTree::default();
     let view = block.toc_view(0, &mut tree).unwrap();
@@ -209,8 +209,8 @@ fn forged_compact_pages_and_versions_are_refused() {
     let e = read(v4).unwrap_err();
     assert!(e.contains("a version-3 page"), "{e}");
     // A later version is refused by name.
-    let mut v8 = good;
-    v8[4] = 8;
-    let e = read(v8).unwrap_err();
-    assert!(e.contains('8'), "{e}");
+    let mut v9 = good;
+    v9[4] = 9;
+    let e = read(v9).unwrap_err();
+    assert!(e.contains('9'), "{e}");
 }

@@ -195,6 +195,11 @@ fn dense_formats_refuse_columns_beyond_the_limit() {
 /// about 64 bytes, with a scaling section in its footer when `scale` is
 /// given.
 fn small_file_scaled(scale: Option<ScaleKind>) -> Vec<u8> {
+    small_file_labelled(scale, &[1.0; 40])
+}
+
+/// [`small_file_scaled`] with the given labels.
+fn small_file_labelled(scale: Option<ScaleKind>, labels: &[f64]) -> Vec<u8> {
     let path = temp_path("limits-small");
     let options = WriterOptions::default()
         .with_page_rows(4)
@@ -205,7 +210,7 @@ fn small_file_scaled(scale: Option<ScaleKind>) -> Vec<u8> {
     for k in 0..40u32 {
         rows.push_row(&[k % 10], &[1.0 + k as f64]).unwrap();
     }
-    w.push(&rows, &vec![1.0; 40]).unwrap();
+    w.push(&rows, labels).unwrap();
     w.finish().unwrap();
     let bytes = std::fs::read(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
@@ -225,8 +230,23 @@ fn a_truncated_file_with_a_scaling_section_says_where_it_was_cut() {
     a_truncated_file_says_where_it_was_cut_with(Some(ScaleKind::MaxAbs));
 }
 
+/// Pages whose labels (distinct counts) take the scaled form of file
+/// version 8: the walk that finds the cut reads through them.
+#[test]
+fn a_truncated_file_of_scaled_labels_says_where_it_was_cut() {
+    let labels: Vec<f64> = (0..40).map(|k| (k * 37 % 1000) as f64).collect();
+    let bytes = small_file_labelled(None, &labels);
+    assert_eq!(bytes[4], 8);
+    // The first page: 4 rows, labels kind 2 (the scaled form).
+    assert_eq!(&bytes[8..10], &[4, 2]);
+    a_truncated_file_says_where_it_was_cut_in(bytes);
+}
+
 fn a_truncated_file_says_where_it_was_cut_with(scale: Option<ScaleKind>) {
-    let bytes = small_file_scaled(scale);
+    a_truncated_file_says_where_it_was_cut_in(small_file_scaled(scale));
+}
+
+fn a_truncated_file_says_where_it_was_cut_in(bytes: Vec<u8>) {
     let n = bytes.len() as u64;
     let mut truncated = 0;
     for len in 8..bytes.len() {
