@@ -1,5 +1,5 @@
 //! Where the bytes of a dataset file go: per section, over every page of a
-//! TOC file (as `tocpile encode` writes it), versions 1 to 4.
+//! TOC file (as `tocpile encode` writes it), versions 1 to 8.
 //!
 //! For each file given, prints the bytes (and bytes per row) of: the page
 //! headers (row count and payload length varints), the labels sections
@@ -120,23 +120,57 @@ fn main() -> tocpile::Result<()> {
             // The labels sections are what the page headers and payloads
             // leave of the block (whatever form they are stored in).
             let mut labels = block.bytes().len() as u64;
-            for p in 0..block.n_pages() {
+            // Page copies (version 5: a zero byte each; from version 6 a
+            // run of them is a zero byte and their count) hold no bytes
+            // of a page of their own.
+            let mut run = 0u64;
+            for p in 0..=block.n_pages() {
+                let copy = p < block.n_pages() && block.page_is_copy(p);
+                if copy {
+                    run += 1;
+                    continue;
+                }
+                if run > 0 {
+                    let bytes = if info.version >= 6 {
+                        1 + varint_len(run)
+                    } else {
+                        run
+                    };
+                    add("page copies", bytes);
+                    labels -= bytes;
+                    run = 0;
+                }
+                if p == block.n_pages() {
+                    break;
+                }
                 let view = block.toc_view(p, &mut tree)?;
                 let blob = view.batch.as_bytes();
                 // Version 3: a page coded against the segment's
-                // dictionary; 4: the same, in the compact form.
-                let compact = view.batch.version() == 4;
-                let shared = view.batch.version() >= 3;
+                // dictionary; 4: the same, in the compact form; 7: a
+                // compact page of row ids.
+                let version = view.batch.version();
+                let compact = version == 4 || version == 7;
+                let shared = version >= 3;
                 shared_pages += shared as u64;
                 let rows = view.labels.len() as u64;
                 let header = varint_len(rows) + varint_len(blob.len() as u64);
                 add("page headers (rows, payload length)", header);
                 labels -= header + blob.len() as u64;
                 let n_cols_len = varint_len(view.batch.n_cols() as u64);
-                let batch_header = if compact { 1 } else { 6 + n_cols_len };
+                let arrays = packed_arrays_of(&view.batch);
+                // A page of row ids also stores its distinct rows' count.
+                let distinct = arrays
+                    .iter()
+                    .find(|a| a.name == "row lengths")
+                    .map_or(0, |a| a.count as u64);
+                let batch_header = match version {
+                    4 => 1,
+                    7 => 1 + varint_len(distinct),
+                    _ => 6 + n_cols_len,
+                };
                 add(
                     match (compact, shared) {
-                        (true, _) => "compact page: form byte",
+                        (true, _) => "compact page: form byte (and distinct rows)",
                         (false, true) => "v3 page: batch header (magic, version, flags, n_cols)",
                         (false, false) => "batch header (magic, version, flags, n_cols)",
                     },
@@ -150,7 +184,7 @@ fn main() -> tocpile::Result<()> {
                     length_saves += varint_len(blob.len() as u64);
                 }
                 let mut accounted = batch_header;
-                for array in packed_arrays_of(&view.batch) {
+                for array in arrays {
                     let name = match (shared, array.name) {
                         (true, "codes") => "v3 page: codes",
                         (true, "row lengths") => "v3 page: row lengths",
