@@ -32,6 +32,7 @@ GRAMMAR = [
     "page7ids     := 0x02 distinct:varint lens_width:u8 lens:bits{distinct * lens_width}",
     "dict         := pairs_len:varint pairs:u8{pairs_len} parents:escaped keys:packed",
     "              | 0x03 groups:u8 group{groups} raw_len:varint f64le{raw_len}",
+    "              | escaped                        if ID_GAPS: n_pairs elements",
     "group        := exponent:u8 base:zigzag-varint deltas:escaped",
     "page       := rows:varint labels payload_len:varint payload      rows >= 1 in versions 5 to 8",
     "            | 0x00                                               version 5: a page copy",
@@ -116,7 +117,7 @@ class Reader:
         return out
 
 
-FLAG_TREE, FLAG_INDEXED, FLAG_GAPS, FLAG_SHARED = 1, 2, 4, 8
+FLAG_TREE, FLAG_INDEXED, FLAG_GAPS, FLAG_SHARED, FLAG_ID_GAPS = 1, 2, 4, 8, 16
 
 
 def scaled_entries(r):
@@ -131,9 +132,10 @@ def scaled_entries(r):
     return entries
 
 
-def read_values(r, n_pairs, version):
-    """`values`: indexed (value ids and a dictionary) or inline f64s."""
-    ids = r.packed()
+def read_values(r, id_gaps):
+    """`values`: indexed (value ids and a dictionary): the ids as stored
+    (with ID_GAPS, the escaped elements) and the dictionary."""
+    ids = r.escaped() if id_gaps else r.packed()
     kind = r.u8()
     if kind == 0x00:
         dictionary = [r.f64() for _ in range(r.varint())]
@@ -152,7 +154,7 @@ def read_values(r, n_pairs, version):
         dictionary += [r.f64() for _ in range(r.varint())]
     else:
         raise ValueError(f"dictionary kind {kind}")
-    return [dictionary[i] for i in ids]
+    return ids, dictionary
 
 
 class Tree:
@@ -194,15 +196,11 @@ def read_batch(blob):
         gaps = r.escaped()
     else:
         cols = r.packed()
+    ids = dictionary = None
     if flags & FLAG_INDEXED:
-        # n_pairs is the count of the value ids (read inside).
-        at = r.at
-        n_pairs = r.varint()
-        r.at = at
-        values = read_values(r, n_pairs, version)
+        ids, dictionary = read_values(r, flags & FLAG_ID_GAPS)
     else:
-        n_pairs = len(cols)
-        values = [r.f64() for _ in range(n_pairs)]
+        values = [r.f64() for _ in range(len(cols))]
     if flags & FLAG_GAPS:
         cols, col = [], 0
         starts = set()
@@ -214,6 +212,15 @@ def read_batch(blob):
         for k, g in enumerate(gaps):
             col = g if k in starts else col + g
             cols.append(col)
+    if flags & FLAG_ID_GAPS:
+        # Each id is its element where its column starts, else the
+        # previous pair's id plus its element.
+        elements, ids = ids, []
+        for k, e in enumerate(elements):
+            same = k > 0 and cols[k] == cols[k - 1]
+            ids.append(ids[-1] + e if same else e)
+    if ids is not None:
+        values = [dictionary[i] for i in ids]
     codes = r.packed() if flags & FLAG_TREE else None
     assert r.at == len(blob), "trailing bytes"
     return n_cols, list(zip(cols, values)), row_lengths, codes

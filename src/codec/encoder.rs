@@ -170,9 +170,17 @@ pub struct Encoder {
     pub(super) flat_gaps: Vec<u64>,
     /// First-layer permutation scratch (sorting by column).
     order: Vec<u32>,
-    /// Whether the value dictionary may be grouped: set while a shared
-    /// dictionary's pairs are written for a file of version 8.
+    /// Whether the value dictionary may be grouped and the value ids
+    /// gap-coded: set while a shared dictionary's pairs are written for a
+    /// file of version 8.
     pub(super) grouped_dictionary: bool,
+    /// Final dictionary id by value bits, when known before the first
+    /// layer is numbered (a shared dictionary of a version-8 file): the
+    /// first layer is then sorted by column and, within a column, by id,
+    /// so that the ids can be written as gaps.
+    pub(super) value_rank: HashMap<u64, u32>,
+    /// Value id gaps within columns, scratch (`physical.rs`).
+    pub(super) id_gaps: Vec<u64>,
 }
 
 impl Encoder {
@@ -328,12 +336,25 @@ impl Encoder {
     /// `seq` to the new ids.
     fn sort_first_layer(&mut self) {
         let cols = &self.first_cols;
-        if cols.windows(2).all(|w| w[0] <= w[1]) {
+        let ranked = !self.value_rank.is_empty();
+        if !ranked && cols.windows(2).all(|w| w[0] <= w[1]) {
             return;
         }
         self.order.clear();
         self.order.extend(0..cols.len() as u32);
-        self.order.sort_by_key(|&i| cols[i as usize]);
+        if ranked {
+            let (vals, rank) = (&self.first_vals, &self.value_rank);
+            let key = |i: u32| {
+                let bits = vals[i as usize].to_bits();
+                (
+                    cols[i as usize],
+                    rank.get(&bits).copied().unwrap_or(u32::MAX),
+                )
+            };
+            self.order.sort_by_key(|&i| key(i));
+        } else {
+            self.order.sort_by_key(|&i| cols[i as usize]);
+        }
         // rank[old] = new id (1-based), in `scratch`.
         self.scratch.clear();
         self.scratch.resize(self.order.len() + 1, 0);

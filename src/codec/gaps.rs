@@ -136,6 +136,17 @@ pub(crate) fn running_totals(
     Ok(())
 }
 
+/// The elements of an escape-coded array of `count` symbols of `width`
+/// bits packed in `payload` (structure checked): its symbols that are not
+/// the escape, counted in place (what a layout parse may do: it
+/// allocates nothing).
+pub(crate) fn count_packed_elements(payload: &[u8], width: u8, count: usize) -> usize {
+    let e = escape(width) as u32;
+    (0..count)
+        .filter(|&i| crate::wire::packed_get(payload, width, i) != e)
+        .count()
+}
+
 /// Number of elements of escape-coded `symbols` at `width` (an
 /// unterminated trailing one not counted).
 pub(crate) fn count_elements(symbols: &[u32], width: u8) -> usize {

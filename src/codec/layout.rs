@@ -15,6 +15,7 @@
 
 pub(crate) use super::dict_layout::grouped_groups;
 use super::dict_layout::{read_grouped, read_scaled};
+use super::gaps::count_packed_elements;
 use crate::error::{Error, Result};
 use crate::sparse::MAX_COLS;
 use crate::wire::{read_packed, read_packed_of, unzigzag, Packed, Reader, MAX_COUNT};
@@ -39,6 +40,13 @@ pub(crate) const FLAG_INDEXED: u8 = 2;
 /// of consecutive first-layer pairs (sorted by column); for a flat batch,
 /// between consecutive columns of a row.
 pub(crate) const FLAG_GAPS: u8 = 4;
+
+/// Flag (version 2, only in the pairs of a shared dictionary of a dataset
+/// file of version 8, with `FLAG_TREE` and `FLAG_INDEXED`): the value ids
+/// are escape-coded gaps between the ids of consecutive pairs of one
+/// column (each column's first pair: its id), so a column's ascending
+/// ids cost a few bits each.
+pub(crate) const FLAG_ID_GAPS: u8 = 16;
 
 /// Flag (version 3, with `FLAG_TREE` and nothing else): the page's
 /// codes refer to its segment's shared dictionary; the page stores row
@@ -178,6 +186,11 @@ impl Layout {
     pub(crate) fn has_gaps(&self) -> bool {
         self.flags & FLAG_GAPS != 0
     }
+
+    /// Whether value ids are escape-coded gaps within each column.
+    pub(crate) fn has_id_gaps(&self) -> bool {
+        self.flags & FLAG_ID_GAPS != 0
+    }
 }
 
 /// Checks the structure of `blob` and returns its layout.
@@ -209,7 +222,17 @@ fn parse_in(blob: &[u8], grouped_allowed: bool) -> Result<Layout> {
     let undefined_combination = flags & FLAG_GAPS != 0 && flags & FLAG_INDEXED == 0;
     // A version-3 page has exactly one form.
     let partial_shared = version == 3 && flags != FLAG_TREE | FLAG_SHARED;
-    if flags & !KNOWN_FLAGS[version as usize] != 0 || undefined_combination || partial_shared {
+    // Id gaps: a dictionary's pairs (a tree batch of version 2) only.
+    let id_gaps = flags & FLAG_ID_GAPS != 0;
+    let known = KNOWN_FLAGS[version as usize]
+        | if grouped_allowed && version == 2 {
+            FLAG_ID_GAPS
+        } else {
+            0
+        };
+    let id_gaps_misplaced =
+        id_gaps && flags & (FLAG_TREE | FLAG_INDEXED) != FLAG_TREE | FLAG_INDEXED;
+    if flags & !known != 0 || undefined_combination || partial_shared || id_gaps_misplaced {
         return Err(Error::UnknownFlags {
             offset: flags_at,
             flags,
@@ -227,8 +250,14 @@ fn parse_in(blob: &[u8], grouped_allowed: bool) -> Result<Layout> {
         // Ids may have width 0 (a one-value dictionary): their count must
         // equal the pair count (at most the column symbols when those are
         // escape-coded), which the byte-backed columns bound.
-        let ids = read_packed(&mut r, "value ids", true)?;
-        if ids.count != pair_cols.count && !(gaps && ids.count <= pair_cols.count) {
+        let ids = read_packed(&mut r, "value ids", !id_gaps)?;
+        // Escape-coded ids hold as many pairs as they have elements.
+        let n_ids = if id_gaps {
+            count_packed_elements(ids.payload(r.blob()), ids.width, ids.count)
+        } else {
+            ids.count
+        };
+        if n_ids != pair_cols.count && !(gaps && n_ids <= pair_cols.count) {
             return Err(Error::LengthMismatch {
                 what: if gaps {
                     "value ids (at most one per column symbol)"
@@ -236,7 +265,7 @@ fn parse_in(blob: &[u8], grouped_allowed: bool) -> Result<Layout> {
                     "value ids (one per pair)"
                 },
                 expected: pair_cols.count as u64,
-                found: ids.count as u64,
+                found: n_ids as u64,
             });
         }
         let kind_at = r.offset();
@@ -293,6 +322,9 @@ fn parse_in(blob: &[u8], grouped_allowed: bool) -> Result<Layout> {
         Values::Inline { start }
     };
     let n_pairs = match values {
+        Values::Indexed { ids, .. } if id_gaps => {
+            count_packed_elements(ids.payload(blob), ids.width, ids.count)
+        }
         Values::Indexed { ids, .. } => ids.count,
         Values::Inline { .. } => pair_cols.count,
     };

@@ -135,6 +135,9 @@ impl DecodeTree {
                         &mut dict_vals,
                     )?;
                     unpack_into(ids.payload(blob), ids.width, ids.count, &mut self.scratch);
+                    if layout.has_id_gaps() {
+                        self.ids_from_gaps(&ids, n)?;
+                    }
                     self.pair_vals.reserve(self.scratch.len());
                     for (i, &id) in self.scratch.iter().enumerate() {
                         match dict_vals.get(id as usize) {
@@ -152,6 +155,36 @@ impl DecodeTree {
                 })?;
             }
         }
+        Ok(())
+    }
+}
+
+impl DecodeTree {
+    /// Turns the escape-coded id gaps in `scratch` (the symbols of `ids`)
+    /// into the `n` pairs' value ids, in `scratch`: a pair's id is its
+    /// element where its column starts (the first layer is sorted by
+    /// column), else the previous pair's id plus its element. Needs the
+    /// pairs' columns (loaded first). An id past `u32` is one past every
+    /// dictionary.
+    fn ids_from_gaps(&mut self, ids: &Packed, n: usize) -> Result<()> {
+        let mut totals = std::mem::take(&mut self.gaps);
+        let what = "value ids (escape-coded gaps within a column)";
+        let summed = running_totals(&self.scratch, ids, n, what, &mut totals);
+        if let Err(e) = summed {
+            self.gaps = totals;
+            return Err(e);
+        }
+        self.scratch.clear();
+        let (mut previous_total, mut id) = (0u64, 0u64);
+        for (k, &total) in totals.iter().enumerate() {
+            let element = total - previous_total;
+            previous_total = total;
+            // pair_cols[0] is the root's placeholder: pair k is k + 1.
+            let same_column = k > 0 && self.pair_cols[k + 1] == self.pair_cols[k];
+            id = if same_column { id + element } else { element };
+            self.scratch.push(id.min(u32::MAX as u64) as u32);
+        }
+        self.gaps = totals;
         Ok(())
     }
 }

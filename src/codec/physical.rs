@@ -17,7 +17,7 @@
 
 use super::encoder::Encoder;
 use super::gaps::{best_width, write_escaped};
-use super::layout::{FLAG_GAPS, FLAG_INDEXED, FLAG_TREE};
+use super::layout::{FLAG_GAPS, FLAG_ID_GAPS, FLAG_INDEXED, FLAG_TREE};
 use super::values::{packed_len, varint_len, Allowed};
 use super::Packing;
 use crate::sparse::SparseBatch;
@@ -90,13 +90,22 @@ impl Encoder {
                 if v2(tree_cols) {
                     out[version_at] = 2;
                 }
+                let flags_at = out.len();
                 out.push(FLAG_TREE | FLAG_INDEXED | gaps_flag(tree_cols));
                 write_varint(out, batch.n_cols() as u64);
                 write_packed(out, &self.row_lens, w_lens);
                 let first_cols = std::mem::take(&mut self.first_cols);
                 self.write_columns(out, tree_cols, &first_cols, false);
                 self.first_cols = first_cols;
-                write_packed(out, &self.ids, w_ids);
+                match self.id_gap_width(w_ids) {
+                    Some(width) => {
+                        // A version-2 flag.
+                        out[version_at] = 2;
+                        out[flags_at] |= FLAG_ID_GAPS;
+                        write_escaped(out, &self.id_gaps, width, &mut self.scratch);
+                    }
+                    None => write_packed(out, &self.ids, w_ids),
+                }
                 self.dict.write(out);
                 write_packed(out, &self.codes, w_codes);
             }
@@ -183,6 +192,32 @@ impl Encoder {
                 write_escaped(out, gaps, w, &mut self.scratch);
             }
         }
+    }
+}
+
+impl Encoder {
+    /// For a shared dictionary's pairs of a version-8 file: the value ids
+    /// as gaps within each column (into `id_gaps`) and their width, when
+    /// every column's ids ascend and the escaped array is smaller than
+    /// the ids packed at `w_ids`.
+    fn id_gap_width(&mut self, w_ids: u8) -> Option<u8> {
+        if !self.grouped_dictionary {
+            return None;
+        }
+        self.id_gaps.clear();
+        for (k, &id) in self.ids.iter().enumerate() {
+            let same_column = k > 0 && self.first_cols[k] == self.first_cols[k - 1];
+            if !same_column {
+                self.id_gaps.push(id as u64);
+            } else if id > self.ids[k - 1] {
+                self.id_gaps.push((id - self.ids[k - 1]) as u64);
+            } else {
+                return None;
+            }
+        }
+        let (width, bits) = best_width(&self.id_gaps, false);
+        let escaped = varint_len(bits / width as u64) + 1 + bits.div_ceil(8);
+        (escaped < packed_len(self.ids.len() as u64, w_ids)).then_some(width)
     }
 }
 

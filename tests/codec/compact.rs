@@ -54,7 +54,12 @@ fn compact_pages_round_trip(sets: Sets) {
         let (all, _) = load(name, 3000);
         let [(dict3, pages3), (dict4, pages4)] = segment(&all, 50);
         assert!(dict4.compact_pages() && !dict3.compact_pages());
-        assert_eq!(dict3.as_bytes(), dict4.as_bytes(), "{name}: one dictionary");
+        // The same pairs and shared nodes; a version-8 dictionary (for
+        // compact pages) may number and store them otherwise, in fewer
+        // bytes (`tests/codec/grouped.rs`).
+        let shape = |d: &SharedDict| (d.n_pairs(), d.n_nodes());
+        assert_eq!(shape(&dict3), shape(&dict4), "{name}: one dictionary");
+        assert!(dict4.as_bytes().len() <= dict3.as_bytes().len(), "{name}");
         let mut tree = DecodeTree::default();
         for (k, (p3, p4)) in pages3.iter().zip(&pages4).enumerate() {
             let want = all.slice_rows(50 * k..(50 * k + 50).min(all.n_rows()));

@@ -40,6 +40,10 @@ fn a_dictionary_of_mixed_decimals_is_grouped_and_smaller() {
     let model = encoder.learn_segment_in(&rows, true).unwrap().unwrap();
     let grouped = Arc::clone(model.dict());
     assert!(grouped.grouped_values());
+    // Its pairs' ids are gap-coded within columns (flag 16): the pairs
+    // batch's flags byte follows its length, magic and version.
+    let pairs_len_bytes = 2;
+    assert_eq!(grouped.as_bytes()[pairs_len_bytes + 5] & 16, 16);
     // Read again from its bytes, it is the same dictionary.
     let again = SharedDict::from_bytes(grouped.as_bytes().to_vec()).unwrap();
     assert!(again.grouped_values());
@@ -77,6 +81,20 @@ fn pairs(ids: &[u32], grouped: Blob) -> Vec<u8> {
         .packed(ids, 3)
         .byte(3)
         .raw(&grouped.0)
+        .packed(&[], 0)
+        .0
+}
+
+/// The pairs of a forged dictionary with ID_GAPS: columns 0, 0, 1 (as
+/// column gaps at width 2), value ids as the escaped symbols `id_gaps` at
+/// width 3 (escape 7), into the grouped dictionary [`good_groups`].
+fn id_gap_pairs(id_gaps: &[u32]) -> Vec<u8> {
+    Blob::versioned(2, 3 | 4 | 16, 3)
+        .packed(&[], 0)
+        .packed(&[0, 0, 1], 2)
+        .packed(id_gaps, 3)
+        .byte(3)
+        .raw(&good_groups().0)
         .packed(&[], 0)
         .0
 }
@@ -147,7 +165,71 @@ fn forged_grouped_dictionaries_break_one_rule_each() {
         "{e:?}"
     );
 
+    // Ids as gaps within columns: 0, then 0 + 2 in column 0; 3 in column
+    // 1: pairs (0, 3), (0, 1.25) and (1, 1e300); rows of codes 1 and 2 3.
+    let ok = Arc::new(SharedDict::from_bytes(dict(&id_gap_pairs(&[0, 2, 3]))).unwrap());
+    let page = Blob::versioned(3, 9, 3)
+        .packed(&[1, 2], 2)
+        .packed(&[1, 2, 3], 2)
+        .0;
+    let rows = TocBatch::from_bytes_shared(&page[..], 0, &ok, &mut DecodeTree::default())
+        .unwrap()
+        .decode();
+    assert_eq!(
+        (rows.cols(), rows.values()),
+        (&[0, 0, 1][..], &[3.0, 1.25, 1e300][..])
+    );
     type Check = fn(&Error) -> bool;
+    let id_cases: Vec<(&str, Vec<u8>, Check)> = vec![
+        (
+            "flag 16 in a batch of its own",
+            id_gap_pairs(&[0, 2, 3]),
+            |e| matches!(e, Error::UnknownFlags { flags: 23, .. }),
+        ),
+        (
+            "an id past the dictionary through its gaps (1, 1 + 3)",
+            dict(&id_gap_pairs(&[1, 3, 2])),
+            |e| {
+                matches!(
+                    e,
+                    Error::ValueIdOutOfRange {
+                        id: 4,
+                        dict_len: 4,
+                        ..
+                    }
+                )
+            },
+        ),
+        (
+            "an escape: 7 + 0",
+            dict(&id_gap_pairs(&[0, 2, 7, 0])),
+            |e| matches!(e, Error::ValueIdOutOfRange { id: 7, .. }),
+        ),
+        (
+            "ids ending in an escape",
+            dict(&id_gap_pairs(&[0, 2, 3, 7])),
+            |e| matches!(e, Error::UnterminatedEscape { .. }),
+        ),
+        (
+            "fewer id elements than pairs",
+            dict(&id_gap_pairs(&[0, 2])),
+            |e| matches!(e, Error::LengthMismatch { .. }),
+        ),
+        (
+            "more id elements than column symbols",
+            dict(&id_gap_pairs(&[0, 2, 1, 1])),
+            |e| matches!(e, Error::LengthMismatch { .. }),
+        ),
+    ];
+    for (name, bytes, expected) in id_cases {
+        let e = if name.starts_with("flag 16") {
+            TocBatch::from_bytes(&bytes[..]).map(|_| ()).unwrap_err()
+        } else {
+            SharedDict::from_bytes(bytes).map(|_| ()).expect_err(name)
+        };
+        assert!(expected(&e), "{name}: {e:?}");
+    }
+
     let group = |exponent: u8, base: u64, deltas: &[u32], width: u8| {
         Blob(Vec::new())
             .byte(exponent)
@@ -248,5 +330,34 @@ fn forged_grouped_dictionaries_break_one_rule_each() {
         // Ids 0, 1, 3: the fourth entry is named.
         let e = read(dict(&pairs(&[0, 1, 3], groups))).expect_err(name);
         assert!(expected(&e), "{name}: {e:?}");
+    }
+}
+
+/// Regression (proptest, `check_agrees_with_the_build_on_mutated_pages`
+/// and `files_of_repeated_rows_round_trip`): a dictionary of plain
+/// columns and an integer dictionary is a version-1 batch, where flag 16
+/// is unknown; the writer wrote its gap-coded ids without raising the
+/// version, and its own dictionary was refused. One column of 200
+/// values `k * 1e-30` (no decimal of at most 22 digits: a float
+/// dictionary, in order of first appearance): ids 0 to 199, gaps of 1.
+#[test]
+fn gap_coded_ids_raise_a_version_1_dictionary_to_version_2() {
+    let mut rows = SparseBatch::with_cols(1).unwrap();
+    for k in 1..=200 {
+        rows.push_row(&[0], &[k as f64 * 1e-30]).unwrap();
+    }
+    let mut encoder = Encoder::new(EncodeOptions::default());
+    let model = encoder.learn_segment_in(&rows, true).unwrap().unwrap();
+    let bytes = model.dict().as_bytes();
+    // Pairs length (2 bytes), magic, then version 2 and flags with 16.
+    assert_eq!((bytes[6], bytes[7] & 16), (2, 16), "{:?}", &bytes[..8]);
+    let mut tree = DecodeTree::default();
+    for start in (0..200).step_by(50) {
+        let page = rows.slice_rows(start..start + 50);
+        let encoded = encoder.encode_shared(&page, &model).unwrap();
+        let read = TocBatch::from_bytes_shared(encoded.as_bytes(), 50, model.dict(), &mut tree)
+            .unwrap()
+            .decode();
+        assert!(read == page, "rows {start}..");
     }
 }

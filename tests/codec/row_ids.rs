@@ -50,7 +50,10 @@ fn pages_of_repeated_rows_round_trip_smaller() {
         let v6 = without_row_ids(&dict);
         let mut encoder3 = Encoder::new(EncodeOptions::default());
         let model3 = encoder3.learn_segment_in(&all, false).unwrap().unwrap();
-        assert_eq!(model3.dict().as_bytes(), dict.as_bytes(), "one dictionary");
+        // The same pairs and shared nodes (a version-8 dictionary may
+        // number and store them otherwise: `tests/codec/grouped.rs`).
+        let shape = |d: &SharedDict| (d.n_pairs(), d.n_nodes());
+        assert_eq!(shape(model3.dict()), shape(&dict), "one dictionary");
         let mut tree = DecodeTree::default();
         for start in (0..500).step_by(50) {
             let want = all.slice_rows(start..start + 50);

@@ -367,8 +367,8 @@ fn golden_v7_dataset_file_reads() {
 
 /// Version 8: version 7's rows, whose dictionaries' values (1, 7, -2.5,
 /// 0.125, 1e300, a subnormal) are grouped (integers, one and three
-/// decimals, raw) and whose pages of labels 0, 1 and 2 take the scaled
-/// form. Called version 7, the file is refused at its first grouped
+/// decimals, raw), whose pairs' value ids are gap-coded within columns
+/// and whose pages of labels 0, 1 and 2 take the scaled form. Called version 7, the file is refused at its first grouped
 /// dictionary; its labels are the scaled form's.
 fn check_v8(path: &Path) {
     check_row_ids(path, 8);
@@ -378,6 +378,10 @@ fn check_v8(path: &Path) {
     assert!(e.contains("a grouped value dictionary (kind 3)"), "{e}");
     let (_, labels) = rows_v7();
     let bytes = std::fs::read(path).unwrap();
+    // Two of its three dictionaries' pairs gap-code their value ids: a
+    // version-2 batch of flags TREE, INDEXED, GAPS and ID_GAPS.
+    let id_gaps = bytes.windows(6).filter(|w| w == b"TOCB\x02\x17").count();
+    assert_eq!(id_gaps, 2);
     // The first page: 5 rows, labels 0 1 2 0 1 as kind 2, exponent 0,
     // base 0, width 2, offsets packed from the low bits: 00 01 10 00,
     // then 01.
