@@ -49,6 +49,8 @@ pub struct SharedDict {
     /// Whether its pairs' value dictionary is grouped (what only a file
     /// of version 8 may hold).
     grouped: bool,
+    /// Whether its pairs' value ids are gap-coded (likewise).
+    id_gaps: bool,
     /// The complete tree (node `i` has Algorithm 2's id `i`).
     pub(super) tree: DecodeTree,
 }
@@ -122,6 +124,7 @@ impl SharedDict {
             compact: false,
             row_ids: false,
             grouped,
+            id_gaps: layout.has_id_gaps(),
             tree,
         })
     }
@@ -131,6 +134,12 @@ impl SharedDict {
     /// of version 8 or later.
     pub fn grouped_values(&self) -> bool {
         self.grouped
+    }
+
+    /// Whether the pairs' value ids are gap-coded within columns (flag
+    /// ID_GAPS): a dictionary of a dataset file of version 8 or later.
+    pub fn gap_coded_ids(&self) -> bool {
+        self.id_gaps
     }
 
     /// The dictionary, for pages in the compact form (`compact`: a

@@ -185,6 +185,12 @@ impl<S: Source> Dataset<S> {
                             found: "a grouped value dictionary (kind 3)",
                         });
                     }
+                    if dict.gap_coded_ids() && version < super::GROUPED_VERSION {
+                        return Err(Error::WrongFormat {
+                            expected: "packed value ids (a file before version 8)",
+                            found: "gap-coded value ids (flag 16)",
+                        });
+                    }
                     if dict.n_cols() != info.n_cols {
                         return Err(Error::LengthMismatch {
                             what: "columns of a shared dictionary (the file's)",

@@ -549,3 +549,28 @@ fn shared_dictionary_files_read_back_through_every_path() {
         std::fs::remove_file(&path).unwrap();
     }
 }
+
+/// A version-8 file whose dictionary gap-codes its value ids (a float
+/// dictionary, so nothing else of version 8), labelled version 7, is
+/// refused when it opens, naming the form.
+#[test]
+fn gap_coded_ids_are_refused_before_version_8() {
+    // 200 values that are no decimal, each in ten rows: the pages pay
+    // for a dictionary.
+    let mut rows = SparseBatch::with_cols(1).unwrap();
+    for i in 0..2000u32 {
+        rows.push_row(&[0], &[(i * 7 % 200 + 1) as f64 * 1e-30])
+            .unwrap();
+    }
+    let path = temp_path("id-gaps");
+    let info = write(&path, &rows, &[1.0; 2000], WriterOptions::default());
+    assert_eq!(info.version, 8);
+    let mut bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    Dataset::from_memory(bytes.clone(), "v8.toc").unwrap();
+    bytes[4] = 7;
+    let e = Dataset::from_memory(bytes, "v7.toc")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("gap-coded value ids (flag 16)"), "{e}");
+}
