@@ -255,8 +255,8 @@ pub fn arbitrary_v4_file(u: &mut Unstructured<'_>) -> Result<(Vec<u8>, Option<Sp
         pages.push((batch.n_rows() as u64, page.into_bytes()));
     }
     // A page of row ids (first byte 2) needs a file of version 7, a
-    // grouped dictionary one of version 8.
-    let version = if model.dict().grouped_values() {
+    // grouped dictionary or gap-coded ids one of version 8.
+    let version = if model.dict().grouped_values() || model.dict().gap_coded_ids() {
         8
     } else if pages.iter().any(|p| p.1.first() == Some(&2)) {
         7
@@ -347,9 +347,9 @@ pub fn arbitrary_v5_file_with_copies(
     let per_block = u.int_in_range(1usize..=8)?;
     let what = u.int_in_range(0u8..=15)?;
     // Versions 5 to 8; a page of row ids (first byte 2) needs 7, a
-    // grouped dictionary 8.
+    // grouped dictionary or gap-coded ids 8.
     let ids = pages.iter().flatten().any(|p| p.2.first() == Some(&2));
-    let grouped = model.dict().grouped_values();
+    let grouped = model.dict().grouped_values() || model.dict().gap_coded_ids();
     let mut version = match u.int_in_range(0u8..=3)? {
         0 if !ids && !grouped => 5,
         1 if !ids && !grouped => 6,
