@@ -174,11 +174,6 @@ pub struct Encoder {
     /// gap-coded: set while a shared dictionary's pairs are written for a
     /// file of version 8.
     pub(super) grouped_dictionary: bool,
-    /// Final dictionary id by value bits, when known before the first
-    /// layer is numbered (a shared dictionary of a version-8 file): the
-    /// first layer is then sorted by column and, within a column, by id,
-    /// so that the ids can be written as gaps.
-    pub(super) value_rank: HashMap<u64, u32>,
     /// Value id gaps within columns, scratch (`physical.rs`).
     pub(super) id_gaps: Vec<u64>,
 }
@@ -332,28 +327,48 @@ impl Encoder {
         }
     }
 
-    /// Renumbers the first layer in ascending column order and rewrites
-    /// `seq` to the new ids.
+    /// For a shared dictionary of a version-8 file, each first-layer
+    /// pair's final dictionary id, where the dictionary's order follows
+    /// from its values alone (scaled, grouped: `index_values` then gives
+    /// the same ids), so that a column's pairs can be numbered by id and
+    /// their ids written as gaps. The choices are those of the default
+    /// options, which a dictionary's pairs are written with.
+    fn value_ranks(&mut self) -> Option<Vec<u32>> {
+        if !self.grouped_dictionary {
+            return None;
+        }
+        self.dict.clear();
+        let mut ids = Vec::with_capacity(self.first_vals.len());
+        for &v in &self.first_vals {
+            ids.push(self.dict.id(v));
+        }
+        self.dict.finish(super::values::Allowed {
+            int: true,
+            scaled: true,
+            bytes: false,
+            grouped: true,
+        });
+        self.dict
+            .orders_by_value()
+            .then(|| ids.iter().map(|&id| self.dict.final_id(id)).collect())
+    }
+
+    /// Renumbers the first layer in ascending column order (and, for a
+    /// version-8 dictionary, ascending id within a column: `value_ranks`)
+    /// and rewrites `seq` to the new ids.
     fn sort_first_layer(&mut self) {
+        let ranks = self.value_ranks();
         let cols = &self.first_cols;
-        let ranked = !self.value_rank.is_empty();
-        if !ranked && cols.windows(2).all(|w| w[0] <= w[1]) {
+        if ranks.is_none() && cols.windows(2).all(|w| w[0] <= w[1]) {
             return;
         }
         self.order.clear();
         self.order.extend(0..cols.len() as u32);
-        if ranked {
-            let (vals, rank) = (&self.first_vals, &self.value_rank);
-            let key = |i: u32| {
-                let bits = vals[i as usize].to_bits();
-                (
-                    cols[i as usize],
-                    rank.get(&bits).copied().unwrap_or(u32::MAX),
-                )
-            };
-            self.order.sort_by_key(|&i| key(i));
-        } else {
-            self.order.sort_by_key(|&i| cols[i as usize]);
+        match &ranks {
+            Some(ranks) => self
+                .order
+                .sort_by_key(|&i| (cols[i as usize], ranks[i as usize])),
+            None => self.order.sort_by_key(|&i| cols[i as usize]),
         }
         // rank[old] = new id (1-based), in `scratch`.
         self.scratch.clear();

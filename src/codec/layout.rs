@@ -13,8 +13,7 @@
 //! batch header or the counts ([`parse_compact`], given the page
 //! header's row count).
 
-pub(crate) use super::dict_layout::grouped_groups;
-use super::dict_layout::{read_grouped, read_scaled};
+use super::dict_layout::{grouped_groups, read_grouped, read_scaled};
 use super::gaps::count_packed_elements;
 use crate::error::{Error, Result};
 use crate::sparse::MAX_COLS;
@@ -246,6 +245,7 @@ fn parse_in(blob: &[u8], grouped_allowed: bool) -> Result<Layout> {
     }
     let pair_cols = read_packed(&mut r, "pair columns", false)?;
     let gaps = flags & FLAG_GAPS != 0;
+    let mut n_pairs = pair_cols.count;
     let values = if flags & FLAG_INDEXED != 0 {
         // Ids may have width 0 (a one-value dictionary): their count must
         // equal the pair count (at most the column symbols when those are
@@ -268,6 +268,7 @@ fn parse_in(blob: &[u8], grouped_allowed: bool) -> Result<Layout> {
                 found: n_ids as u64,
             });
         }
+        n_pairs = n_ids;
         let kind_at = r.offset();
         let dict = match r.u8("dictionary kind")? {
             DICT_F64 => {
@@ -320,13 +321,6 @@ fn parse_in(blob: &[u8], grouped_allowed: bool) -> Result<Layout> {
         let start = r.offset();
         r.bytes(pair_cols.count as u64 * 8, "inline values")?;
         Values::Inline { start }
-    };
-    let n_pairs = match values {
-        Values::Indexed { ids, .. } if id_gaps => {
-            count_packed_elements(ids.payload(blob), ids.width, ids.count)
-        }
-        Values::Indexed { ids, .. } => ids.count,
-        Values::Inline { .. } => pair_cols.count,
     };
     let codes = if flags & FLAG_TREE != 0 {
         Some(read_packed(&mut r, "codes", false)?)

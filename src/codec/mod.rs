@@ -79,6 +79,7 @@ pub(crate) fn compact_layout(
 }
 
 pub(crate) use layout::packed_arrays;
+pub(crate) use layout::MAX_EXPONENT;
 pub(crate) use pairs::{scaled_value, POW10};
 pub(crate) use values::decimal_exponent;
 

@@ -4,7 +4,8 @@
 //! values inline or through a dictionary of raw `f64`s, integers, or
 //! scaled integers (decimals, in the spirit of ALP: Afroozeh et al.,
 //! SIGMOD 2024), or groups of scaled integers of several exponents and
-//! raw exceptions (a shared dictionary's, file version 8). Every column is checked against `n_cols` and every value
+//! raw exceptions (a shared dictionary's, file version 8). Every column
+//! is checked against `n_cols` and every value
 //! against zero and for being finite (a NaN would turn every score it
 //! touches into NaN) on the way.
 

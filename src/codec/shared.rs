@@ -319,27 +319,11 @@ impl Encoder {
                 max: u32::MAX as u64 - 2,
             });
         }
-        // For a version-8 file, the dictionary's final ids where they
-        // follow from the values alone: the first layer is numbered by
-        // column and id, and the ids are written as gaps.
-        self.value_rank.clear();
-        if compact_pages {
-            let mut dict = super::values::Dictionary::default();
-            for &v in rows.values() {
-                dict.id(v);
-            }
-            dict.finish(super::values::Allowed {
-                int: true,
-                scaled: true,
-                bytes: false,
-                grouped: true,
-            });
-            if let Some(ranks) = dict.final_ranks() {
-                self.value_rank.extend(ranks);
-            };
-        }
+        // For a version-8 file the first layer is numbered by column and
+        // dictionary id (`sort_first_layer`), and the ids may be written
+        // as gaps.
+        self.grouped_dictionary = compact_pages;
         self.logical(rows, true);
-        self.value_rank.clear();
         let n_first = self.first_cols.len() as u32 + 1;
         let n_created = self.codes.len() - self.row_lens.iter().filter(|&&l| l > 0).count();
         // Parent and key of every created node, by id - n_first.
@@ -408,7 +392,6 @@ impl Encoder {
         let saved = self.options;
         self.options = super::EncodeOptions::default();
         self.options.adaptive.flat_pages = false;
-        self.grouped_dictionary = compact_pages;
         let mut pairs = Vec::new();
         pairs.extend_from_slice(&MAGIC);
         pairs.push(1);

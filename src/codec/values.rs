@@ -183,18 +183,13 @@ impl Dictionary {
         self.remap[id as usize]
     }
 
-    /// Each value's bits and final id, when the chosen form orders the
-    /// values by the set alone (scaled: ascending; grouped: by group, then
-    /// ascending, raw values by their bits), so that another dictionary
-    /// of the same values and choices gives the same ids; else `None`
-    /// (float and integer forms keep the order of first appearance).
-    pub(super) fn final_ranks(&self) -> Option<impl Iterator<Item = (u64, u32)> + '_> {
-        matches!(self.form, Some(Form::Scaled { .. } | Form::Grouped)).then(|| {
-            self.values
-                .iter()
-                .zip(&self.remap)
-                .map(|(v, &id)| (v.to_bits(), id))
-        })
+    /// Whether the chosen form orders the values by the set alone
+    /// (scaled: ascending; grouped: by group, then ascending, raw values
+    /// by their bits), so that another dictionary of the same values and
+    /// choices gives the same ids (float and integer forms keep the order
+    /// of first appearance).
+    pub(super) fn orders_by_value(&self) -> bool {
+        matches!(self.form, Some(Form::Scaled { .. } | Form::Grouped))
     }
 
     /// Whether the chosen form needs format version 2.
@@ -315,7 +310,7 @@ impl Dictionary {
             self.group_order.extend(run.iter().map(|k| k.2));
         }
         // By their bits: the order, like the groups', follows from the
-        // set of values alone (`final_ranks`).
+        // set of values alone (`orders_by_value`).
         let values = &self.values;
         self.raw
             .sort_unstable_by_key(|&i| values[i as usize].to_bits());

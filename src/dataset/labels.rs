@@ -24,7 +24,7 @@
 //! varint or eight bytes per row on top of the ids. The writer takes
 //! whichever form is smallest, exactly.
 
-use crate::codec::{decimal_exponent, scaled_value};
+use crate::codec::{decimal_exponent, scaled_value, MAX_EXPONENT};
 use crate::error::{Error, Result};
 use crate::formats::index_values;
 use crate::wire::{
@@ -42,8 +42,6 @@ const KIND_FLOAT: u8 = 0;
 const KIND_INT: u8 = 1;
 /// Labels section form (version 8): scaled integers, an offset per row.
 const KIND_SCALED: u8 = 2;
-/// Largest exponent of the scaled form (`10^22` is exact in `f64`).
-const MAX_LABEL_EXPONENT: u8 = 22;
 
 /// How a file's pages store their labels: set by the file's version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,11 +128,8 @@ fn scaled_labels(labels: &[f64]) -> Option<Vec<u8>> {
     let offsets: Vec<u32> = ints.iter().map(|&n| (n - base) as u32).collect();
     let mut out = vec![KIND_SCALED, exponent];
     write_varint(&mut out, zigzag(base));
-    write_packed(&mut out, &offsets, width);
     // The width and payload only: the count is the rows.
-    let count_len = crate::wire::varint_len(offsets.len() as u64);
-    let at = 2 + crate::wire::varint_len(zigzag(base));
-    out.drain(at..at + count_len);
+    crate::wire::write_packed_payload(&mut out, &offsets, width);
     Some(out)
 }
 
@@ -337,12 +332,12 @@ fn read_scaled_labels(
 ) -> Result<()> {
     let exponent_at = r.offset();
     let exponent = r.u8("label exponent")?;
-    if exponent > MAX_LABEL_EXPONENT {
+    if exponent > MAX_EXPONENT {
         return Err(Error::FieldOutOfRange {
             what: "label exponent",
             offset: exponent_at,
             value: exponent as u64,
-            max: MAX_LABEL_EXPONENT as u64,
+            max: MAX_EXPONENT as u64,
         });
     }
     let base_at = r.offset();
