@@ -27,6 +27,7 @@ use pyo3::prelude::*;
 mod arrays;
 mod batch;
 mod bench;
+mod csr_lanes;
 mod dataset;
 mod epoch_iter;
 mod limits;
