@@ -218,3 +218,17 @@ def test_rows_of_every_length_in_both_kernels(models, scalar):
     done = subprocess.run([sys.executable, "-c", LENGTHS_CHECK, str(path)], env=env,
                           capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_dense_rows_of_a_softmax_as_one_product(models):
+    """A multi-output model's dense rows are one matrix product a chunk:
+    against numpy over three chunks, and a value that is not finite in the
+    second chunk is named by its row and column."""
+    X, ms, _ = models
+    m = ms["softmax"]
+    w, b = m.layers[0]
+    rows = np.vstack([X.toarray()] * 3)
+    np.testing.assert_allclose(m.decision_function(rows), rows @ w + b, rtol=1e-12, atol=1e-12)
+    rows[5000, 7] = np.inf
+    with pytest.raises(ValueError, match="row 5000, column 7 is inf"):
+        m.decision_function(rows)
