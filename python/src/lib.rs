@@ -28,6 +28,7 @@ mod arrays;
 mod batch;
 mod bench;
 mod csr_lanes;
+mod csr_outputs;
 mod dataset;
 mod epoch_iter;
 mod limits;

@@ -10,9 +10,12 @@
 //! one-output model on a processor with AVX-512 and rows of 6 entries or
 //! more on average, summed in sixteen lanes ([`csr_lanes`], 1.1 times
 //! scipy's speed on one thread where the ordered loop was 0.84 to 1.0 on
-//! rows of 10); dense rows in four running
-//! sums. Either agrees with the library's `Model::predict` and with numpy
-//! to rounding (`tests/test_predict.py`, relative 1e-12). An MLP's rows are
+//! rows of 10); a model of 2 to 16 outputs on AVX-512 adds each entry's
+//! products to all its row's outputs in registers ([`csr_outputs`]);
+//! dense rows in four running sums (or, for several outputs, as above or
+//! one matrix product a chunk). Each agrees with the library's
+//! `Model::predict` and with numpy to rounding (`tests/test_predict.py`,
+//! relative 1e-12). An MLP's rows are
 //! encoded as CSR pages of [`CHUNK_ROWS`] rows, in parallel, and scored by
 //! the library's `Model::predict` (parallel across pages). A dataset file
 //! is scored page by page by the library.
@@ -29,6 +32,7 @@ use tocpile::{Page, SparseBatch};
 
 use crate::arrays;
 use crate::csr_lanes::{self, Lanes};
+use crate::csr_outputs;
 use crate::dataset::PyDataset;
 use crate::IntoPy;
 
@@ -287,7 +291,8 @@ fn padded_weights(w: &[f64]) -> Vec<f64> {
 /// thread and the library's pool at once; a one-output model's chunk is
 /// first scored by [`csr_lanes::scores`] where that pays
 /// ([`csr_lanes::pays`]: AVX-512, rows of 6 entries or more on average),
-/// by [`fast_csr_chunk`] elsewhere, and again by [`checked_csr_chunk`] (which
+/// by [`fast_csr_chunk`] elsewhere, a chunk for 2 to 16 outputs by
+/// [`csr_outputs::scores`] where AVX-512 is available, and again by [`checked_csr_chunk`] (which
 /// names the problem) only if that fails.
 fn csr_kernel<I: Index>(
     indptr: &[I],
@@ -308,9 +313,17 @@ fn csr_kernel<I: Index>(
         ));
     }
     let padded = (k == 1).then(|| padded_weights(w));
+    let padded_rows = (k > 1)
+        .then(|| csr_outputs::PaddedRows::new(w, w.len() / k, k))
+        .flatten();
     tocpile::parallel::try_for_each_chunk(out, CHUNK_ROWS * k, |c, chunk| {
         let first = c * CHUNK_ROWS;
         let offsets = &indptr[first..=first + chunk.len() / k];
+        if let Some(rows) = &padded_rows {
+            if csr_outputs::scores(offsets, indices, data, rows, b, chunk) {
+                return Ok(());
+            }
+        }
         if let Some(padded) = &padded {
             let fast = if csr_lanes::pays(
                 offsets[0].value(),
@@ -451,10 +464,18 @@ fn dense_kernel(
     out: &mut [MaybeUninit<f64>],
 ) -> Result<(), String> {
     let k = b.len();
+    let padded_rows = (k > 1)
+        .then(|| csr_outputs::PaddedRows::new(w, n_cols, k))
+        .flatten();
     tocpile::parallel::try_for_each_chunk(out, CHUNK_ROWS * k, |c, chunk| {
         let first = c * CHUNK_ROWS;
         let chunk = initialized(chunk);
-        if k > 1 && dense_product(&rows[first * n_cols..], n_cols, w, b, chunk) {
+        let rest = &rows[first * n_cols..];
+        let fast = match &padded_rows {
+            Some(padded) => csr_outputs::dense_scores(rest, padded, b, chunk),
+            None => k > 1 && dense_product(rest, n_cols, w, b, chunk),
+        };
+        if fast {
             return Ok(());
         }
         for (i, o) in chunk.chunks_exact_mut(k).enumerate() {

@@ -156,66 +156,93 @@ def test_hostile_column_indices_are_errors(models):
 LENGTHS_CHECK = r"""
 import sys
 import numpy as np, scipy.sparse as sp, tocpile
-m = tocpile.Model.load(sys.argv[1])
-w, b = m.layers[0]
-rng = np.random.default_rng(3)
-# Rows of every length from 0 to 40 (a kernel that reads sixteen entries at
-# a time: 15, 16, 17, 32 and 33 among them), in a shuffled order.
-lengths = rng.permutation(np.repeat(np.arange(41), 60))
-rows = np.zeros((len(lengths), 40))
-for r, n in enumerate(lengths):
-    rows[r, rng.choice(40, n, replace=False)] = rng.normal(size=n)
-expected = np.squeeze(rows @ w + b)
-csr = sp.csr_matrix(rows)
-for dtype in [np.int32, np.int64]:
-    x = csr.copy()
-    x.indices, x.indptr = x.indices.astype(dtype), x.indptr.astype(dtype)
-    np.testing.assert_allclose(m.decision_function(x), expected, rtol=1e-12, atol=1e-12)
-    # A bad index at each place of a 40-entry row: named, never read.
-    long_row = int(np.flatnonzero(lengths == 40)[0])
-    for place in [0, 15, 16, 17, 31, 32, 39]:
-        for index in [40, 64, -1]:
+
+
+def check(m):
+    w, b = m.layers[0]
+    rng = np.random.default_rng(3)
+    # Rows of every length from 0 to 40 (a kernel that reads sixteen entries at
+    # a time: 15, 16, 17, 32 and 33 among them), in a shuffled order.
+    lengths = rng.permutation(np.repeat(np.arange(41), 60))
+    rows = np.zeros((len(lengths), 40))
+    for r, n in enumerate(lengths):
+        rows[r, rng.choice(40, n, replace=False)] = rng.normal(size=n)
+    expected = np.squeeze(rows @ w + b)
+    csr = sp.csr_matrix(rows)
+    for dtype in [np.int32, np.int64]:
+        x = csr.copy()
+        x.indices, x.indptr = x.indices.astype(dtype), x.indptr.astype(dtype)
+        np.testing.assert_allclose(m.decision_function(x), expected, rtol=1e-12, atol=1e-12)
+        # A bad index at each place of a 40-entry row: named, never read.
+        long_row = int(np.flatnonzero(lengths == 40)[0])
+        for place in [0, 15, 16, 17, 31, 32, 39]:
+            for index in [40, 64, -1]:
+                forged = x.copy()
+                forged.indices[forged.indptr[long_row] + place] = index
+                try:
+                    m.decision_function(forged)
+                except ValueError as e:
+                    assert f"row {long_row} has column index {index}" in str(e), e
+                else:
+                    raise AssertionError(f"index {index} at {place} was not refused")
+        # A negative offset, and one far past the values, inside the matrix.
+        for bad in [-5, 10**9]:
             forged = x.copy()
-            forged.indices[forged.indptr[long_row] + place] = index
+            forged.indptr[700] = bad
             try:
                 m.decision_function(forged)
             except ValueError as e:
-                assert f"row {long_row} has column index {index}" in str(e), e
+                assert "row 699 has offsets" in str(e) or "row 700 has offsets" in str(e), e
             else:
-                raise AssertionError(f"index {index} at {place} was not refused")
-    # A negative offset, and one far past the values, inside the matrix.
-    for bad in [-5, 10**9]:
-        forged = x.copy()
-        forged.indptr[700] = bad
-        try:
-            m.decision_function(forged)
-        except ValueError as e:
-            assert "row 699 has offsets" in str(e) or "row 700 has offsets" in str(e), e
-        else:
-            raise AssertionError(f"offset {bad} was not refused")
+                raise AssertionError(f"offset {bad} was not refused")
+    # Dense rows (one product a chunk for several outputs): a value that is
+    # not finite named.
+    np.testing.assert_allclose(m.decision_function(rows), expected, rtol=1e-12, atol=1e-12)
+    rows[1234, 5] = np.nan
+    try:
+        m.decision_function(rows)
+    except ValueError as e:
+        assert "row 1234, column 5 is NaN" in str(e), e
+    else:
+        raise AssertionError("a NaN value was not refused")
+
+
+for path in sys.argv[1:]:
+    check(tocpile.Model.load(path))
 print("ok")
 """
 
 
 @pytest.mark.parametrize("scalar", [False, True])
 def test_rows_of_every_length_in_both_kernels(models, scalar):
-    """Rows of 0 to 40 entries against numpy, and bad indices and offsets
-    inside long rows named, in the kernel that reads sixteen entries at a
-    time (where the processor has AVX-512) and in the scalar one
-    (TOCPILE_NO_AVX512 set: it is read once per process, hence the
-    subprocess)."""
+    """Rows of 0 to 40 entries against numpy, bad indices and offsets
+    inside long rows named, and a NaN in dense rows named, for one output
+    and for 3, 10 and 16, in the kernels that read a row sixteen entries
+    at a time or add an entry's outputs in registers (where the processor
+    has AVX-512) and in the scalar ones (TOCPILE_NO_AVX512 set: it is read
+    once per process, hence the subprocess)."""
     import os
     import subprocess
     import sys
 
-    _, ms, tmp = models
-    path = tmp / "lengths_lr.model"
-    ms["lr"].save(path)
+    X, ms, tmp = models
+    paths = [tmp / "lengths_lr.model", tmp / "lengths_softmax3.model"]
+    ms["lr"].save(paths[0])
+    ms["softmax"].save(paths[1])
+    # Ten and sixteen classes: outputs in two registers of eight, the
+    # second part full or not.
+    for classes in [10, 16]:
+        labels = (np.arange(X.shape[0]) % classes).astype(float)
+        tocpile.encode(X, labels, tmp / f"classes{classes}.toc")
+        model = tocpile.train(tmp / f"classes{classes}.toc", "softmax", epochs=1, seed=1)
+        assert model.layers[0][0].shape[1] == classes
+        paths.append(tmp / f"lengths_softmax{classes}.model")
+        model.save(paths[-1])
     env = dict(os.environ)
     env.pop("TOCPILE_NO_AVX512", None)
     if scalar:
         env["TOCPILE_NO_AVX512"] = "1"
-    done = subprocess.run([sys.executable, "-c", LENGTHS_CHECK, str(path)], env=env,
+    done = subprocess.run([sys.executable, "-c", LENGTHS_CHECK, *map(str, paths)], env=env,
                           capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
