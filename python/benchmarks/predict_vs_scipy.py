@@ -3,6 +3,7 @@
 
     python python/benchmarks/predict_vs_scipy.py [--rows 400000] [--cols 100]
         [--density 0.1] [--dense-rows 100000] [--repeat 15] [--cli PATH]
+        [--classes N]
 
 Inputs: a CSR matrix with int32 indices (scipy's default), the same with
 int64 indices, and a dense C-contiguous array (the first --dense-rows
@@ -15,6 +16,9 @@ is paired with one of the baseline taken just before, so that a shared
 machine's load hits both alike; the ratio is the median over the pairs of
 baseline time over ours (above 1.0: faster than scipy). Prints the load
 average next to the figures.
+
+With --classes N (2 or more), the model is a softmax of N classes and
+the baseline ``X @ W + b``; the command line is then not measured.
 
 Then the rows as a dataset file (``tocpile.encode``'s defaults), scored to
 text: ``tocpile predict MODEL FILE --scores -o OUT`` (the command line,
@@ -48,9 +52,12 @@ def seconds(f):
 def measure(args):
     """One process: every input, pairs of (baseline, ours) timings."""
     X = sp.load_npz(os.path.join(args.dir, "X.npz")).tocsr()
-    m = tocpile.Model.load(os.path.join(args.dir, "lr.model"))
+    m = tocpile.Model.load(os.path.join(args.dir, "scored.model"))
     w, b = m.layers[0]
-    w, b = np.ascontiguousarray(w[:, 0]), float(b[0])
+    if w.shape[1] == 1:
+        w, b = np.ascontiguousarray(w[:, 0]), float(b[0])
+    else:
+        w, b = np.ascontiguousarray(w), np.asarray(b)
     X64 = X.copy()
     X64.indices = X64.indices.astype(np.int64)
     X64.indptr = X64.indptr.astype(np.int64)
@@ -79,21 +86,27 @@ def main():
     ap.add_argument("--dense-rows", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--cli", help="the tocpile binary (default: $TOCPILE_CLI or target/release/tocpile)")
+    ap.add_argument("--classes", type=int, default=0,
+                    help="a softmax of this many classes rather than lr")
     ap.add_argument("--dir", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.dir:
         return measure(a)
     rng = np.random.default_rng(0)
     X = sp.random(a.rows, a.cols, density=a.density, format="csr", random_state=rng)
-    y = (X @ rng.normal(size=a.cols) > 0).astype(float)
+    if a.classes >= 2:
+        y = np.asarray((X @ rng.normal(size=(a.cols, a.classes))).argmax(axis=1), dtype=float)
+    else:
+        y = (X @ rng.normal(size=a.cols) > 0).astype(float)
     cpus = os.cpu_count()
     print(f"{a.rows} x {a.cols} rows, density {a.density}, nnz {X.nnz}; dense: first "
           f"{min(a.dense_rows, a.rows)} rows; {cpus} cpus; load average at start "
           f"{os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as tmp:
         tocpile.encode(X[:20_000], y[:20_000], os.path.join(tmp, "train.toc"))
-        tocpile.train(os.path.join(tmp, "train.toc"), "lr", epochs=1).save(
-            os.path.join(tmp, "lr.model"))
+        kind = "softmax" if a.classes >= 2 else "lr"
+        tocpile.train(os.path.join(tmp, "train.toc"), kind, epochs=1).save(
+            os.path.join(tmp, "scored.model"))
         sp.save_npz(os.path.join(tmp, "X.npz"), X)
         rows = []
         for threads in ["1", str(cpus)]:
@@ -109,7 +122,8 @@ def main():
         for name, threads, r in rows:
             print(f"| {name} | {threads} | {r['baseline_ms']:.2f} | {r['ours_ms']:.2f} | "
                   f"{r['ratio']:.2f} |")
-        cli_table(a, tmp, X)
+        if a.classes < 2:
+            cli_table(a, tmp, X)
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
 
@@ -120,7 +134,7 @@ def cli_table(a, tmp, X):
     if not os.path.exists(cli):
         print(f"(no command line at {cli}: tocpile predict not measured)")
         return
-    path, model = os.path.join(tmp, "all.toc"), os.path.join(tmp, "lr.model")
+    path, model = os.path.join(tmp, "all.toc"), os.path.join(tmp, "scored.model")
     tocpile.encode(X, np.zeros(X.shape[0]), path)
     m = tocpile.Model.load(model)
     w, b = m.layers[0]
