@@ -129,9 +129,9 @@ fn written(
     let mut out = room(len)?;
     kernel(&mut out.spare_capacity_mut()[..len]).map_err(PyValueError::new_err)?;
     // SAFETY: the kernels return Ok only after writing each of the `len`
-    // scores (`fast_csr_chunk` and `csr_lanes::scores` every row of their
-    // chunk before they return true; the other paths through
-    // `initialized` first).
+    // scores (`fast_csr_chunk`, `csr_lanes::scores` and
+    // `csr_outputs::scores` every row of their chunk before they return
+    // true; the other paths through `initialized` first).
     unsafe { out.set_len(len) };
     Ok(out)
 }
@@ -290,10 +290,10 @@ fn padded_weights(w: &[f64]) -> Vec<f64> {
 /// columns, finite values. Chunks of [`CHUNK_ROWS`] rows on the calling
 /// thread and the library's pool at once; a one-output model's chunk is
 /// first scored by [`csr_lanes::scores`] where that pays
-/// ([`csr_lanes::pays`]: AVX-512, rows of 6 entries or more on average),
-/// by [`fast_csr_chunk`] elsewhere, a chunk for 2 to 16 outputs by
-/// [`csr_outputs::scores`] where AVX-512 is available, and again by [`checked_csr_chunk`] (which
-/// names the problem) only if that fails.
+/// ([`csr_lanes::pays`]: AVX-512, rows of 6 entries or more on average)
+/// and by [`fast_csr_chunk`] elsewhere, a chunk for 2 to 16 outputs by
+/// [`csr_outputs::scores`] where AVX-512 is available; any chunk again by
+/// [`checked_csr_chunk`] (which names the problem) only if that fails.
 fn csr_kernel<I: Index>(
     indptr: &[I],
     indices: &[I],
