@@ -23,8 +23,16 @@ use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
 use std::sync::OnceLock;
 
-/// A CSR index array's element, as the lanes read it.
+/// A CSR index array's element (scipy's int32 or int64), as the scalar
+/// loops and the lanes read it.
 pub(crate) trait Lanes: Copy {
+    /// The element as a number (an offset, an index in a message).
+    fn value(self) -> i64;
+
+    /// The element's bits as an unsigned number: a negative index is
+    /// above every valid column.
+    fn bits(self) -> u64;
+
     /// Entries `s..s + l` of `indices` (`l` at most 16; none read past
     /// it), as two vectors of eight zero-extended 64-bit lanes, zero past
     /// `l`.
@@ -34,9 +42,6 @@ pub(crate) trait Lanes: Copy {
     /// AVX-512F must be available; `s + l` is at most `indices.len()`.
     #[cfg(target_arch = "x86_64")]
     unsafe fn load16(indices: &[Self], s: usize, k: u16) -> (__m512i, __m512i);
-
-    /// The element as a number (an offset, an index in a message).
-    fn value(self) -> i64;
 }
 
 impl Lanes for i64 {
@@ -59,6 +64,11 @@ impl Lanes for i64 {
     fn value(self) -> i64 {
         self
     }
+
+    #[inline]
+    fn bits(self) -> u64 {
+        self as u64
+    }
 }
 
 impl Lanes for i32 {
@@ -79,6 +89,11 @@ impl Lanes for i32 {
     fn value(self) -> i64 {
         self.into()
     }
+
+    #[inline]
+    fn bits(self) -> u64 {
+        u64::from(self as u32)
+    }
 }
 
 /// Whether [`scores`] runs here: AVX-512F, detected once, unless the
@@ -97,6 +112,19 @@ pub(crate) fn available() -> bool {
             false
         }
     })
+}
+
+/// The entries `start..end` of the row whose offsets are `pair`, with
+/// `end` clamped to the values (`len`): whatever the offsets, no read
+/// leaves them (a negative start, as usize, is past `end`: an empty
+/// span). `in_order` is cleared where the start passes the end; with the
+/// first offset at 0 or more and the last at `len` or less, checked
+/// before, that makes every offset valid.
+#[inline(always)]
+pub(crate) fn span<I: Lanes>(pair: &[I], len: usize, in_order: &mut bool) -> (usize, usize) {
+    let (start, end) = (pair[0].value(), pair[1].value());
+    *in_order &= start <= end;
+    (start as usize, (end as usize).min(len))
 }
 
 /// Entries a row needs on average for [`scores`] to beat the scalar loop:
@@ -170,12 +198,7 @@ fn scores_avx512<I: Lanes>(
     let mut in_order = true;
     let (values, weights) = (data.as_ptr(), padded.as_ptr());
     for (o, pair) in out.iter_mut().zip(offsets.windows(2)) {
-        let (start, end) = (pair[0].value(), pair[1].value());
-        in_order &= start <= end;
-        // Entries s..end only, end clamped to the values: whatever the
-        // offsets, no lane reads outside `indices` and `data` (a negative
-        // start, as usize, is past `end`: no pass).
-        let (mut s, end) = (start as usize, (end as usize).min(len));
+        let (mut s, end) = span(pair, len, &mut in_order);
         let (mut sum0, mut sum1) = (_mm512_setzero_pd(), _mm512_setzero_pd());
         while s < end {
             let l = (end - s).min(16);

@@ -113,11 +113,7 @@ fn scores_avx512<I: Lanes, const B: usize>(
     let out_ptr = out.as_mut_ptr().cast::<f64>();
     let mut in_order = true;
     for (r, pair) in offsets.windows(2).enumerate() {
-        let (start, end) = (pair[0].value(), pair[1].value());
-        in_order &= start <= end;
-        // As in `csr_lanes`: end clamped to the values, a negative start
-        // (as usize) past it.
-        let (start, end) = (start as usize, (end as usize).min(len));
+        let (start, end) = csr_lanes::span(pair, len, &mut in_order);
         let mut sums = bias;
         for e in start..end {
             // SAFETY: start <= e < end <= len, the length of `indices` and

@@ -254,28 +254,6 @@ fn not_finite(row: usize, values: impl Iterator<Item = (i64, f64)>) -> String {
     format!("X: the score of row {row} is not finite (an overflow of large values)")
 }
 
-/// A CSR index array's element: scipy's int32 or int64 (as a number:
-/// `Lanes::value`).
-trait Index: Copy + Sync + Lanes {
-    /// The index's bits as an unsigned number: a negative index is above
-    /// every valid column.
-    fn bits(self) -> u64;
-}
-
-impl Index for i32 {
-    #[inline]
-    fn bits(self) -> u64 {
-        u64::from(self as u32)
-    }
-}
-
-impl Index for i64 {
-    #[inline]
-    fn bits(self) -> u64 {
-        self as u64
-    }
-}
-
 /// A one-output model's weights padded with NaN to a power of two, for
 /// [`fast_csr_chunk`]: an index masked to the padded length reads either
 /// its weight or a NaN, which makes the row's score NaN.
@@ -294,7 +272,7 @@ fn padded_weights(w: &[f64]) -> Vec<f64> {
 /// and by [`fast_csr_chunk`] elsewhere, a chunk for 2 to 16 outputs by
 /// [`csr_outputs::scores`] where AVX-512 is available; any chunk again by
 /// [`checked_csr_chunk`] (which names the problem) only if that fails.
-fn csr_kernel<I: Index>(
+fn csr_kernel<I: Lanes + Sync>(
     indptr: &[I],
     indices: &[I],
     data: &[f64],
@@ -351,7 +329,7 @@ fn csr_kernel<I: Index>(
 /// [`checked_csr_chunk`]. The checks inside the loop cost 2% of it where
 /// bounds checks cost 12% and a comparison per index 30% (400,000 x 100
 /// rows of density 0.1, single thread).
-fn fast_csr_chunk<I: Index>(
+fn fast_csr_chunk<I: Lanes>(
     offsets: &[I],
     indices: &[I],
     data: &[f64],
@@ -421,7 +399,7 @@ fn keep_rolled() {
 /// [`fast_csr_chunk`]'s rows scored with every check in the loop, the
 /// first problem named: offsets outside the values, a column index
 /// outside the model's, a value or score that is not finite.
-fn checked_csr_chunk<I: Index>(
+fn checked_csr_chunk<I: Lanes>(
     first: usize,
     offsets: &[I],
     indices: &[I],
