@@ -250,9 +250,7 @@ impl<S: Source + 'static> RowEpoch<S> {
                 // `k`-th held. In the epoch's block order, as a buffer of
                 // every block is: where the buffer covers the file, whether
                 // the budget keeps the whole file or not changes nothing.
-                for &k in &self.block_order {
-                    b.block_units(k, &mut units);
-                }
+                b.blocks_units(&self.block_order, &mut units);
             }
             Input::Buffers {
                 feed,

@@ -226,3 +226,77 @@ fn the_whole_file_default_shuffles_as_a_buffer_of_one() {
         assert_eq!(epoch_rows(&loader, epoch as u64), (rows.to_vec(), *hash));
     }
 }
+
+/// The rows of an epoch by their contents: each row's third value (its
+/// number in [`file`]'s rows, `i % 17 + 0.5`, with `i / 17` added to it
+/// here by [`numbered_file`]) and its label.
+fn epoch_contents(loader: &Loader, epoch: u64) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for b in loader.epoch(epoch).unwrap() {
+        for page in b.unwrap().pages {
+            let rows = page.batch().decode();
+            for ((_, vals), &label) in rows.rows().zip(page.labels()) {
+                out.push((vals[vals.len() - 1].to_bits(), label.to_bits()));
+            }
+        }
+    }
+    out
+}
+
+/// [`file`] with each row's last value unique (the row's number plus
+/// 0.5), so that an epoch's rows name themselves without a trace.
+fn numbered_file() -> Arc<Dataset> {
+    let mut batch = SparseBatch::with_cols(20).unwrap();
+    let mut labels = Vec::new();
+    for i in 0..3000 {
+        let (a, b) = ((i % 7) as u32, 7 + (i * 13 % 11) as u32);
+        batch
+            .push_row(&[a, b, 19], &[1.0, 1.0, i as f64 + 0.5])
+            .unwrap();
+        labels.push((i * 3 % 2) as f64);
+    }
+    let path = temp_path("numbered-order");
+    let options = WriterOptions::default()
+        .with_page_rows(25)
+        .with_block_bytes(300);
+    let mut w = DatasetWriter::create(&path, 20, options).unwrap();
+    w.push(&batch, &labels).unwrap();
+    w.finish().unwrap();
+    let ds = Dataset::open(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    Arc::new(ds)
+}
+
+/// Without a trace the buffer keeps its records in the plain layout,
+/// which lists an epoch's records several blocks at a time: the rows
+/// must come in the traced order, in every strategy and row form.
+#[test]
+fn untraced_loaders_yield_the_traced_order() {
+    let ds = numbered_file();
+    assert!(ds.n_blocks() > 8, "{} blocks", ds.n_blocks());
+    for strategy in [
+        Strategy::CorgiPile,
+        Strategy::NoShuffle,
+        Strategy::BlockOnly,
+        Strategy::EpochShuffle,
+        Strategy::ShuffleOnce,
+    ] {
+        for buffer in [Buffer::Auto, Buffer::Fraction(0.1)] {
+            for form in [RowForm::Auto, RowForm::PairCodes, RowForm::Codes] {
+                let traced = options(strategy, buffer).with_rows(form);
+                let plain = traced.clone().with_trace(false);
+                let traced = Loader::new(Arc::clone(&ds), traced).unwrap();
+                let plain = Loader::new(Arc::clone(&ds), plain).unwrap();
+                for epoch in 0..2 {
+                    let want = epoch_contents(&traced, epoch);
+                    assert_eq!(want.len(), 3000);
+                    assert_eq!(
+                        epoch_contents(&plain, epoch),
+                        want,
+                        "{strategy} {buffer:?} {form:?} {epoch}"
+                    );
+                }
+            }
+        }
+    }
+}
