@@ -24,14 +24,17 @@ use crate::support::temp_path;
 /// 3,000 rows of three entries from a few patterns, 25-row pages in
 /// 22 blocks.
 fn file() -> Arc<Dataset> {
+    file_with(|i| (i % 17) as f64 + 0.5)
+}
+
+/// [`file`]'s rows with `last(i)` as row `i`'s last value.
+fn file_with(last: impl Fn(usize) -> f64) -> Arc<Dataset> {
     let mut batch = SparseBatch::with_cols(20).unwrap();
     let mut labels = Vec::new();
     for i in 0..3000 {
         let a = (i % 7) as u32;
         let b = 7 + (i * 13 % 11) as u32;
-        batch
-            .push_row(&[a, b, 19], &[1.0, 1.0, (i % 17) as f64 + 0.5])
-            .unwrap();
+        batch.push_row(&[a, b, 19], &[1.0, 1.0, last(i)]).unwrap();
         labels.push((i * 3 % 2) as f64);
     }
     let path = temp_path("golden-order");
@@ -227,9 +230,8 @@ fn the_whole_file_default_shuffles_as_a_buffer_of_one() {
     }
 }
 
-/// The rows of an epoch by their contents: each row's third value (its
-/// number in [`file`]'s rows, `i % 17 + 0.5`, with `i / 17` added to it
-/// here by [`numbered_file`]) and its label.
+/// The rows of an epoch by their contents: each row's last value (its
+/// number plus 0.5 in [`numbered_file`]) and its label.
 fn epoch_contents(loader: &Loader, epoch: u64) -> Vec<(u64, u64)> {
     let mut out = Vec::new();
     for b in loader.epoch(epoch).unwrap() {
@@ -246,25 +248,7 @@ fn epoch_contents(loader: &Loader, epoch: u64) -> Vec<(u64, u64)> {
 /// [`file`] with each row's last value unique (the row's number plus
 /// 0.5), so that an epoch's rows name themselves without a trace.
 fn numbered_file() -> Arc<Dataset> {
-    let mut batch = SparseBatch::with_cols(20).unwrap();
-    let mut labels = Vec::new();
-    for i in 0..3000 {
-        let (a, b) = ((i % 7) as u32, 7 + (i * 13 % 11) as u32);
-        batch
-            .push_row(&[a, b, 19], &[1.0, 1.0, i as f64 + 0.5])
-            .unwrap();
-        labels.push((i * 3 % 2) as f64);
-    }
-    let path = temp_path("numbered-order");
-    let options = WriterOptions::default()
-        .with_page_rows(25)
-        .with_block_bytes(300);
-    let mut w = DatasetWriter::create(&path, 20, options).unwrap();
-    w.push(&batch, &labels).unwrap();
-    w.finish().unwrap();
-    let ds = Dataset::open(&path).unwrap();
-    std::fs::remove_file(&path).unwrap();
-    Arc::new(ds)
+    file_with(|i| i as f64 + 0.5)
 }
 
 /// Without a trace the buffer keeps its records in the plain layout,
