@@ -20,13 +20,14 @@
 //! With the checks (two an entry, where CSR's loops keep one), coil2000's
 //! `A.v` and `v.A` took 1.30-1.49x CSR's time and nycflights13's
 //! 1.14-1.50x; without, 0.91-1.23x (flights3m's `v.A` 1.36-1.49x;
-//! `docs/archive/RESULTS-HISTORY.md`, section 43). What makes that sound is checked once, never per entry:
-//! a [`PairTable`] knows its largest column when it is made, every code
-//! of a batch is checked against the table's length when the batch is
-//! made (by [`CodedRows::new`] with the rest of its parts, or in one
-//! branch-free pass over the codes for the loader's), and each kernel
-//! checks its operand's length against the batch's columns as every
-//! format's does. Nothing changes the codes or the table afterwards.
+//! `docs/archive/RESULTS-HISTORY.md`, section 43). What makes that sound
+//! is checked once, never per entry: a [`PairTable`] knows its largest
+//! column when it is made, every code of a batch is checked against the
+//! table's length when the batch is made (by [`CodedRows::new`] with the
+//! rest of its parts, or in one branch-free pass over the codes for the
+//! loader's), and each kernel checks its operand's length against the
+//! batch's columns as every format's does. Nothing changes the codes or
+//! the table afterwards.
 
 use std::sync::{Arc, OnceLock};
 

@@ -38,8 +38,10 @@ impl CodeArena {
     /// records is a chain of dependent loads (each record's length says
     /// where the next starts), and listing a whole-file buffer's records
     /// is what the trainer waits for at the start of every epoch
-    /// (flights3m: 3M records, about 15 ms an epoch). Walked [`LANES`]
-    /// blocks at a time, the chains are independent and overlap.
+    /// (flights3m: 3M records, about 15 ms an epoch one block at a time).
+    /// Walked [`LANES`] blocks at a time, the chains are independent and
+    /// overlap: about 11 ms (`docs/archive/RESULTS-HISTORY.md`, section
+    /// 43).
     pub(crate) fn blocks_records(&self, order: &[usize], out: &mut Vec<u32>) {
         if self.widths != PLAIN_PAIRS {
             for &i in order {
