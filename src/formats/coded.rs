@@ -122,7 +122,9 @@ impl CodedRows {
     /// kernels rely on the table's bound, see the module docs).
     pub fn new(n_cols: usize, table: PairTable, ends: Vec<u32>, codes: Vec<u32>) -> Result<Self> {
         Self::check_parts(n_cols, &table, &ends, &codes)?;
-        Self::check_bounds(n_cols, &table, &codes)?;
+        // `check_parts` held every code to the table; the table's own
+        // columns are what is left of the kernels' bounds.
+        Self::check_table(n_cols, &table)?;
         Ok(Self::build(n_cols, table, ends, codes))
     }
 
@@ -150,9 +152,8 @@ impl CodedRows {
         Ok(Self::build(n_cols, table, ends, codes))
     }
 
-    /// What the kernels' unchecked indexing relies on: every code below
-    /// the table's length and every column of the table below `n_cols`.
-    fn check_bounds(n_cols: usize, table: &PairTable, codes: &[u32]) -> Result<()> {
+    /// Every column of `table` below `n_cols`.
+    fn check_table(n_cols: usize, table: &PairTable) -> Result<()> {
         if table.columns() > n_cols {
             return Err(Error::TooLarge {
                 what: "column of a pair of coded rows",
@@ -160,6 +161,13 @@ impl CodedRows {
                 max: n_cols.saturating_sub(1) as u64,
             });
         }
+        Ok(())
+    }
+
+    /// What the kernels' unchecked indexing relies on: every code below
+    /// the table's length and every column of the table below `n_cols`.
+    fn check_bounds(n_cols: usize, table: &PairTable, codes: &[u32]) -> Result<()> {
+        Self::check_table(n_cols, table)?;
         // A max over the codes: no branch per code, so it vectorizes.
         let largest = codes.iter().fold(0u32, |m, &c| m.max(c));
         if !codes.is_empty() && largest as usize >= table.len() {
@@ -441,8 +449,8 @@ impl CodedRows {
 ///
 /// # Safety
 /// `code` must be below `table.len()`: a code of a [`CodedRows`] and its
-/// table are (`CodedRows::check_bounds`, when the batch was made; neither
-/// changes afterwards).
+/// table are (checked by `CodedRows::new` or `from_valid_parts` when the
+/// batch was made; neither changes afterwards).
 #[inline(always)]
 #[allow(unsafe_code)]
 unsafe fn unchecked_pair(table: &[Pair], code: u32) -> Pair {
