@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use ndarray::{Array1, Array2, ArrayView1};
 use proptest::prelude::*;
 
+use super::on_batch::close;
 use crate::strategy::finite_batch;
 use crate::support::{batches, load, numbers, Sets};
 use tocpile::formats::{Batch, CodedRows, Pair, PairTable};
@@ -43,16 +44,6 @@ fn coded(batches: &[SparseBatch], unused: &[Pair]) -> Vec<Batch> {
             Batch::Coded(CodedRows::new(b.n_cols(), table.clone(), ends, codes).unwrap())
         })
         .collect()
-}
-
-fn close(got: &[f64], want: &[f64], what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    for (g, w) in got.iter().zip(want) {
-        assert!(
-            (g - w).abs() <= 1e-9 * (1.0 + w.abs()),
-            "{what}: {g} vs {w}"
-        );
-    }
 }
 
 /// Every product of `batch` (pair-coded rows of `rows`) against dense

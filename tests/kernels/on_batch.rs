@@ -10,7 +10,8 @@ use crate::strategy::finite_batch;
 use crate::support::numbers;
 use tocpile::{Encoder, Error, SparseBatch};
 
-fn close(got: &[f64], want: &[f64], what: &str) {
+/// `got` within 1e-9 (relative, plus 1e-9) of `want`, entry by entry.
+pub(super) fn close(got: &[f64], want: &[f64], what: &str) {
     assert_eq!(got.len(), want.len(), "{what}");
     for (g, w) in got.iter().zip(want) {
         assert!(
