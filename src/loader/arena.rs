@@ -32,6 +32,8 @@
 
 mod gather;
 mod record;
+#[cfg(test)]
+mod tests;
 
 use record::{split4, Head, Widths, PLAIN_PAIRS};
 
@@ -52,6 +54,8 @@ const FILLER: u16 = u16::MAX - 1;
 /// Bytes of a cache line: a record no longer than this never straddles
 /// two.
 const LINE: usize = 64;
+/// A record's step (see [`CodeArena::steps`]) too long for a byte.
+const FAR: u8 = u8::MAX;
 /// Most distinct labels an arena keeps as ids (more: each row's label
 /// inline).
 const MAX_LABELS: usize = u16::MAX as usize;
@@ -106,6 +110,20 @@ pub(crate) struct CodeArena {
     /// Codes held (not counting the records' other words).
     codes: usize,
     blocks: Vec<BlockSpan>,
+    /// Each record's step: where it starts less where the record before
+    /// it in its block starts (the block's first: less the block's
+    /// start), or [`FAR`] where that is [`FAR`] words or more. Listing a
+    /// whole-file buffer's records is what the trainer waits for at the
+    /// start of every epoch; walked from the records themselves it read
+    /// the whole arena as a chain of dependent loads (flights3m: 10-16
+    /// ms an epoch, 3M records in 61 MiB), read from here it reads a byte
+    /// a record (`docs/archive/RESULTS-HISTORY.md`, section 44).
+    steps: Vec<u8>,
+    /// The index in `steps` of each block's first record.
+    block_first: Vec<u32>,
+    /// Where the last record written starts (its block's start before
+    /// the block's first record).
+    last_start: usize,
 }
 
 /// Scratch of one thread that decodes pages into an arena.
@@ -151,6 +169,9 @@ impl CodeArena {
             rows: 0,
             codes: 0,
             blocks: Vec::new(),
+            steps: Vec::new(),
+            block_first: Vec::new(),
+            last_start: 0,
         }
     }
 
@@ -165,6 +186,8 @@ impl CodeArena {
         self.rows = 0;
         self.codes = 0;
         self.blocks.clear();
+        self.steps.clear();
+        self.block_first.clear();
     }
 
     /// Rows held.
@@ -215,6 +238,8 @@ impl CodeArena {
             + 16 * (self.slot_of.capacity() + self.label_ids.capacity())
             + 8 * self.label_values.capacity()
             + std::mem::size_of::<BlockSpan>() * self.blocks.capacity()
+            + self.steps.capacity()
+            + 4 * self.block_first.capacity()
     }
 
     /// Reserves room for about `rows` rows of `codes` codes in all (an
@@ -230,6 +255,7 @@ impl CodeArena {
         // padding made the arena grow by half at its last block, a copy
         // of the whole file's rows at the loader's peak).
         let padding = words / 16 + LINE;
+        try_reserve(&mut self.steps, rows, ARENA)?;
         reserve_huge(&mut self.words, words.saturating_add(padding), ARENA)
     }
 
@@ -337,11 +363,16 @@ impl CodeArena {
             max: u32::MAX as u64,
         })?;
         try_reserve(&mut self.blocks, 1, ARENA)?;
+        try_reserve(&mut self.block_first, 1, ARENA)?;
         self.blocks.push(BlockSpan {
             block,
             start,
             rows: 0,
         });
+        // Records take two words or more, so fewer than 2^31 of them
+        // fit the offsets checked above.
+        self.block_first.push(self.rows as u32);
+        self.last_start = self.words.len();
         Ok(())
     }
 
@@ -420,6 +451,10 @@ impl CodeArena {
             let pad = (LINE - at % LINE) / 2;
             self.words.resize(self.words.len() + pad, FILLER);
         }
+        try_reserve(&mut self.steps, 1, ARENA)?;
+        let step = self.words.len() - self.last_start;
+        self.steps.push(u8::try_from(step).unwrap_or(FAR));
+        self.last_start = self.words.len();
         let w = &mut self.words;
         if n < FILLER as usize {
             w.push(n as u16);
@@ -485,6 +520,8 @@ impl CodeArena {
         let mut codes = Vec::new();
         self.rows = 0;
         self.codes = 0;
+        self.steps.clear();
+        self.block_first.clear();
         for b in &blocks {
             self.open_block(b.block)?;
             let mut at = past_fillers(&old, b.start as usize);

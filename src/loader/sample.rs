@@ -116,7 +116,8 @@ pub(crate) fn choose_rows<S: Source>(
         _ => RowCodes::Nodes,
     };
     // A record's words: three of header (four more when tracing), then
-    // its codes, or one pair per entry.
+    // its codes, or one pair per entry; its step (a byte, `arena.rs`) and
+    // its place in the epoch's order (4 bytes).
     let header = if trace { 7.0 } else { 3.0 };
     let code_words = match form {
         RowCodes::Nodes => arena.code_words() as f64 / sampled as f64,
@@ -124,7 +125,7 @@ pub(crate) fn choose_rows<S: Source>(
     };
     RowsChoice {
         kind: RowsKind::Codes(form),
-        bytes_per_row: 2.0 * (header + code_words) + 4.0,
+        bytes_per_row: 2.0 * (header + code_words) + 5.0,
         packed_per_row: packed as f64 / sampled as f64,
     }
 }

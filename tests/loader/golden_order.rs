@@ -252,8 +252,8 @@ fn numbered_file() -> Arc<Dataset> {
 }
 
 /// Without a trace the buffer keeps its records in the plain layout,
-/// which lists an epoch's records several blocks at a time: the rows
-/// must come in the traced order, in every strategy and row form.
+/// which has a gather of its own: the rows must come in the traced
+/// order, in every strategy and row form.
 #[test]
 fn untraced_loaders_yield_the_traced_order() {
     let ds = numbered_file();

@@ -3,83 +3,43 @@
 //! batches, pair-coded rows or plain rows, with the prefetches that let
 //! the next batch's records arrive while this one is expanded.
 
-use super::{past_fillers, CodeArena, Head, ARENA, PLAIN_PAIRS};
+use super::{past_fillers, CodeArena, Head, ARENA, FAR, PLAIN_PAIRS};
 use crate::codec::CodeBatch;
 use crate::error::Result;
 use crate::limits::try_reserve;
 
-/// Blocks whose records [`CodeArena::blocks_records`] walks at once.
-const LANES: usize = 4;
-
 impl CodeArena {
     /// The offsets of the records of the `i`-th block pushed, appended to
-    /// `out` in file order.
+    /// `out` in file order: from the records' steps (see
+    /// [`CodeArena::steps`]), each record read only where its step is
+    /// too long for a byte.
     pub(crate) fn block_records(&self, i: usize, out: &mut Vec<u32>) {
-        let b = self.blocks[i];
+        let (b, first) = (self.blocks[i], self.block_first[i] as usize);
+        let steps = &self.steps[first..first + b.rows as usize];
         let w = &self.words[..];
-        let mut at = past_fillers(w, b.start as usize);
-        if self.widths == PLAIN_PAIRS {
-            // Every epoch lists every record: the usual records' length
-            // is their first word (or the two after the long-row marker).
-            for _ in 0..b.rows {
-                out.push(at as u32);
-                at = past_fillers(w, plain_record(w, at).2);
-            }
+        let mut at = b.start as usize;
+        if !steps.contains(&FAR) {
+            // The usual block: a running sum, with no branch per record.
+            out.extend(steps.iter().map(|&step| {
+                at += step as usize;
+                at as u32
+            }));
             return;
         }
-        for _ in 0..b.rows {
-            out.push(at as u32);
-            at = self.widths.head(w, &self.label_values, at).1;
-        }
+        out.extend(steps.iter().enumerate().map(|(k, &step)| {
+            at = match (step, k) {
+                (FAR, 0) => past_fillers(w, at),
+                (FAR, _) => self.widths.head(w, &self.label_values, at).1,
+                (step, _) => at + step as usize,
+            };
+            at as u32
+        }));
     }
 
     /// [`block_records`](Self::block_records) of each block of `order`
-    /// in turn, the same offsets in the same places. Walking a block's
-    /// records is a chain of dependent loads (each record's length says
-    /// where the next starts), and listing a whole-file buffer's records
-    /// is what the trainer waits for at the start of every epoch
-    /// (flights3m: 3M records, about 15 ms an epoch one block at a time).
-    /// Walked [`LANES`] blocks at a time, the chains are independent and
-    /// overlap: about 11 ms (`docs/archive/RESULTS-HISTORY.md`, section
-    /// 43).
+    /// in turn.
     pub(crate) fn blocks_records(&self, order: &[usize], out: &mut Vec<u32>) {
-        if self.widths != PLAIN_PAIRS {
-            for &i in order {
-                self.block_records(i, out);
-            }
-            return;
-        }
-        let w = &self.words[..];
-        let mut groups = order.chunks_exact(LANES);
-        for group in &mut groups {
-            // Each lane's block: where it writes, where its first record
-            // is, and its records.
-            let mut end = out.len();
-            let lanes: [(usize, usize, usize); LANES] = std::array::from_fn(|lane| {
-                let b = self.blocks[group[lane]];
-                let lane = (end, past_fillers(w, b.start as usize), b.rows as usize);
-                end += b.rows as usize;
-                lane
-            });
-            out.resize(end, 0);
-            // Every lane's first `common` records in lockstep (a group's
-            // blocks hold about as many rows), then each lane's rest.
-            let common = lanes.iter().map(|l| l.2).min().unwrap_or(0);
-            let mut at = lanes.map(|l| l.1);
-            for k in 0..common {
-                for (lane, at) in lanes.iter().zip(&mut at) {
-                    out[lane.0 + k] = *at as u32;
-                    *at = past_fillers(w, plain_record(w, *at).2);
-                }
-            }
-            for (lane, mut at) in lanes.iter().zip(at) {
-                for k in common..lane.2 {
-                    out[lane.0 + k] = at as u32;
-                    at = past_fillers(w, plain_record(w, at).2);
-                }
-            }
-        }
-        for &i in groups.remainder() {
+        for &i in order {
             self.block_records(i, out);
         }
     }

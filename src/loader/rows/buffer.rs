@@ -26,7 +26,8 @@ pub(crate) enum RowsKind {
 #[derive(Debug)]
 pub(crate) enum Buffer {
     Values(ValueRows),
-    Codes(CodeArena),
+    /// Boxed: an arena's bookkeeping is twice a value buffer's.
+    Codes(Box<CodeArena>),
 }
 
 /// A thread's scratch for decoding blocks into a [`Buffer`].
@@ -47,7 +48,7 @@ impl Buffer {
     pub(crate) fn new(kind: RowsKind, trace: bool) -> Buffer {
         match kind {
             RowsKind::Values => Buffer::Values(ValueRows::new(trace)),
-            RowsKind::Codes(form) => Buffer::Codes(CodeArena::new(form, trace)),
+            RowsKind::Codes(form) => Buffer::Codes(Box::new(CodeArena::new(form, trace))),
         }
     }
 
@@ -77,7 +78,7 @@ impl Buffer {
     pub(crate) fn heap_bytes(&self) -> usize {
         match self {
             Buffer::Values(v) => v.heap_bytes(),
-            Buffer::Codes(c) => c.heap_bytes(),
+            Buffer::Codes(c) => std::mem::size_of::<CodeArena>() + c.heap_bytes(),
         }
     }
 
@@ -144,7 +145,7 @@ impl Buffer {
     }
 
     /// [`block_units`](Self::block_units) of each block of `order` in
-    /// turn (records listed several blocks at a time: `blocks_records`).
+    /// turn.
     pub(crate) fn blocks_units(&self, order: &[usize], out: &mut Vec<u32>) {
         match self {
             Buffer::Values(v) => order.iter().for_each(|&i| v.block_rows(i, out)),
