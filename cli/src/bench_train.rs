@@ -15,7 +15,7 @@ use crate::{Failure, Outcome};
 
 /// Time training from a dataset file against the in-memory limit.
 ///
-/// Trains the same model on FILE.toc in eleven settings, each for
+/// Trains the same model on FILE.toc in twelve settings, each for
 /// --epochs timed epochs after a first one: streaming the file every
 /// epoch (toc-stream), with the loader's default buffer (toc-resident:
 /// the whole file when it fits), the same with the buffer's rows kept as
@@ -25,8 +25,10 @@ use crate::{Failure, Outcome};
 /// (csr-stream, csr-resident; a temporary copy beside the file), and SGD
 /// loops with no loader over mini-batches built in memory beforehand:
 /// cut into the file's pages in its format (memory-toc-pages) or as CSR
-/// (memory-csr-pages), and one CSR page per mini-batch (memory-csr, the
-/// practical limit). Reports each setting's buffer, the share of
+/// (memory-csr-pages), one batch of pair codes per mini-batch in the form
+/// the loader hands them over (memory-pair-codes: with toc-pair-codes,
+/// what the loader costs apart from that form), and one CSR page per
+/// mini-batch (memory-csr, the practical limit). Reports each setting's buffer, the share of
 /// mini-batches computed on their TOC trees, median epoch, examples/s,
 /// its speed as a ratio to memory-csr (above 1 is faster), the share of
 /// the epoch spent waiting for the loader and the most heap bytes the

@@ -484,6 +484,7 @@ fn bench_train_reports_every_setting_against_the_in_memory_loop() {
             "csr-resident",
             "memory-toc-pages",
             "memory-csr-pages",
+            "memory-pair-codes",
             "memory-csr"
         ]
     );
@@ -498,7 +499,8 @@ fn bench_train_reports_every_setting_against_the_in_memory_loop() {
         }
         assert!(s["peak_bytes"].as_u64().unwrap() > 0, "{s}");
     }
-    let last = &v["settings"][10];
+    let last = &v["settings"][11];
+    assert_eq!(last["name"], "memory-csr");
     assert_eq!(last["speed_vs_memory_csr"], 1.0);
     // The resident setting holds every block: its peak is at least the
     // file's payload. (Streaming's peak is not compared: on a file this

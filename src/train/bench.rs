@@ -17,6 +17,7 @@
 //! | `csr-stream`, `csr-resident` | the same rows written as CSR pages (same page and block sizes), read the two ways |
 //! | `memory-toc-pages` | no loader: mini-batches of `batch_rows` consecutive rows built before timing, each cut into the file's pages in the file's format, visited in a random order of batches each epoch |
 //! | `memory-csr-pages` | the same with CSR pages: with `memory-toc-pages`, what the page split and the format cost apart from the loader |
+//! | `memory-pair-codes` | no loader: one mini-batch of pair codes per batch of rows (one table of the distinct pairs of every row, as the loader's buffer of pair codes shares), built before timing: with `toc-pair-codes`, what the loader costs apart from the form its batches take |
 //! | `memory-csr` | no loader: the rows as one CSR page per mini-batch, built before timing, visited in a random order of batches each epoch, the model's CSR kernels (the practical limit every ratio is against) |
 //!
 //! Each setting runs `epochs + 1` epochs; the first (which fills the
@@ -32,7 +33,7 @@ use super::core;
 use super::{train, TrainOptions};
 use crate::dataset::{Dataset, DatasetWriter, WriterOptions};
 use crate::error::{Error, Result};
-use crate::formats::FormatKind;
+use crate::formats::{Batch, CodedRows, FormatKind, Pair, PairTable};
 use crate::loader::{default_memory, Loader, LoaderOptions, Mode, RowForm, Strategy};
 use crate::model::{Model, ModelKind, Optimizer};
 use crate::page::Page;
@@ -207,6 +208,16 @@ pub fn bench_train(path: &Path, options: &TrainBenchOptions) -> Result<TrainBenc
                 csr_pages_of(&info),
                 options,
             )?,
+            in_memory(
+                "memory-pair-codes",
+                &rows,
+                &labels,
+                Cut {
+                    form: PageForm::PairCodes,
+                    ..whole(options)
+                },
+                options,
+            )?,
             in_memory("memory-csr", &rows, &labels, whole(options), options)?,
         ];
         let base = settings.last().map_or(1.0, |s| s.epoch_seconds);
@@ -345,15 +356,71 @@ fn from_file(
 /// How the in-memory settings cut a mini-batch into pages.
 #[derive(Debug, Clone, Copy)]
 struct Cut {
-    format: FormatKind,
+    form: PageForm,
     /// Rows per page (the whole mini-batch for `memory-csr`).
     page_rows: usize,
+}
+
+/// How [`in_memory`] writes its pages.
+#[derive(Debug, Clone, Copy)]
+enum PageForm {
+    Format(FormatKind),
+    /// Pair codes into one table of every row's distinct pairs.
+    PairCodes,
+}
+
+/// Rows written as pair codes into one shared table, as the loader's
+/// buffer of pair codes writes them (`memory-pair-codes`).
+struct PairCoder {
+    ids: std::collections::HashMap<(u32, u64), u32>,
+    table: PairTable,
+}
+
+impl PairCoder {
+    /// The table of the distinct `(column, value)` pairs of `rows`.
+    fn of(rows: &SparseBatch) -> PairCoder {
+        let (mut ids, mut pairs) = (std::collections::HashMap::new(), Vec::new());
+        for (cols, vals) in rows.rows() {
+            for (&col, &val) in cols.iter().zip(vals) {
+                ids.entry((col, val.to_bits())).or_insert_with(|| {
+                    pairs.push(Pair { val, col });
+                    pairs.len() as u32 - 1
+                });
+            }
+        }
+        PairCoder {
+            ids,
+            table: PairTable::new(pairs),
+        }
+    }
+
+    /// The table's bytes (held once, shared by every page).
+    fn table_bytes(&self) -> usize {
+        std::mem::size_of::<Pair>() * self.table.len()
+    }
+
+    /// `rows` (rows of the table's) as a page of pair codes.
+    fn page(&self, rows: &SparseBatch, labels: &[f64]) -> Result<Page> {
+        let (mut ends, mut codes) = (Vec::new(), Vec::new());
+        for (cols, vals) in rows.rows() {
+            for (&col, &val) in cols.iter().zip(vals) {
+                let code = self.ids.get(&(col, val.to_bits())).copied();
+                codes.push(code.ok_or(Error::BadArgument {
+                    what: "rows of a benchmark page of pair codes",
+                    expected: "pairs of the table made from every row",
+                })?);
+            }
+            ends.push(codes.len() as u32);
+        }
+        let coded = CodedRows::new(rows.n_cols(), self.table.clone(), ends, codes)?;
+        Page::new(Batch::Coded(coded), labels)
+    }
 }
 
 /// `memory-csr`: one CSR page per mini-batch.
 fn whole(options: &TrainBenchOptions) -> Cut {
     Cut {
-        format: FormatKind::Csr,
+        form: PageForm::Format(FormatKind::Csr),
         page_rows: options.batch_rows,
     }
 }
@@ -361,7 +428,7 @@ fn whole(options: &TrainBenchOptions) -> Cut {
 /// `memory-toc-pages`: the file's pages, in the file's format.
 fn pages_of(info: &crate::dataset::DatasetInfo) -> Cut {
     Cut {
-        format: info.format,
+        form: PageForm::Format(info.format),
         page_rows: info.page_rows.max(1),
     }
 }
@@ -369,7 +436,7 @@ fn pages_of(info: &crate::dataset::DatasetInfo) -> Cut {
 /// `memory-csr-pages`: the file's page size, as CSR.
 fn csr_pages_of(info: &crate::dataset::DatasetInfo) -> Cut {
     Cut {
-        format: FormatKind::Csr,
+        form: PageForm::Format(FormatKind::Csr),
         page_rows: info.page_rows.max(1),
     }
 }
@@ -380,7 +447,8 @@ fn csr_pages_of(info: &crate::dataset::DatasetInfo) -> Cut {
 /// stay together, as a shuffle-once loop over fixed batches does).
 /// `memory-csr` is the practical limit; the two paged settings tell how
 /// much of the loader's settings' gap is the page split and the format
-/// rather than the loader.
+/// rather than the loader, and `memory-pair-codes` how much is the form
+/// of the loader's batches of pair codes.
 fn in_memory(
     name: &'static str,
     rows: &SparseBatch,
@@ -390,13 +458,20 @@ fn in_memory(
 ) -> Result<Setting> {
     let n = rows.n_rows();
     let mut batches = Vec::new();
+    let mut coder: Option<PairCoder> = None;
     let mut bytes = 0;
     for start in (0..n).step_by(options.batch_rows) {
         let end = (start + options.batch_rows).min(n);
         let mut pages = Vec::new();
         for from in (start..end).step_by(cut.page_rows) {
             let to = (from + cut.page_rows).min(end);
-            let page = Page::encode(cut.format, &rows.slice_rows(from..to), &labels[from..to])?;
+            let (slice, page_labels) = (rows.slice_rows(from..to), &labels[from..to]);
+            let page = match cut.form {
+                PageForm::Format(format) => Page::encode(format, &slice, page_labels)?,
+                PageForm::PairCodes => coder
+                    .get_or_insert_with(|| PairCoder::of(rows))
+                    .page(&slice, page_labels)?,
+            };
             bytes += page.heap_bytes();
             pages.push(page);
         }
@@ -435,7 +510,9 @@ fn in_memory(
         examples_per_second: n as f64 / epoch_seconds,
         time_ratio_to_memory: f64::NAN,
         wait_share: 0.0,
-        peak_bytes: bytes + std::mem::size_of::<Vec<Page>>() * batches.capacity(),
+        peak_bytes: bytes
+            + coder.as_ref().map_or(0, PairCoder::table_bytes)
+            + std::mem::size_of::<Vec<Page>>() * batches.capacity(),
         file_bytes: 0,
         final_loss: loss,
         mode: "memory".to_string(),
