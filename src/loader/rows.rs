@@ -250,7 +250,9 @@ impl<S: Source + 'static> RowEpoch<S> {
                 // `k`-th held. In the epoch's block order, as a buffer of
                 // every block is: where the buffer covers the file, whether
                 // the budget keeps the whole file or not changes nothing.
-                b.blocks_units(&self.block_order, &mut units);
+                for &k in &self.block_order {
+                    b.block_units(k, &mut units);
+                }
             }
             Input::Buffers {
                 feed,

@@ -36,14 +36,6 @@ impl CodeArena {
         }));
     }
 
-    /// [`block_records`](Self::block_records) of each block of `order`
-    /// in turn.
-    pub(crate) fn blocks_records(&self, order: &[usize], out: &mut Vec<u32>) {
-        for &i in order {
-            self.block_records(i, out);
-        }
-    }
-
     /// Appends the rows at `offsets` (records of this arena) to `batch`
     /// with their labels (and, when tracing, their numbers in the file).
     /// `map` is scratch: for each of this arena's slots, the batch's slot

@@ -144,15 +144,6 @@ impl Buffer {
         }
     }
 
-    /// [`block_units`](Self::block_units) of each block of `order` in
-    /// turn.
-    pub(crate) fn blocks_units(&self, order: &[usize], out: &mut Vec<u32>) {
-        match self {
-            Buffer::Values(v) => order.iter().for_each(|&i| v.block_rows(i, out)),
-            Buffer::Codes(c) => c.blocks_records(order, out),
-        }
-    }
-
     /// Decodes `blocks` (in order) into this buffer, cleared first.
     pub(crate) fn decode(
         &mut self,
