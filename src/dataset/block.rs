@@ -321,6 +321,49 @@ impl Block {
         ))
     }
 
+    /// Packs a block whose bytes this process validated before, when they
+    /// decoded to `nnz` (one count per page): the checksum the read
+    /// verified says they are the same bytes, so the pages are not
+    /// checked again (a streamed epoch spent a fifth of its CPU
+    /// re-checking bytes it had checked the epoch before: issue 33).
+    /// The block is marked unchecked: it decodes its pages as codes into
+    /// a shared dictionary only through the decoder that checks every
+    /// index, and checks any other page before decoding it
+    /// ([`PackedBlock::decode_page_codes`]), so bytes changed behind the
+    /// checksum give wrong rows or an error, never a panic. A page count
+    /// other than `nnz`'s packs as [`pack`](Self::pack) does.
+    ///
+    /// # Errors
+    /// As [`pack`](Self::pack).
+    pub(crate) fn pack_seen(self, nnz: &[u64]) -> Result<PackedBlock> {
+        if nnz.len() != self.pages.len() {
+            return self.pack();
+        }
+        let mut packed = Vec::with_capacity(self.pages.len());
+        let mut block_nnz = 0u64;
+        for (j, (span, &n)) in self.pages.iter().zip(nnz).enumerate() {
+            block_nnz = block_nnz.saturating_add(n);
+            let page = crate::limits::check_block_nnz(block_nnz)
+                .and_then(|()| packed_page(span.rows, span.labels_at, span.payload.clone(), n));
+            packed.push(page.map_err(|error| self.page_error(j, error))?);
+        }
+        Ok(PackedBlock::new(
+            (self.path, self.offset),
+            self.number,
+            (self.format, self.n_cols, self.form, self.dict),
+            self.bytes,
+            packed,
+        )
+        .unchecked())
+    }
+
+    /// The block's bytes, to change as a file changed behind its
+    /// checksum would (tests of [`pack_seen`](Self::pack_seen)).
+    #[cfg(test)]
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.bytes
+    }
+
     /// What [`pack`](Self::pack) checks, and the non-zeros the pages
     /// decode to together, within
     /// [`Limits::max_decode_nnz`](crate::limits::Limits::max_decode_nnz)

@@ -59,6 +59,10 @@ pub struct PackedBlock {
     pages: Box<[PackedPage]>,
     rows: usize,
     nnz: u64,
+    /// Whether every page was validated when this block was packed;
+    /// `false` for [`Block::pack_seen`](super::Block::pack_seen)'s
+    /// blocks, whose pages are checked where they are decoded.
+    checked: bool,
 }
 
 impl PackedBlock {
@@ -86,7 +90,45 @@ impl PackedBlock {
             pages: pages.into_boxed_slice(),
             rows,
             nnz,
+            checked: true,
         }
+    }
+
+    /// This block, marked as packed from bytes not validated in this
+    /// packing (see [`Block::pack_seen`](super::Block::pack_seen)).
+    pub(super) fn unchecked(mut self) -> PackedBlock {
+        self.checked = false;
+        self
+    }
+
+    /// Validates page `j` if this block was packed unchecked (else
+    /// nothing to do): every rule [`Block::pack`](super::Block::pack)
+    /// checks, and that it decodes to the non-zeros recorded, before a
+    /// decoder that relies on them runs.
+    fn check_page(&self, j: usize) -> Result<()> {
+        if self.checked {
+            return Ok(());
+        }
+        let page = self.pages[j];
+        let mut tree = crate::formats::take_tree();
+        let nnz = crate::formats::with_build_scratch(&mut tree, |tree| {
+            validate_payload(
+                (self.format, self.dict.as_ref()),
+                self.payload(j),
+                (page.rows as usize, self.n_cols),
+                tree,
+            )
+        });
+        crate::formats::give_tree(tree);
+        let nnz = nnz?;
+        if nnz != page.nnz {
+            return Err(Error::LengthMismatch {
+                what: "non-zeros of a page read again (the bytes changed since it was checked)",
+                expected: page.nnz,
+                found: nnz,
+            });
+        }
+        Ok(())
     }
 
     /// The block's number in its file.
@@ -115,6 +157,11 @@ impl PackedBlock {
     /// Non-zeros every page decodes to.
     pub fn nnz(&self) -> u64 {
         self.nnz
+    }
+
+    /// Non-zeros each page decodes to, in page order.
+    pub(crate) fn page_nnz(&self) -> impl Iterator<Item = u64> + '_ {
+        self.pages.iter().map(|p| p.nnz)
     }
 
     /// Heap bytes held: the stored bytes and the page index. About the
@@ -162,6 +209,7 @@ impl PackedBlock {
     }
 
     fn decode_page_in(&self, j: usize, out: &mut PageDecoder) -> Result<()> {
+        self.check_page(j)?;
         let page = self.pages[j];
         let mut r = Reader::new(&self.bytes[page.labels_at as usize..]);
         read_labels(
@@ -231,10 +279,20 @@ impl PackedBlock {
                 .dict
                 .as_ref()
                 .ok_or_else(crate::codec::needs_dictionary)?;
+            let before = ends.len();
             out.tree
                 .decode_shared_codes(payload, &layout, dict, codes, ends)?;
+            // Checked at packing, but not for a block packed unchecked: a
+            // row without a label must not reach the buffer.
+            Error::check_equal(
+                "page rows (labels against the codes)",
+                rows,
+                ends.len() - before,
+            )?;
             return Ok(RowDict::Shared(Arc::clone(dict)));
         }
+        self.check_page(j)
+            .map_err(|error| self.page_error(j, error))?;
         out.tree.decode_trusted(
             payload,
             page.nnz as usize,
@@ -269,6 +327,7 @@ impl PackedBlock {
     }
 
     fn page_in(&self, j: usize) -> Result<Page> {
+        self.check_page(j)?;
         let page = self.pages[j];
         let mut r = Reader::new(&self.bytes[page.labels_at as usize..]);
         let (mut labels, mut scratch) = (Vec::new(), Vec::new());

@@ -23,7 +23,7 @@ use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use super::resident::{packed_bytes, Packed};
+use super::resident::{packed_bytes, Packed, Resident};
 use crate::dataset::{Dataset, Source};
 use crate::error::{Error, Result};
 
@@ -65,6 +65,7 @@ impl Ahead {
         dataset: Arc<Dataset<S>>,
         order: Vec<usize>,
         ahead: usize,
+        resident: Arc<Resident>,
     ) -> Result<Ahead> {
         if order.iter().any(|&b| b >= dataset.n_blocks()) {
             return Err(Error::BadArgument {
@@ -94,6 +95,7 @@ impl Ahead {
             let (tx, rx) = sync_channel(ahead.div_ceil(threads).max(1));
             let (order, bounds) = (Arc::clone(&order), Arc::clone(&bounds));
             let (data, counted) = (Arc::clone(&dataset), Arc::clone(&in_flight));
+            let resident = Arc::clone(&resident);
             let handle = std::thread::Builder::new()
                 .name("tocpile-read-ahead".into())
                 .spawn(move || {
@@ -104,7 +106,7 @@ impl Ahead {
                         for &b in blocks {
                             let block = data
                                 .read_block(b)
-                                .and_then(crate::dataset::Block::pack)
+                                .and_then(|block| resident.pack(block))
                                 .map(Arc::new);
                             failed = block.is_err();
                             if let Ok(block) = &block {

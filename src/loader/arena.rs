@@ -33,6 +33,8 @@
 mod gather;
 mod record;
 #[cfg(test)]
+mod seen_tests;
+#[cfg(test)]
 mod tests;
 
 use record::{split4, Head, Widths, PLAIN_PAIRS};

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::ahead::{Ahead, GROUP_BYTES};
 use super::resident::{Packed, Resident};
 use super::{Plan, Strategy};
-use crate::dataset::{Block, Dataset, Source};
+use crate::dataset::{Dataset, Source};
 use crate::error::Result;
 
 /// Where the blocks that are not resident come from.
@@ -40,7 +40,12 @@ impl<S: Source + 'static> Feed<S> {
             .collect();
         let reader = if plan.double_buffer && !to_read.is_empty() {
             let depth = ahead_depth(&dataset, plan, &to_read);
-            Reader::Ahead(Ahead::start(dataset, to_read, depth)?)
+            Reader::Ahead(Ahead::start(
+                dataset,
+                to_read,
+                depth,
+                Arc::clone(&resident),
+            )?)
         } else {
             Reader::OnDemand(dataset)
         };
@@ -60,7 +65,10 @@ impl<S: Source + 'static> Feed<S> {
         }
         let block = match &mut self.reader {
             Reader::Ahead(ahead) => ahead.next()?,
-            Reader::OnDemand(dataset) => dataset.read_block(b).and_then(Block::pack).map(Arc::new),
+            Reader::OnDemand(dataset) => dataset
+                .read_block(b)
+                .and_then(|block| self.resident.pack(block))
+                .map(Arc::new),
         };
         Some(block.map(|block| {
             self.resident.offer(b, &block);
