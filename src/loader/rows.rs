@@ -41,7 +41,7 @@ use super::arena::RowCodes;
 use super::epoch::{fused_step, Produce, STREAM_TUPLES};
 use super::feed::Feed;
 use super::huge::reserve_huge;
-use super::resident::{packed_bytes, Packed, Resident};
+use super::resident::Resident;
 use super::step_shuffle::StepShuffle;
 use super::units::RowGather;
 use super::{MiniBatch, Plan, Strategy};
@@ -53,9 +53,11 @@ use crate::page::Page;
 use crate::rng::Rng;
 
 mod buffer;
+mod fill;
 
-use buffer::{decode_buffer, whole_file};
+use buffer::whole_file;
 pub(crate) use buffer::{Buffer, BufferScratch, RowsKind};
+use fill::Buffers;
 
 const ORDER: &str = "the row order of a buffer";
 
@@ -81,14 +83,8 @@ enum Input<S: Source + 'static> {
         buffer: Option<Arc<Buffer>>,
         feed: Option<Feed<S>>,
     },
-    /// One buffer of blocks after another.
-    Buffers {
-        feed: Feed<S>,
-        buffer: Box<Buffer>,
-        side: Box<Buffer>,
-        scratch: Box<(BufferScratch, BufferScratch)>,
-        input_done: bool,
-    },
+    /// One buffer of blocks after another (`rows/fill.rs`).
+    Buffers(Buffers<S>),
 }
 
 /// The mini-batch being gathered (a buffer's last rows wait here for the
@@ -179,13 +175,11 @@ impl<S: Source + 'static> RowEpoch<S> {
                 };
                 Input::Whole { kept, buffer, feed }
             }
-            None => Input::Buffers {
-                feed: Feed::start(dataset, &plan, order.clone(), resident)?,
-                buffer: Box::new(Buffer::new(plan.rows, plan.trace)),
-                side: Box::new(Buffer::new(plan.rows, plan.trace)),
-                scratch: Box::default(),
-                input_done: false,
-            },
+            None => Input::Buffers(Buffers::new(
+                Feed::start(dataset, &plan, order.clone(), resident)?,
+                Arc::clone(&plan),
+                path.clone(),
+            )),
         };
         Ok(RowEpoch {
             input,
@@ -218,7 +212,7 @@ impl<S: Source + 'static> RowEpoch<S> {
     fn input_done(&self) -> bool {
         match &self.input {
             Input::Whole { buffer, .. } => buffer.is_some() && self.buffers > 0,
-            Input::Buffers { input_done, .. } => *input_done,
+            Input::Buffers(buffers) => buffers.input_done(),
         }
     }
 
@@ -254,25 +248,15 @@ impl<S: Source + 'static> RowEpoch<S> {
                     b.block_units(k, &mut units);
                 }
             }
-            Input::Buffers {
-                feed,
-                buffer,
-                side,
-                scratch,
-                input_done,
-            } => {
-                let blocks = next_blocks(feed, plan.buffer_blocks, input_done)?;
-                decode_buffer(&blocks, (buffer, side), scratch, &plan, &self.path)?;
+            Input::Buffers(buffers) => {
+                let coded = &mut self.pending.coded.codes;
+                let extra = buffers.advance(|spent, next| carry_codes(coded, spent, next))?;
+                let buffer = buffers.current();
                 reserve_huge(&mut units, buffer.n_rows(), ORDER)?;
                 for i in 0..buffer.blocks().len() {
                     buffer.block_units(i, &mut units);
                 }
-                let streamed: usize = blocks
-                    .iter()
-                    .filter(|(_, b)| Arc::strong_count(b) == 1)
-                    .map(|(_, b)| packed_bytes(b))
-                    .sum();
-                self.peak = self.peak.max(self.held_bytes() + streamed);
+                self.peak = self.peak.max(self.held_bytes() + extra);
             }
         }
         // The tuple shuffle, drawn as the batches take their rows
@@ -306,7 +290,7 @@ impl<S: Source + 'static> RowEpoch<S> {
         let p = &mut self.pending;
         let buffer = match &self.input {
             Input::Whole { buffer, .. } => buffer.as_deref().expect("made before the first gather"),
-            Input::Buffers { buffer, .. } => buffer,
+            Input::Buffers(buffers) => buffers.current(),
         };
         match buffer {
             Buffer::Values(v) => v.prefetch(after),
@@ -378,7 +362,7 @@ impl<S: Source + 'static> RowEpoch<S> {
             let coded = std::mem::take(&mut p.coded);
             let table = match &self.input {
                 Input::Whole { buffer, .. } => buffer.as_deref(),
-                Input::Buffers { buffer, .. } => Some(&**buffer),
+                Input::Buffers(buffers) => Some(buffers.current()),
             };
             let Some(Buffer::Codes(arena)) = table else {
                 unreachable!("pair codes come from a buffer of codes");
@@ -428,23 +412,16 @@ impl<S: Source + 'static> RowEpoch<S> {
     }
 }
 
-/// The next buffer's blocks (`n` of them, fewer at the end).
-fn next_blocks<S: Source + 'static>(
-    feed: &mut Feed<S>,
-    n: usize,
-    input_done: &mut bool,
-) -> Result<Vec<(usize, Packed)>> {
-    let mut blocks = Vec::with_capacity(n);
-    while blocks.len() < n {
-        match feed.next().transpose()? {
-            Some((b, block, _)) => blocks.push((b, block)),
-            None => {
-                *input_done = true;
-                break;
-            }
+/// A mini-batch of pair codes begun in buffer `spent` and finished in
+/// `next`: its codes, ids into `spent`'s table of pairs, made ids into
+/// `next`'s (each buffer keeps its own table).
+fn carry_codes(codes: &mut [u32], spent: &Buffer, next: &mut Buffer) -> Result<()> {
+    match (spent, next) {
+        (Buffer::Codes(spent), Buffer::Codes(next)) if !codes.is_empty() => {
+            next.adopt_pair_codes(spent, codes)
         }
+        _ => Ok(()),
     }
-    Ok(blocks)
 }
 
 impl<S: Source + 'static> Drop for RowEpoch<S> {
@@ -478,19 +455,7 @@ impl<S: Source + 'static> Produce for RowEpoch<S> {
     fn held_bytes(&self) -> usize {
         let input = match &self.input {
             Input::Whole { feed, .. } => feed.as_ref().map_or(0, Feed::ahead_bytes),
-            Input::Buffers {
-                feed,
-                buffer,
-                side,
-                scratch,
-                ..
-            } => {
-                feed.ahead_bytes()
-                    + buffer.heap_bytes()
-                    + side.heap_bytes()
-                    + scratch.0.heap_bytes()
-                    + scratch.1.heap_bytes()
-            }
+            Input::Buffers(buffers) => buffers.heap_bytes(),
         };
         input
             + 4 * (self.order.capacity() + self.slot_map.capacity())

@@ -43,11 +43,13 @@ const FALLBACK_EXPANSION: f64 = 16.0;
 /// Shuffle, validated while the current buffer trains), as compressed
 /// blocks; and what the buffer decodes to: in exact mode the buffer's rows
 /// decoded into one arena (12 bytes a non-zero, 12 a row, up to 1.5
-/// times that while its two halves are joined), in page mode its pages'
-/// decode trees. Both are measured on a few sampled blocks. On flights3m
+/// times that while its two halves are joined), twice with double
+/// buffering (the next buffer is decoded while this one drains), in page
+/// mode its pages' decode trees. Both are measured on a few sampled blocks. On flights3m
 /// with the defaults (2 KiB blocks, a 10% buffer, exact mode; 270,000
-/// rows and 1.6M non-zeros a buffer) that is about 45 MiB: 34 for the
-/// decoded buffer, 10 for three buffers' worth of compressed blocks.
+/// rows and 1.6M non-zeros a buffer) that is about 79 MiB: 34 for each
+/// of the two decoded buffers, 10 for three buffers' worth of
+/// compressed blocks.
 pub fn memory_budget_for<S: Source>(dataset: &Dataset<S>, options: &LoaderOptions) -> MemoryBudget {
     budget_within(dataset, options, available_under(Path::new("/")))
 }
@@ -168,7 +170,14 @@ fn estimate<S: Source>(dataset: &Dataset<S>, o: &LoaderOptions) -> Estimate {
     // Blocks held compressed (the buffers, the read-ahead), and what one
     // buffer (at least a block) decodes to.
     let held = ((buffers * buffer) as f64 + ahead_groups * group).min(n_blocks as f64);
-    let decoded = (buffer.max(1) as f64).min(n_blocks as f64) * mean_block;
+    // With double buffering, exact mode decodes the next buffer while
+    // the current one drains (`rows/fill.rs`): two decoded at once.
+    let decoded_buffers = if o.double_buffer && mode == Mode::Exact {
+        2.0
+    } else {
+        1.0
+    };
+    let decoded = decoded_buffers * (buffer.max(1) as f64).min(n_blocks as f64) * mean_block;
     Estimate {
         working_set: (held * mean_block * e.packed + decoded * e.decoded) as u64,
         file_bytes,

@@ -10,7 +10,7 @@
 //!
 //! | [`Setting::name`] | what an epoch does |
 //! |---|---|
-//! | `toc-stream` | reads, checksums and validates every block of the file (TOC decode trees built) every epoch: [`LoaderOptions::memory`] 0 |
+//! | `toc-stream` | reads and checksums every block of the file every epoch and decodes it into a buffer of a tenth of the file (the next buffer decoded while this one trains; a file kept as code rows validates each block the first time only): [`LoaderOptions::memory`] 0 |
 //! | `toc-resident` | the same file with the default budget: the loader's default buffer (the whole file when its buffer form fits, each row decoded once; else resident blocks within the budget) |
 //! | `toc-code-rows`, `toc-pair-codes`, `toc-values` | `toc-resident` with the buffer's rows kept as the pages' codes (trees built per batch where they pay), as pair codes, or as decoded values, whatever the file would choose |
 //! | `toc-pages` | `toc-resident` in page mode: the file's pages shuffled whole, their trees built by the loader |

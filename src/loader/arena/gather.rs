@@ -5,10 +5,34 @@
 
 use super::{past_fillers, CodeArena, Head, ARENA, FAR, PLAIN_PAIRS};
 use crate::codec::CodeBatch;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::limits::try_reserve;
 
 impl CodeArena {
+    /// Makes `codes` (pair codes into `from`'s table) codes into this
+    /// arena's, adding the pairs it lacks, and takes its table anew: the
+    /// rows a mini-batch took from one buffer before the rest of it
+    /// comes from this one.
+    ///
+    /// # Errors
+    /// [`Error::CodeOutOfRange`] for a code outside `from`'s table (a
+    /// bug); [`Error::OutOfMemory`] if the table cannot grow.
+    pub(crate) fn adopt_pair_codes(&mut self, from: &CodeArena, codes: &mut [u32]) -> Result<()> {
+        for (position, c) in codes.iter_mut().enumerate() {
+            let Some(&pair) = from.pairs.get(*c as usize) else {
+                return Err(Error::CodeOutOfRange {
+                    row: 0,
+                    position,
+                    code: u64::from(*c),
+                    limit: from.pairs.len() as u64,
+                });
+            };
+            *c = self.pair_id(pair)?;
+        }
+        self.freeze();
+        Ok(())
+    }
+
     /// The offsets of the records of the `i`-th block pushed, appended to
     /// `out` in file order: from the records' steps (see
     /// [`CodeArena::steps`]), each record read only where its step is
