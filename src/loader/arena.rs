@@ -180,9 +180,19 @@ impl CodeArena {
     /// Empties the arena, keeping its capacity and its settings.
     pub(crate) fn clear(&mut self) {
         self.words.clear();
-        self.dicts.clear();
-        self.global.clear();
-        self.slot_of.clear();
+        // Pair codes keep the segments' dictionaries and their ids into
+        // the table, which outlives the rows: a buffer of the next blocks
+        // would map every pair of each dictionary again (46 dictionaries
+        // of about 1,600 pairs, per half of each of flights3m's 10
+        // buffers an epoch). Slots matter to no record of this form. A
+        // page's own first layer is one page's: those go.
+        let keep = self.form == RowCodes::Pairs
+            && self.dicts.iter().all(|d| matches!(d, RowDict::Shared(_)));
+        if !keep {
+            self.dicts.clear();
+            self.global.clear();
+            self.slot_of.clear();
+        }
         self.label_values.clear();
         self.label_ids.clear();
         self.rows = 0;
