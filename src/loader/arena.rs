@@ -107,6 +107,10 @@ pub(crate) struct CodeArena {
     slot_of: HashMap<usize, u16>,
     label_values: Vec<f64>,
     label_ids: HashMap<u64, u16>,
+    /// The last label looked up and its id: labels repeat from row to
+    /// row (two on a binary task), and the table's hash and probe were a
+    /// fifth of writing a record.
+    last_label: Option<(u64, u16)>,
     form: RowCodes,
     rows: usize,
     /// Codes held (not counting the records' other words).
@@ -167,6 +171,7 @@ impl CodeArena {
             slot_of: HashMap::new(),
             label_values: Vec::new(),
             label_ids: HashMap::new(),
+            last_label: None,
             form,
             rows: 0,
             codes: 0,
@@ -195,6 +200,7 @@ impl CodeArena {
         }
         self.label_values.clear();
         self.label_ids.clear();
+        self.last_label = None;
         self.rows = 0;
         self.codes = 0;
         self.blocks.clear();
@@ -502,7 +508,13 @@ impl CodeArena {
     /// table is full.
     fn label_id(&mut self, label: f64) -> Option<u16> {
         let bits = label.to_bits();
+        if let Some((last, id)) = self.last_label {
+            if last == bits {
+                return Some(id);
+            }
+        }
         if let Some(&id) = self.label_ids.get(&bits) {
+            self.last_label = Some((bits, id));
             return Some(id);
         }
         if self.label_values.len() >= MAX_LABELS {
@@ -511,6 +523,7 @@ impl CodeArena {
         let id = self.label_values.len() as u16;
         self.label_values.push(label);
         self.label_ids.insert(bits, id);
+        self.last_label = Some((bits, id));
         Some(id)
     }
 
@@ -522,6 +535,7 @@ impl CodeArena {
         let labels = match to.inline_labels {
             true => {
                 self.label_ids.clear();
+                self.last_label = None;
                 std::mem::take(&mut self.label_values)
             }
             false => self.label_values.clone(),
