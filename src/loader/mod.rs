@@ -373,8 +373,9 @@ impl<S: Source + 'static> Loader<S> {
         // The whole-file buffer takes the budget: nothing else stays.
         let kept = if plan.whole { 0 } else { memory };
         // Code rows decode through the checked decoder: a block read
-        // again need not be validated again (`Resident::pack`).
-        let check_once = matches!(plan.rows, RowsKind::Codes(_));
+        // again need not be validated again (`Resident::pack`). A
+        // whole-file buffer reads each block once.
+        let check_once = !plan.whole && matches!(plan.rows, RowsKind::Codes(_));
         let resident = Arc::new(Resident::new(n_blocks, kept, check_once));
         let whole = plan.whole.then(WholeFile::default);
         Ok(Loader {
