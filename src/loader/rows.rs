@@ -22,7 +22,8 @@
 //! files a buffer of a few blocks holds a few labels; a whole-file buffer
 //! holds them all. Otherwise buffers of `buffer_blocks` blocks are decoded
 //! one after the other from the resident or streamed blocks, the two
-//! halves of a buffer's blocks on two threads.
+//! halves of a buffer's blocks on two threads, the next buffer while this
+//! one's batches are handed out (`rows/fill.rs`).
 //!
 //! Each buffer's order is a uniform random permutation of its rows
 //! (CorgiPile, Epoch Shuffle) or file order, and each mini-batch is the
