@@ -108,8 +108,8 @@ pub(crate) struct CodeArena {
     label_values: Vec<f64>,
     label_ids: HashMap<u64, u16>,
     /// The last label looked up and its id: labels repeat from row to
-    /// row (two on a binary task), and the table's hash and probe were a
-    /// fifth of writing a record.
+    /// row (two on a binary task); checking it before the table's hash
+    /// took a sixth off writing records (history section 45).
     last_label: Option<(u64, u16)>,
     form: RowCodes,
     rows: usize,
