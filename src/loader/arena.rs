@@ -30,6 +30,9 @@
 //! whose batches all go to their rows, 180 ns a row walked against a few
 //! for the pairs).
 
+mod append;
+#[cfg(test)]
+mod append_tests;
 mod gather;
 mod record;
 #[cfg(test)]
@@ -61,6 +64,8 @@ const FAR: u8 = u8::MAX;
 /// Most distinct labels an arena keeps as ids (more: each row's label
 /// inline).
 const MAX_LABELS: usize = u16::MAX as usize;
+/// Labels [`CodeArena::label_id`] finds by a scan before the hash.
+const FEW_LABELS: usize = 8;
 
 /// How an arena writes a row's codes (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -338,41 +343,6 @@ impl CodeArena {
         Ok(())
     }
 
-    /// Appends `other`'s blocks (its dictionaries and labels merged into
-    /// this arena's).
-    ///
-    /// # Errors
-    /// As [`push_block`](Self::push_block).
-    pub(crate) fn append(&mut self, other: &CodeArena) -> Result<()> {
-        let mut slots: Vec<u16> = Vec::with_capacity(other.dicts.len());
-        for d in &other.dicts {
-            slots.push(self.slot(d.clone())?);
-        }
-        // Pair codes are ids into the arena's own table.
-        let mut pair_ids: Vec<u32> = Vec::new();
-        for &pair in &other.pairs {
-            pair_ids.push(self.pair_id(pair)?);
-        }
-        let mut codes = Vec::new();
-        for b in &other.blocks {
-            self.open_block(b.block)?;
-            let mut at = past_fillers(&other.words, b.start as usize);
-            for _ in 0..b.rows {
-                let (head, next) = other.widths.head(&other.words, &other.label_values, at);
-                codes.clear();
-                other.widths.codes_into(&other.words, &head, &mut codes);
-                if self.form == RowCodes::Pairs {
-                    codes
-                        .iter_mut()
-                        .for_each(|p| *p = pair_ids.get(*p as usize).copied().unwrap_or(0));
-                }
-                self.push_row(slots[head.slot as usize], head.label, head.row, &codes)?;
-                at = next;
-            }
-        }
-        Ok(())
-    }
-
     /// Starts block `block`'s span at the next record.
     fn open_block(&mut self, block: usize) -> Result<()> {
         let start = u32::try_from(self.words.len()).map_err(|_| Error::TooLarge {
@@ -436,28 +406,25 @@ impl CodeArena {
     }
 
     /// Appends one record to the last block opened.
+    #[inline]
     fn push_row(&mut self, slot: u16, label: f64, row: u64, codes: &[u32]) -> Result<()> {
-        if !self.widths.wide && codes.iter().any(|&c| c > u16::MAX as u32) {
-            self.rewrite(Widths {
-                wide: true,
-                ..self.widths
-            })?;
-        }
+        let widen = !self.widths.wide && codes.iter().fold(0, |m, &c| m | c) > u16::MAX as u32;
         let mut id = None;
         if !self.widths.inline_labels {
             id = self.label_id(label);
-            if id.is_none() {
-                self.rewrite(Widths {
-                    inline_labels: true,
-                    ..self.widths
-                })?;
+        }
+        if widen || (id.is_none() && !self.widths.inline_labels) {
+            self.widen_for(widen, label)?;
+            if !self.widths.inline_labels {
+                id = self.label_id(label);
             }
         }
         let n = codes.len();
         let words = self.widths.record_words(n);
-        if self.words.capacity() - self.words.len() < words + LINE / 2 {
-            let grow = (words + LINE / 2).max(self.words.len() / 2);
-            reserve_huge(&mut self.words, grow, ARENA)?;
+        if self.words.capacity() - self.words.len() < words + LINE / 2
+            || self.steps.len() == self.steps.capacity()
+        {
+            self.grow(words)?;
         }
         // A record that would straddle two cache lines starts on the next
         // line (it fits one): a shuffled batch then reads each row with
@@ -469,7 +436,6 @@ impl CodeArena {
             let pad = (LINE - at % LINE) / 2;
             self.words.resize(self.words.len() + pad, FILLER);
         }
-        try_reserve(&mut self.steps, 1, ARENA)?;
         let step = self.words.len() - self.last_start;
         self.steps.push(u8::try_from(step).unwrap_or(FAR));
         self.last_start = self.words.len();
@@ -504,8 +470,22 @@ impl CodeArena {
         Ok(())
     }
 
+    /// Room for a record of `words` words and its step (the growth of
+    /// [`push_row`](Self::push_row), out of its way).
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, words: usize) -> Result<()> {
+        if self.words.capacity() - self.words.len() < words + LINE / 2 {
+            let grow = (words + LINE / 2).max(self.words.len() / 2);
+            reserve_huge(&mut self.words, grow, ARENA)?;
+        }
+        let more = (self.steps.len() / 2).max(64);
+        try_reserve(&mut self.steps, more, ARENA)
+    }
+
     /// The id of `label` in the table, added if new; `None` when the
     /// table is full.
+    #[inline]
     fn label_id(&mut self, label: f64) -> Option<u16> {
         let bits = label.to_bits();
         if let Some((last, id)) = self.last_label {
@@ -513,6 +493,21 @@ impl CodeArena {
                 return Some(id);
             }
         }
+        // A classifier's few labels: a scan of them is quicker than the
+        // hash, whose lookups were most of writing a record on a shuffled
+        // binary task (the last label matches half the time).
+        let few = &self.label_values[..self.label_values.len().min(FEW_LABELS)];
+        if let Some(i) = few.iter().position(|l| l.to_bits() == bits) {
+            self.last_label = Some((bits, i as u16));
+            return Some(i as u16);
+        }
+        self.label_id_slow(label)
+    }
+
+    /// [`label_id`](Self::label_id) past the first few labels.
+    #[inline(never)]
+    fn label_id_slow(&mut self, label: f64) -> Option<u16> {
+        let bits = label.to_bits();
         if let Some(&id) = self.label_ids.get(&bits) {
             self.last_label = Some((bits, id));
             return Some(id);
@@ -525,41 +520,6 @@ impl CodeArena {
         self.label_ids.insert(bits, id);
         self.last_label = Some((bits, id));
         Some(id)
-    }
-
-    /// Writes every record again with the widths `to` (codes of two
-    /// words, or labels inline: the rare arena whose codes or labels
-    /// outgrow a word), the blocks' spans moved with their records.
-    fn rewrite(&mut self, to: Widths) -> Result<()> {
-        let (old, from) = (std::mem::take(&mut self.words), self.widths);
-        let labels = match to.inline_labels {
-            true => {
-                self.label_ids.clear();
-                self.last_label = None;
-                std::mem::take(&mut self.label_values)
-            }
-            false => self.label_values.clone(),
-        };
-        self.widths = to;
-        reserve_huge(&mut self.words, 2 * old.len(), ARENA)?;
-        let blocks = std::mem::take(&mut self.blocks);
-        let mut codes = Vec::new();
-        self.rows = 0;
-        self.codes = 0;
-        self.steps.clear();
-        self.block_first.clear();
-        for b in &blocks {
-            self.open_block(b.block)?;
-            let mut at = past_fillers(&old, b.start as usize);
-            for _ in 0..b.rows {
-                let (head, next) = from.head(&old, &labels, at);
-                codes.clear();
-                from.codes_into(&old, &head, &mut codes);
-                self.push_row(head.slot, head.label, head.row, &codes)?;
-                at = next;
-            }
-        }
-        Ok(())
     }
 }
 

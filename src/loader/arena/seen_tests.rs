@@ -15,7 +15,7 @@ use crate::SparseBatch;
 
 /// A file of `n` rows in small blocks, its pages coded against shared
 /// dictionaries (rows that repeat prefixes, so the trees have depth).
-fn shared_file(name: &str, n: u64) -> PathBuf {
+pub(super) fn shared_file(name: &str, n: u64) -> PathBuf {
     let path = std::env::temp_dir().join(format!("tocpile-seen-{name}-{}.toc", std::process::id()));
     let rows: Vec<[f64; 6]> = (0..n)
         .map(|i| {
