@@ -328,11 +328,8 @@ impl CodeArena {
                                 t.prefetch_node(node);
                             }
                         }
-                        expand_pairs(t, codes, &mut s.expanded)?;
                         let global = &self.global[slot as usize];
-                        for p in s.expanded.iter_mut() {
-                            *p = global.get(*p as usize).copied().unwrap_or(0);
-                        }
+                        expand_pairs(t, global, codes, &mut s.expanded)?;
                         &s.expanded[..]
                     }
                 };
@@ -526,20 +523,24 @@ impl CodeArena {
 /// Rows ahead whose dictionary nodes [`CodeArena::push_block`] prefetches.
 const PREFETCH_ROWS: usize = 6;
 
-/// A row's codes written out as first-layer codes (its pairs, in order).
-fn expand_pairs(t: &DecodeTree, codes: &[u32], out: &mut Vec<u32>) -> Result<()> {
+/// A row's codes written out as pair codes (`global`'s ids of its
+/// dictionary's first-layer pairs, in order). Each code's walk up the
+/// tree writes its keys' ids as it goes, last first, and turns them
+/// round: one pass, where writing the keys in place and then mapping
+/// them took two and a fill of the room first.
+fn expand_pairs(t: &DecodeTree, global: &[u32], codes: &[u32], out: &mut Vec<u32>) -> Result<()> {
     out.clear();
     for &c in codes {
-        let start = out.len();
         let d = t.depth_of(c);
         try_reserve(out, d, ARENA)?;
-        out.resize(start + d, 0);
+        let start = out.len();
         let mut node = c;
-        for slot in out[start..].iter_mut().rev() {
+        for _ in 0..d {
             let (key, parent) = t.key_and_parent(node);
-            *slot = key;
+            out.push(global.get(key as usize).copied().unwrap_or(0));
             node = parent;
         }
+        out[start..].reverse();
     }
     Ok(())
 }
