@@ -64,8 +64,6 @@ const FAR: u8 = u8::MAX;
 /// Most distinct labels an arena keeps as ids (more: each row's label
 /// inline).
 const MAX_LABELS: usize = u16::MAX as usize;
-/// Labels [`CodeArena::label_id`] finds by a scan before the hash.
-const FEW_LABELS: usize = 8;
 
 /// How an arena writes a row's codes (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -482,7 +480,6 @@ impl CodeArena {
 
     /// The id of `label` in the table, added if new; `None` when the
     /// table is full.
-    #[inline]
     fn label_id(&mut self, label: f64) -> Option<u16> {
         let bits = label.to_bits();
         if let Some((last, id)) = self.last_label {
@@ -490,21 +487,6 @@ impl CodeArena {
                 return Some(id);
             }
         }
-        // A classifier's few labels: a scan of them is quicker than the
-        // hash, whose lookups were most of writing a record on a shuffled
-        // binary task (the last label matches half the time).
-        let few = &self.label_values[..self.label_values.len().min(FEW_LABELS)];
-        if let Some(i) = few.iter().position(|l| l.to_bits() == bits) {
-            self.last_label = Some((bits, i as u16));
-            return Some(i as u16);
-        }
-        self.label_id_slow(label)
-    }
-
-    /// [`label_id`](Self::label_id) past the first few labels.
-    #[inline(never)]
-    fn label_id_slow(&mut self, label: f64) -> Option<u16> {
-        let bits = label.to_bits();
         if let Some(&id) = self.label_ids.get(&bits) {
             self.last_label = Some((bits, id));
             return Some(id);
