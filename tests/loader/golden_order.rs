@@ -284,3 +284,46 @@ fn untraced_loaders_yield_the_traced_order() {
         }
     }
 }
+
+/// A streamed epoch's last buffer begins the next epoch's first
+/// (`src/loader/rows/next_epoch.rs`): epochs taken in turn, each begun
+/// ahead by the one before, are the epochs asked for out of turn (each
+/// begun anew: a loader begins no epoch ahead for a caller that skips
+/// about), in every strategy of the row pipeline and row form.
+#[test]
+fn an_epoch_begun_ahead_is_the_epoch_begun_anew() {
+    let ds = numbered_file();
+    for strategy in [
+        Strategy::CorgiPile,
+        Strategy::NoShuffle,
+        Strategy::BlockOnly,
+        Strategy::EpochShuffle,
+        Strategy::ShuffleOnce,
+    ] {
+        for form in [RowForm::Auto, RowForm::Values, RowForm::PairCodes] {
+            for memory in [0, 1 << 30] {
+                let o = options(strategy, Buffer::Fraction(0.1))
+                    .with_rows(form)
+                    .with_memory(memory)
+                    .with_trace(false);
+                let in_turn = Loader::new(Arc::clone(&ds), o.clone()).unwrap();
+                let out_of_turn = Loader::new(Arc::clone(&ds), o).unwrap();
+                let mut want = vec![Vec::new(); 4];
+                for epoch in [3, 0, 2, 1] {
+                    want[epoch as usize] = epoch_contents(&out_of_turn, epoch);
+                }
+                for epoch in 0..4u64 {
+                    let got = epoch_contents(&in_turn, epoch);
+                    let what = format!("{strategy} {form:?} {memory} {epoch}");
+                    assert_eq!(got, want[epoch as usize], "{what}");
+                    // The next epoch was begun while this one ended,
+                    // from the second epoch asked for in turn on (a
+                    // whole-file buffer has nothing to begin).
+                    let started = format!("started: Some({})", epoch + 1);
+                    let ahead = epoch > 0 && !in_turn.buffer_choice().whole_file;
+                    assert_eq!(format!("{in_turn:?}").contains(&started), ahead, "{what}");
+                }
+            }
+        }
+    }
+}
