@@ -109,4 +109,74 @@ fn parallel_work_survives_a_fork() {
     );
     // And the parent's pool still works.
     assert_eq!(parallel_work("after"), expected);
+    an_epoch_begun_ahead_is_begun_anew_in_a_child();
+}
+
+/// The rows of `loader`'s epoch `epoch`, traced.
+fn traced(loader: &Loader, epoch: u64) -> Vec<u64> {
+    let mut rows = Vec::new();
+    for batch in loader.epoch(epoch).unwrap() {
+        rows.extend(batch.unwrap().rows.unwrap());
+    }
+    rows
+}
+
+/// A streamed loader whose epochs were asked for in turn holds the next
+/// epoch's first buffer begun, with its threads (`rows/next_epoch.rs`).
+/// A child forked then has none of them: asked for that epoch, it must
+/// begin it anew (not wait on the parent's threads), give the same rows,
+/// and drop the loader without joining them. Part of the test above: a
+/// fork wants no other test's threads running.
+fn an_epoch_begun_ahead_is_begun_anew_in_a_child() {
+    let dense: Vec<Vec<f64>> = (0..4000)
+        .map(|r| (0..12).map(|c| ((r * 5 + c * 7) % 4) as f64).collect())
+        .collect();
+    let rows = SparseBatch::from_dense_rows(12, &dense).unwrap();
+    let labels: Vec<f64> = (0..4000).map(|r| (r % 3 == 0) as u8 as f64).collect();
+    let path = std::env::temp_dir().join(format!("tocpile-fork-ahead-{}.toc", std::process::id()));
+    let layout = WriterOptions::default()
+        .with_page_rows(50)
+        .with_block_bytes(1024);
+    let mut writer = DatasetWriter::create(&path, 12, layout).unwrap();
+    writer.push(&rows, &labels).unwrap();
+    writer.finish().unwrap();
+    let dataset = Arc::new(Dataset::open(&path).unwrap());
+    std::fs::remove_file(&path).unwrap();
+    let options = LoaderOptions::default()
+        .with_mode(Mode::Exact)
+        .with_trace(true)
+        .with_memory(0);
+    let fresh = Loader::new(Arc::clone(&dataset), options.clone()).unwrap();
+    let want = traced(&fresh, 2);
+    assert_eq!(want.len(), 4000);
+    let loader = Loader::new(dataset, options).unwrap();
+    traced(&loader, 0);
+    traced(&loader, 1);
+    assert!(format!("{loader:?}").contains("started: Some(2)"));
+    // SAFETY: as in the test above.
+    let pid = unsafe { fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        // SAFETY: as in the test above.
+        unsafe { alarm(120) };
+        let same = std::panic::catch_unwind(|| {
+            let got = traced(&loader, 2);
+            drop(loader);
+            got == want
+        });
+        // SAFETY: as in the test above.
+        unsafe { _exit(if matches!(same, Ok(true)) { 0 } else { 1 }) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child started above.
+    assert_eq!(unsafe { waitpid(pid, &mut status, 0) }, pid);
+    assert_eq!(
+        status & 0x7f,
+        0,
+        "the child hung (signal {})",
+        status & 0x7f
+    );
+    assert_eq!((status >> 8) & 0xff, 0, "the child's epoch differs");
+    // The parent takes the epoch it began.
+    assert_eq!(traced(&loader, 2), want);
 }
