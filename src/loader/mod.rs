@@ -263,12 +263,6 @@ pub(crate) struct Plan {
 /// Reads a dataset file epoch by epoch in the order a [`Strategy`] gives.
 #[derive(Debug)]
 pub struct Loader<S: Source + 'static = File> {
-    /// The next epoch's first buffer, begun while an epoch ends
-    /// (`rows/next_epoch.rs`). First, so that its threads are joined
-    /// before Shuffle Once's copy goes.
-    ahead: Arc<rows::NextEpoch>,
-    /// The last epoch asked for (`u64::MAX`: none yet).
-    last_asked: std::sync::atomic::AtomicU64,
     dataset: Arc<Dataset<S>>,
     /// Shuffle Once's copy (read instead of `dataset`) and its path.
     shuffled: Option<(Arc<Dataset>, ScratchFile)>,
@@ -394,8 +388,6 @@ impl<S: Source + 'static> Loader<S> {
             whole,
             buffer_choice,
             next_epoch: Default::default(),
-            ahead: Arc::new(rows::NextEpoch::new()),
-            last_asked: u64::MAX.into(),
         })
     }
 
@@ -476,26 +468,14 @@ impl<S: Source + 'static> Loader<S> {
 
     /// Starts epoch `epoch` (any number: epochs are independent).
     ///
-    /// Asked for in turn (this epoch right after the one before), a
-    /// loader that streams its buffers begins the next epoch's first
-    /// buffer while this one's last is handed out, so that the next
-    /// epoch's first mini-batch does not wait for it: one buffer decoded
-    /// that is never used if no next epoch is asked for. The epochs are
-    /// the same either way.
-    ///
     /// # Errors
     /// If the producer thread cannot be started. Read and decode errors
     /// arrive through the iterator.
     pub fn epoch(&self, epoch: u64) -> Result<Epoch> {
         let order = self.block_order(epoch);
-        // Epochs asked for in turn: the next one is begun ahead.
-        let asked = self
-            .last_asked
-            .swap(epoch, std::sync::atomic::Ordering::Relaxed);
-        let in_turn = asked != u64::MAX && asked.checked_add(1) == Some(epoch);
         let producer = match &self.shuffled {
-            Some((copy, _)) => self.producer(Arc::clone(copy), (epoch, order), in_turn)?,
-            None => self.producer(Arc::clone(&self.dataset), (epoch, order), in_turn)?,
+            Some((copy, _)) => self.producer(Arc::clone(copy), epoch, order)?,
+            None => self.producer(Arc::clone(&self.dataset), epoch, order)?,
         };
         Epoch::new(
             producer,
@@ -510,37 +490,21 @@ impl<S: Source + 'static> Loader<S> {
     /// Once's copy): the row pipeline for row mode of the strategies that
     /// read whole buffers or runs of blocks, the unit-by-unit machine for
     /// page mode, Sliding-Window and MRS.
-    ///
-    /// A streamed row pipeline takes the buffers begun for this epoch by
-    /// the one before, if any, and when `in_turn` (the epoch before was
-    /// the last asked for) begins the next one's at its last buffer
-    /// (`rows/next_epoch.rs`): a loader asked for one epoch, or for
-    /// epochs out of turn, begins none it may never be asked for.
     fn producer<T: Source + 'static>(
         &self,
         dataset: Arc<Dataset<T>>,
-        (epoch, order): (u64, Vec<usize>),
-        in_turn: bool,
+        epoch: u64,
+        order: Vec<usize>,
     ) -> Result<Box<dyn Produce>> {
         let (plan, resident) = (Arc::clone(&self.plan), Arc::clone(&self.resident));
         Ok(if plan.row_pipeline() {
             let whole = self.whole.clone();
-            let streamed = whole.is_none() && plan.double_buffer;
-            let started = streamed.then(|| self.ahead.take(epoch)).flatten();
-            let next = epoch.checked_add(1).filter(|_| streamed && in_turn);
-            let ahead = next.map(|next| rows::Next {
-                slot: Arc::clone(&self.ahead),
-                epoch: next,
-                order: self.block_order(next),
-                dataset: Arc::clone(&dataset),
-                resident: Arc::clone(&resident),
-            });
             Box::new(RowEpoch::start(
                 dataset,
                 plan,
                 (epoch, order),
                 resident,
-                (whole, started, ahead),
+                whole,
             )?)
         } else {
             Box::new(EpochState::start(dataset, plan, epoch, order, resident)?)

@@ -218,9 +218,7 @@ pub struct LoaderOptions {
     /// Number of workers sharing each epoch's blocks (default 1).
     pub workers: usize,
     /// Produce on a separate thread while the consumer trains (default
-    /// true): read and decode the next buffer while this one is handed
-    /// out, and the next epoch's first while an epoch asked for in turn
-    /// ends. A page-mode epoch whose blocks are all resident runs on the
+    /// true). A page-mode epoch whose blocks are all resident runs on the
     /// consumer's thread whatever this says: there is nothing to overlap.
     pub double_buffer: bool,
     /// Groups of validated blocks the read-ahead threads may hold beyond

@@ -23,9 +23,7 @@
 //! holds them all. Otherwise buffers of `buffer_blocks` blocks are decoded
 //! one after the other from the resident or streamed blocks, the two
 //! halves of a buffer's blocks on two threads, the next buffer while this
-//! one's batches are handed out (`rows/fill.rs`), and, for epochs asked
-//! for in turn, the next epoch's first buffer while this one's last is
-//! (`rows/next_epoch.rs`).
+//! one's batches are handed out (`rows/fill.rs`).
 //!
 //! Each buffer's order is a uniform random permutation of its rows
 //! (CorgiPile, Epoch Shuffle) or file order, and each mini-batch is the
@@ -57,12 +55,10 @@ use crate::rng::Rng;
 
 mod buffer;
 mod fill;
-mod next_epoch;
 
 use buffer::whole_file;
 pub(crate) use buffer::{Buffer, BufferScratch, RowsKind};
-pub(crate) use fill::Buffers;
-pub(crate) use next_epoch::{Next, NextEpoch};
+use fill::Buffers;
 
 const ORDER: &str = "the row order of a buffer";
 
@@ -151,25 +147,19 @@ pub(crate) struct RowEpoch<S: Source + 'static> {
     rows_out: RowsOut,
     failed: bool,
     peak: usize,
-    /// What starts the next epoch's first buffer when this one reaches
-    /// its last (`rows/next_epoch.rs`).
-    ahead: Option<Next<S>>,
     /// The file, for the errors that concern a buffer (several blocks).
     path: std::path::PathBuf,
 }
 
 impl<S: Source + 'static> RowEpoch<S> {
     /// Starts the epoch: `order` is this worker's block order; `whole`
-    /// the loader's whole-file buffer when the plan keeps one. Streamed,
-    /// `started` is this epoch's buffers begun by the epoch before, and
-    /// `ahead` begins the next epoch's when this one reaches its last
-    /// buffer (`rows/next_epoch.rs`).
+    /// the loader's whole-file buffer when the plan keeps one.
     pub(crate) fn start(
         dataset: Arc<Dataset<S>>,
         plan: Arc<Plan>,
         (epoch, order): (u64, Vec<usize>),
         resident: Arc<Resident>,
-        (whole, started, ahead): (Option<WholeFile>, Option<Buffers<S>>, Option<Next<S>>),
+        whole: Option<WholeFile>,
     ) -> Result<Self> {
         let path = dataset.path().to_path_buf();
         let shuffle = matches!(plan.strategy, Strategy::CorgiPile | Strategy::EpochShuffle);
@@ -186,14 +176,11 @@ impl<S: Source + 'static> RowEpoch<S> {
                 };
                 Input::Whole { kept, buffer, feed }
             }
-            None => match started {
-                Some(started) => Input::Buffers(started),
-                None => Input::Buffers(Buffers::new(
-                    Feed::start(dataset, &plan, order.clone(), resident)?,
-                    Arc::clone(&plan),
-                    path.clone(),
-                )),
-            },
+            None => Input::Buffers(Buffers::new(
+                Feed::start(dataset, &plan, order.clone(), resident)?,
+                Arc::clone(&plan),
+                path.clone(),
+            )),
         };
         Ok(RowEpoch {
             input,
@@ -218,7 +205,6 @@ impl<S: Source + 'static> RowEpoch<S> {
             rows_out: RowsOut::default(),
             failed: false,
             peak: 0,
-            ahead,
             path,
         })
     }
@@ -266,11 +252,6 @@ impl<S: Source + 'static> RowEpoch<S> {
             Input::Buffers(buffers) => {
                 let coded = &mut self.pending.coded.codes;
                 let extra = buffers.advance(|spent, next| carry_codes(coded, spent, next))?;
-                if buffers.input_done() {
-                    if let Some(next) = self.ahead.take() {
-                        next.start(&self.plan, &self.path);
-                    }
-                }
                 let buffer = buffers.current();
                 reserve_huge(&mut units, buffer.n_rows(), ORDER)?;
                 for i in 0..buffer.blocks().len() {

@@ -70,7 +70,7 @@ impl<S: Source + 'static> Parts<S> {
 type Running<S> = JoinHandle<(Parts<S>, Result<usize>)>;
 
 /// The buffers of one epoch (see the module docs).
-pub(crate) struct Buffers<S: Source + 'static> {
+pub(super) struct Buffers<S: Source + 'static> {
     /// The buffer whose rows are being handed out.
     current: Box<Buffer>,
     /// The parts, when no decode is running.
@@ -142,45 +142,21 @@ impl<S: Source + 'static> Buffers<S> {
         let during = parts.heap_bytes() + self.current.heap_bytes() + streamed?;
         carry(&self.current, &mut parts.buffer)?;
         std::mem::swap(&mut self.current, &mut parts.buffer);
-        if parts.input_done {
-            // The last buffer: the spent ones and the feed go, so that
-            // the next epoch's first decode, started now
-            // (`next_epoch.rs`), holds no more than this one did.
-            self.idle = None;
-            self.sent_bytes = 0;
-        } else if self.plan.double_buffer {
-            self.spawn(parts)?;
+        if self.plan.double_buffer && !parts.input_done {
+            self.sent_bytes = parts.heap_bytes();
+            let (plan, path) = (Arc::clone(&self.plan), self.path.clone());
+            let spawned = std::thread::Builder::new()
+                .name("tocpile-decode".into())
+                .spawn(move || {
+                    let streamed = parts.fill(&plan, &path);
+                    (parts, streamed)
+                })
+                .map_err(|e| Error::spawn_failed(&self.path, "buffer decode", e))?;
+            self.running = Some(spawned);
         } else {
             self.idle = Some(parts);
         }
         Ok(during.saturating_sub(self.heap_bytes()))
-    }
-
-    /// Starts decoding the next buffer on its own thread, if no decode
-    /// runs and blocks are left (the first buffer of an epoch started
-    /// ahead: `next_epoch.rs`).
-    pub(super) fn start_decode(&mut self) -> Result<()> {
-        match self.idle.take() {
-            Some(parts) if !parts.input_done && self.running.is_none() => self.spawn(parts),
-            idle => {
-                self.idle = idle;
-                Ok(())
-            }
-        }
-    }
-
-    fn spawn(&mut self, mut parts: Parts<S>) -> Result<()> {
-        self.sent_bytes = parts.heap_bytes();
-        let (plan, path) = (Arc::clone(&self.plan), self.path.clone());
-        let spawned = std::thread::Builder::new()
-            .name("tocpile-decode".into())
-            .spawn(move || {
-                let streamed = parts.fill(&plan, &path);
-                (parts, streamed)
-            })
-            .map_err(|e| Error::spawn_failed(&self.path, "buffer decode", e))?;
-        self.running = Some(spawned);
-        Ok(())
     }
 
     /// Heap bytes held: the current buffer, and the parts (or what they
