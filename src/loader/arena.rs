@@ -502,6 +502,29 @@ impl CodeArena {
     }
 }
 
+#[cfg(test)]
+impl CodeArena {
+    /// Every record of the arena's blocks read back, in order: its head
+    /// and its codes (fillers, which depend on where the allocator put
+    /// the words, left out).
+    fn read_back(&self) -> Vec<(Head, Vec<u32>)> {
+        let mut out = Vec::new();
+        for i in 0..self.blocks.len() {
+            let mut offsets = Vec::new();
+            self.block_records(i, &mut offsets);
+            for o in offsets {
+                let (head, _) = self
+                    .widths
+                    .head(&self.words, &self.label_values, o as usize);
+                let mut codes = Vec::new();
+                self.widths.codes_into(&self.words, &head, &mut codes);
+                out.push((head, codes));
+            }
+        }
+        out
+    }
+}
+
 /// Rows ahead whose dictionary nodes [`CodeArena::push_block`] prefetches.
 const PREFETCH_ROWS: usize = 6;
 

@@ -16,28 +16,19 @@ type Held = (u64, u64, u16, Vec<(u32, u64)>);
 /// codes): pair codes read through the arena's table, so that two arenas
 /// numbering their pairs apart compare by what the rows hold.
 fn rows_of(a: &CodeArena) -> Vec<Held> {
-    let mut out = Vec::new();
-    for i in 0..a.blocks().len() {
-        let mut offsets = Vec::new();
-        a.block_records(i, &mut offsets);
-        for o in offsets {
-            let (head, _) = a.widths.head(&a.words, &a.label_values, o as usize);
-            let mut codes = Vec::new();
-            a.widths.codes_into(&a.words, &head, &mut codes);
-            let held = codes
-                .iter()
-                .map(|&c| match a.form {
-                    RowCodes::Pairs => {
-                        let p = a.pairs[c as usize];
-                        (p.col, p.val.to_bits())
-                    }
-                    RowCodes::Nodes => (c, 0),
-                })
-                .collect();
-            out.push((head.label.to_bits(), head.row, head.slot, held));
-        }
-    }
-    out
+    let held = |codes: Vec<u32>| -> Vec<(u32, u64)> {
+        let pair = |c: u32| match a.form {
+            RowCodes::Pairs => {
+                let p = a.pairs[c as usize];
+                (p.col, p.val.to_bits())
+            }
+            RowCodes::Nodes => (c, 0),
+        };
+        codes.into_iter().map(pair).collect()
+    };
+    let read = a.read_back().into_iter();
+    read.map(|(h, codes)| (h.label.to_bits(), h.row, h.slot, held(codes)))
+        .collect()
 }
 
 /// An arena of pair codes holding `rows` (label, pairs as (col, val)),

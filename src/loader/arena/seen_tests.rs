@@ -51,21 +51,11 @@ fn arena_of(block: &crate::dataset::PackedBlock) -> crate::error::Result<CodeAre
     Ok(arena)
 }
 
-/// Every record of `a`'s blocks: label, row number, codes (fillers,
-/// which depend on where the allocator put the words, left out).
+/// Every record of `a`'s blocks: label, row number, codes.
 fn records(a: &CodeArena) -> Vec<(f64, u64, Vec<u32>)> {
-    let mut out = Vec::new();
-    for i in 0..a.blocks().len() {
-        let mut offsets = Vec::new();
-        a.block_records(i, &mut offsets);
-        for o in offsets {
-            let (head, _) = a.widths.head(&a.words, &a.label_values, o as usize);
-            let mut codes = Vec::new();
-            a.widths.codes_into(&a.words, &head, &mut codes);
-            out.push((head.label, head.row, codes));
-        }
-    }
-    out
+    let read = a.read_back().into_iter();
+    read.map(|(head, codes)| (head.label, head.row, codes))
+        .collect()
 }
 
 #[test]
