@@ -11,7 +11,9 @@
 //! section 46); copied as one run of words and renumbered in place, it
 //! costs the copy and a pass over the words that name tables.
 
-use super::{past_fillers, CodeArena, RowCodes, Widths, ARENA, FILLER, LINE, LONG_ROW};
+use super::{
+    past_fillers, BlockSpan, CodeArena, Head, RowCodes, Widths, ARENA, FILLER, LINE, LONG_ROW,
+};
 use crate::error::{Error, Result};
 use crate::limits::try_reserve;
 use crate::loader::huge::reserve_huge;
@@ -54,21 +56,37 @@ impl CodeArena {
         slots: &[u16],
         pair_ids: &[u32],
     ) -> Result<()> {
+        let pairs = self.form == RowCodes::Pairs;
+        let from = (&other.words[..], other.widths, &other.label_values[..]);
+        self.push_records(from, &other.blocks, |head, codes| {
+            if pairs {
+                let to = |p: &mut u32| *p = pair_ids.get(*p as usize).copied().unwrap_or(0);
+                codes.iter_mut().for_each(to);
+            }
+            head.slot = slots.get(head.slot as usize).copied().unwrap_or(0);
+        })
+    }
+
+    /// Writes again, through [`push_row`](Self::push_row), the records of
+    /// `blocks` in `words` (written with `widths`, labels by id into
+    /// `labels`), each block a block of this arena, each record first
+    /// given to `remap` (its slot and codes into this arena's numbering).
+    fn push_records(
+        &mut self,
+        (words, widths, labels): (&[u16], Widths, &[f64]),
+        blocks: &[BlockSpan],
+        mut remap: impl FnMut(&mut Head, &mut Vec<u32>),
+    ) -> Result<()> {
         let mut codes = Vec::new();
-        for b in &other.blocks {
+        for b in blocks {
             self.open_block(b.block)?;
-            let mut at = past_fillers(&other.words, b.start as usize);
+            let mut at = past_fillers(words, b.start as usize);
             for _ in 0..b.rows {
-                let (head, next) = other.widths.head(&other.words, &other.label_values, at);
+                let (mut head, next) = widths.head(words, labels, at);
                 codes.clear();
-                other.widths.codes_into(&other.words, &head, &mut codes);
-                if self.form == RowCodes::Pairs {
-                    codes
-                        .iter_mut()
-                        .for_each(|p| *p = pair_ids.get(*p as usize).copied().unwrap_or(0));
-                }
-                let slot = slots.get(head.slot as usize).copied().unwrap_or(0);
-                self.push_row(slot, head.label, head.row, &codes)?;
+                widths.codes_into(words, &head, &mut codes);
+                remap(&mut head, &mut codes);
+                self.push_row(head.slot, head.label, head.row, &codes)?;
                 at = next;
             }
         }
@@ -230,22 +248,10 @@ impl CodeArena {
         self.widths = to;
         reserve_huge(&mut self.words, 2 * old.len(), ARENA)?;
         let blocks = std::mem::take(&mut self.blocks);
-        let mut codes = Vec::new();
         self.rows = 0;
         self.codes = 0;
         self.steps.clear();
         self.block_first.clear();
-        for b in &blocks {
-            self.open_block(b.block)?;
-            let mut at = past_fillers(&old, b.start as usize);
-            for _ in 0..b.rows {
-                let (head, next) = from.head(&old, &labels, at);
-                codes.clear();
-                from.codes_into(&old, &head, &mut codes);
-                self.push_row(head.slot, head.label, head.row, &codes)?;
-                at = next;
-            }
-        }
-        Ok(())
+        self.push_records((&old, from, &labels), &blocks, |_, _| {})
     }
 }
