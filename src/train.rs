@@ -291,6 +291,7 @@ pub fn train<S: Source + 'static>(
             h.new_epoch();
         }
         let tail = core::TailMean::start(model, options, epoch)?;
+        let mut spent = batches.spent();
         let steps = batches.by_ref().map(|b| {
             b.map(|b| core::Step {
                 pages: b.pages,
@@ -304,7 +305,9 @@ pub fn train<S: Source + 'static>(
             lr,
             tail,
             helper.as_mut().filter(|_| split),
+            |pages| spent.give(pages),
         )?;
+        drop(spent);
         let seconds = start.elapsed().as_secs_f64();
         let train = core::epoch_score(&run.metrics, epoch, lr)?;
         let steps = run.steps;

@@ -574,7 +574,7 @@ pub fn train_lockstep<S: Source + 'static>(
             }
         });
         let tail = TailMean::start(model, options, epoch)?;
-        let run = core::run_epoch(model, &mut stepper, global, lr, tail, None)?;
+        let run = core::run_epoch(model, &mut stepper, global, lr, tail, None, drop)?;
         steps.push(run.steps);
     }
     Ok(steps)

@@ -14,12 +14,15 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use super::epoch::Produce;
+use super::spent::{self, Spent, SpentReturn};
 use super::{Loader, MiniBatch, Mode, Plan, Strategy, Trace};
 use crate::dataset::Source;
 use crate::error::{Error, Result};
 
 /// Most batches handed from the producer thread to the consumer at once.
 const CHUNK_BATCHES: usize = 16;
+/// The same for a whole-file epoch in row mode.
+const WHOLE_CHUNK_BATCHES: usize = 64;
 
 /// What an epoch cost, from the consumer's side.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -94,6 +97,10 @@ enum EpochSource {
         peak: usize,
     },
     Thread {
+        /// Where the consumer's spent pages go to be freed on the
+        /// producer's thread (whole-file epochs; see [`Epoch::spent`]),
+        /// and how many it has freed.
+        back: Option<(Spent, Arc<AtomicUsize>)>,
         rx: Option<Receiver<Vec<Result<MiniBatch>>>>,
         /// Batches of the last chunk received, not yet yielded.
         local: std::collections::VecDeque<Result<MiniBatch>>,
@@ -144,17 +151,34 @@ impl Epoch {
         // one, so the next is decoded while this one trains.
         // A whole-file buffer is made once and then cut into batches as
         // they are taken: a few chunks ahead keep the trainer fed.
-        let capacity = if plan.row_pipeline() && plan.whole {
-            4 * CHUNK_BATCHES
+        let whole_rows = plan.row_pipeline() && plan.whole;
+        // Batches travel in chunks of what the producer has ready (up to
+        // CHUNK_BATCHES): one hand-over per batch cost 10 to 15% of a
+        // resident page-mode epoch in thread wake-ups (flights3m profile).
+        // A whole-file epoch always has its next batches ready: chunks of
+        // 64 halved the trainer's wait on flights3m (8 ms an epoch rather
+        // than 14; history section 47).
+        let chunk_batches = if whole_rows {
+            WHOLE_CHUNK_BATCHES
+        } else {
+            CHUNK_BATCHES
+        };
+        let capacity = if whole_rows {
+            4 * chunk_batches
         } else if plan.row_pipeline() {
             per_buffer.max(2) + CHUNK_BATCHES
         } else {
             per_buffer.clamp(2, 64)
         };
-        // Batches travel in chunks of what the producer has ready (up to
-        // CHUNK_BATCHES): one hand-over per batch cost 10 to 15% of a
-        // resident page-mode epoch in thread wake-ups (flights3m profile).
-        let (tx, rx) = sync_channel(capacity.div_ceil(CHUNK_BATCHES));
+        let (tx, rx) = sync_channel(capacity.div_ceil(chunk_batches));
+        // Spent batches of a whole-file epoch come back to be freed on
+        // this thread (`spent.rs` says why).
+        let (back, spent_rx) = if whole_rows {
+            let (spent, back, freed) = spent::way_back();
+            (Some((spent, freed)), Some(back))
+        } else {
+            (None, None)
+        };
         let peak = Arc::new(AtomicUsize::new(0));
         let queued = Arc::new(AtomicUsize::new(0));
         let (shared, in_channel) = (Arc::clone(&peak), Arc::clone(&queued));
@@ -163,7 +187,10 @@ impl Epoch {
             .spawn(move || {
                 let mut most = 0;
                 loop {
-                    let chunk = producer.next_chunk(CHUNK_BATCHES);
+                    if let Some(spent) = &spent_rx {
+                        spent.free();
+                    }
+                    let chunk = producer.next_chunk(chunk_batches);
                     if chunk.is_empty() {
                         break;
                     }
@@ -172,9 +199,10 @@ impl Epoch {
                         .map(|item| item.as_ref().map_or(0, |b| b.owned_bytes))
                         .sum();
                     let queued = in_channel.fetch_add(bytes, Ordering::AcqRel) + bytes;
+                    let returning = spent_rx.as_ref().map_or(0, SpentReturn::bytes);
                     most = most
                         .max(producer.peak_bytes())
-                        .max(producer.held_bytes() + queued);
+                        .max(producer.held_bytes() + queued + returning);
                     shared.store(most, Ordering::Relaxed);
                     if tx.send(chunk).is_err() {
                         break;
@@ -185,6 +213,7 @@ impl Epoch {
             .map_err(|e| crate::error::Error::spawn_failed(path, "loader", e))?;
         Ok(Epoch {
             source: EpochSource::Thread {
+                back,
                 rx: Some(rx),
                 local: std::collections::VecDeque::new(),
                 handle: Some(handle),
@@ -497,6 +526,33 @@ impl<S: Source + 'static> IntoIterator for &Loader<S> {
     fn into_iter(self) -> Epoch {
         let epoch = self.next_epoch.fetch_add(1, Ordering::Relaxed);
         self.epoch(epoch).unwrap_or_else(Epoch::failed)
+    }
+}
+
+impl Epoch {
+    /// Where the consumer's spent pages go: back to the producer's thread
+    /// for a whole-file epoch run on one, else nowhere (freed in place).
+    pub(crate) fn spent(&self) -> Spent {
+        match &self.source {
+            EpochSource::Thread {
+                back: Some((back, _)),
+                ..
+            } => back.another(),
+            _ => spent::in_place(),
+        }
+    }
+
+    /// Mini-batches freed on the producer's thread so far (see
+    /// [`spent`](Self::spent)).
+    #[cfg(test)]
+    pub(crate) fn freed_by_producer(&self) -> usize {
+        match &self.source {
+            EpochSource::Thread {
+                back: Some((_, freed)),
+                ..
+            } => freed.load(Ordering::Relaxed),
+            _ => 0,
+        }
     }
 }
 

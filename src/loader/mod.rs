@@ -122,6 +122,7 @@ mod resident;
 mod rows;
 mod sample;
 mod shuffle;
+mod spent;
 mod step_shuffle;
 mod trace;
 mod units;

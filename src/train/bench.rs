@@ -498,7 +498,7 @@ fn in_memory(
                 replay: false,
             })
         });
-        let run = core::run_epoch(&mut model, &mut stepper, steps, lr, tail, None)?;
+        let run = core::run_epoch(&mut model, &mut stepper, steps, lr, tail, None, drop)?;
         times.push(start.elapsed().as_secs_f64());
         loss = run.metrics.mean_loss();
     }

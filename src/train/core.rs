@@ -271,7 +271,9 @@ pub(crate) struct EpochRun {
 /// One epoch on one process: for each mini-batch, the gradient (shared
 /// with `helper` when given), a step of the rule at `lr`, the iterate
 /// taken into the tail mean; the running figures of the rows. The model
-/// is the tail mean at the end when [`TailMean::start`] kept one.
+/// is the tail mean at the end when [`TailMean::start`] kept one. Each
+/// batch's pages go to `spent` after its step (the loader's
+/// [`Epoch::spent`](crate::loader::Epoch) frees them on its thread).
 pub(crate) fn run_epoch<P: AsRef<[Page]>>(
     model: &mut Model,
     stepper: &mut Stepper,
@@ -279,6 +281,7 @@ pub(crate) fn run_epoch<P: AsRef<[Page]>>(
     lr: f64,
     mut tail: TailMean,
     mut helper: Option<&mut GradientHelper>,
+    mut spent: impl FnMut(P),
 ) -> Result<EpochRun> {
     let mut metrics = Metrics::new(model.kind());
     for batch in batches {
@@ -289,6 +292,7 @@ pub(crate) fn run_epoch<P: AsRef<[Page]>>(
         if !batch.replay {
             metrics.add(&stats);
         }
+        spent(batch.pages);
     }
     let steps = tail.steps;
     tail.finish(model);
