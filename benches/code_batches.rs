@@ -6,7 +6,9 @@
 //! mini-batches by CorgiPile's tuple shuffle over the whole file; each
 //! batch's rows also as one CSR page (the baseline, what the loader gave
 //! before code rows). A.v and v.A are the linear models' step, A.M and
-//! M.A (p = 20) the softmax's and the MLP's.
+//! M.A (p = 20) the softmax's and the MLP's; `gradient` is the linear
+//! models' whole step as the trainer calls it (fused where the form has
+//! a fused kernel) and `gradient-separate` the same as two kernels.
 //!
 //! Names are `code-batches/DATASET/FORM/OP`, FORM `codes`, `pairs` or
 //! `csr`; throughput is the batches' rows. `cargo bench --bench
@@ -112,6 +114,25 @@ fn code_batches(c: &mut Criterion) {
                     for p in pages {
                         let n = p.n_rows();
                         p.left_matmat_into(m_left.slice(s![.., ..n]), out.view_mut(), &mut ws);
+                    }
+                })
+            });
+            // A linear model's gradient: one fused pass on TOC pages and
+            // pair codes, two kernels and the slopes between on CSR
+            // (`gradient-separate` is the two-kernel form on every form).
+            let (w, mut grad) = (v_cols.to_vec(), vec![0.0; cols]);
+            let slope = |r: usize, z: f64| 1.0 / (1.0 + (-z).exp()) - (r % 2) as f64;
+            g.bench_function("gradient", |b| {
+                b.iter(|| {
+                    for p in pages {
+                        p.linear_gradient_add(black_box(&w), slope, &mut grad, &mut ws);
+                    }
+                })
+            });
+            g.bench_function("gradient-separate", |b| {
+                b.iter(|| {
+                    for p in pages {
+                        p.linear_gradient_add_separate(black_box(&w), slope, &mut grad, &mut ws);
                     }
                 })
             });
