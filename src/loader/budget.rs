@@ -367,4 +367,4 @@ pub(crate) fn cgroup_headroom(
 
 #[cfg(test)]
 #[path = "budget_tests.rs"]
-mod tests;
+pub(super) mod tests;

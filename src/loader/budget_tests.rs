@@ -339,8 +339,8 @@ fn auto_budget_takes_the_whole_file_within_three_quarters() {
 
 /// A dataset file of `n` 4-column rows (two of them varied, 1,009 and 97
 /// values) in 50-row pages and 512-byte blocks, in the temporary
-/// directory; its path.
-fn write_rows(name: &str, n: u64) -> std::path::PathBuf {
+/// directory; its path (also the loader's other tests' file).
+pub(in crate::loader) fn write_rows(name: &str, n: u64) -> std::path::PathBuf {
     use crate::dataset::{DatasetWriter, WriterOptions};
     use crate::SparseBatch;
     let path =

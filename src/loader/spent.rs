@@ -147,30 +147,9 @@ impl SpentReturn {
 mod tests {
     use std::sync::Arc;
 
-    use crate::dataset::{Dataset, DatasetWriter, WriterOptions};
+    use crate::dataset::Dataset;
+    use crate::loader::budget::tests::write_rows;
     use crate::loader::{Loader, LoaderOptions};
-    use crate::SparseBatch;
-
-    /// A dataset file of `n` 4-column rows in 50-row pages, in the
-    /// temporary directory; its path.
-    fn write_rows(name: &str, n: u64) -> std::path::PathBuf {
-        let path =
-            std::env::temp_dir().join(format!("tocpile-spent-{name}-{}.toc", std::process::id()));
-        let rows: Vec<[f64; 4]> = (0..n)
-            .map(|i| [1.0, (i * 7919 % 1009) as f64, 0.0, (i % 97) as f64])
-            .collect();
-        let labels: Vec<f64> = (0..n).map(|i| (i % 2) as f64).collect();
-        let layout = WriterOptions {
-            page_rows: 50,
-            ..WriterOptions::default()
-        };
-        let mut writer = DatasetWriter::create(&path, 4, layout).unwrap();
-        writer
-            .push(&SparseBatch::from_dense_rows(4, &rows).unwrap(), &labels)
-            .unwrap();
-        writer.finish().unwrap();
-        path
-    }
 
     /// Drains epoch 0, handing every batch back; its batch count and the
     /// batches its producer freed.
@@ -191,7 +170,7 @@ mod tests {
     /// (four chunks), in its hands and on their way when it ends.
     #[test]
     fn a_whole_file_epochs_spent_batches_are_freed_by_its_producer() {
-        let path = write_rows("whole", 20_000);
+        let path = write_rows("spent-whole", 20_000);
         let ds = Arc::new(Dataset::open(&path).unwrap());
         let loader = Loader::new(ds, LoaderOptions::default().with_batch_rows(10)).unwrap();
         assert!(
@@ -207,7 +186,7 @@ mod tests {
     /// A buffer-at-a-time epoch takes nothing back (see the module docs).
     #[test]
     fn a_buffered_epoch_frees_its_batches_in_place() {
-        let path = write_rows("buffers", 20_000);
+        let path = write_rows("spent-buffers", 20_000);
         let ds = Arc::new(Dataset::open(&path).unwrap());
         let options = LoaderOptions::default().with_batch_rows(10).with_memory(0);
         let loader = Loader::new(ds, options).unwrap();
