@@ -16,7 +16,8 @@
 
 use ndarray::{ArrayView1, ArrayViewMut1};
 
-use super::{log_loss_and_sigmoid, BatchStats, Gradient, Model, ModelKind};
+use super::logistic::LogSum;
+use super::{BatchStats, Gradient, Model, ModelKind};
 use crate::kernels::Workspace;
 use crate::page::Page;
 
@@ -55,16 +56,18 @@ pub(super) fn run(
             ArrayViewMut1::from(&mut z[..]),
             &mut own,
         );
+        let mut logs = LogSum::default();
         for (&zi, &label) in z.iter().zip(labels) {
             let (loss, _) = loss_and_slope(
                 &model.kind,
                 model.positive_above(),
                 zi + b,
                 label,
-                &mut page_stats,
+                (&mut page_stats, &mut logs),
             );
             page_stats.loss_sum += loss;
         }
+        page_stats.loss_sum += logs.take();
         stats.merge(&page_stats);
     }
     Ok(stats)
@@ -100,14 +103,16 @@ pub(super) fn gradient_add(
     for page in pages {
         let (batch, labels) = (page.batch(), page.labels());
         let mut page_stats = BatchStats::of_labels(labels);
-        let mut d_sum = 0.0;
+        let (mut d_sum, mut logs) = (0.0, LogSum::default());
         let slope = |r: usize, z: f64| {
-            let (loss, d) = loss_and_slope(kind, above, z + b, labels[r], &mut page_stats);
+            let stats = (&mut page_stats, &mut logs);
+            let (loss, d) = loss_and_slope(kind, above, z + b, labels[r], stats);
             page_stats.loss_sum += loss;
             d_sum += d;
             d
         };
         batch.linear_gradient_add(w, slope, gw, ws);
+        page_stats.loss_sum += logs.take();
         bias += d_sum;
         stats.merge(&page_stats);
     }
@@ -115,7 +120,9 @@ pub(super) fn gradient_add(
 }
 
 /// The loss at `margin` and its derivative in the margin; counts a correct
-/// prediction or the squared residual into `stats`. A classifier's label
+/// prediction or the squared residual into `stats`. The log-loss's
+/// logarithm goes into `logs` (one `ln` a page, see [`LogSum`]), the rest
+/// of every loss is returned. A classifier's label
 /// is positive when above `above` (0, or the midpoint of the model's
 /// [binary labels](Model::binary_labels)).
 fn loss_and_slope(
@@ -123,7 +130,7 @@ fn loss_and_slope(
     above: f64,
     margin: f64,
     label: f64,
-    stats: &mut BatchStats,
+    (stats, logs): (&mut BatchStats, &mut LogSum),
 ) -> (f64, f64) {
     match kind {
         ModelKind::LinearRegression => {
@@ -145,8 +152,8 @@ fn loss_and_slope(
                     if inside { -y } else { 0.0 },
                 )
             } else {
-                let (loss, slope) = log_loss_and_sigmoid(m);
-                (loss, -y * slope)
+                let (rest, slope) = logs.log_loss_and_sigmoid(m);
+                (rest, -y * slope)
             }
         }
     }

@@ -88,7 +88,7 @@ use crate::scale::Scaling;
 use crate::sparse::MAX_COLS;
 
 pub use kind::{ModelKind, DEFAULT_HIDDEN};
-pub(crate) use logistic::{log_loss_and_sigmoid, sigmoid, softplus};
+pub(crate) use logistic::{sigmoid, softplus};
 pub use metrics::{auc, Evaluation, EvaluationReport};
 pub use optim::Optimizer;
 use params::param_count;
