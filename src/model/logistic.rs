@@ -17,9 +17,10 @@ pub(crate) fn softplus(x: f64) -> f64 {
 /// costliest call (12% of a whole-file epoch's samples on flights3m), and
 /// a costlier one the nearer `e` is to 1, as in shuffled rows, than in
 /// label-sorted ones (history section 47). The product is folded into the
-/// sum before it can pass 2^512. The `1 + e` a row needs anyway (its
-/// slope's denominator); an `e` below 2^-10, where `1 + e` would round
-/// away a visible share of `ln(1 + e)`, is added by `ln_1p` instead.
+/// sum before it can pass 2^512. Each row computes its `1 + e` anyway
+/// (its slope's denominator), so a row costs one product; an `e` below
+/// 2^-10, where `1 + e` would round away a visible share of
+/// `ln(1 + e)`, is added by `ln_1p` instead.
 ///
 /// The sum differs from adding each row's `ln_1p(e)` by rounding only:
 /// the product of `n` factors rounds by at most `n` units of 2^-53 of
